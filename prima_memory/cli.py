@@ -1,0 +1,104 @@
+"""`prima-memory` command line: thin wrappers over memory, search and the store (DESIGN §7)."""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from . import __version__
+
+EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
+
+
+class UsageError(Exception):
+    pass
+
+
+class CliError(Exception):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line, exit 2, no usage dump
+        raise UsageError(message)
+
+
+def _parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--json", action="store_true", help="print one JSON document")
+    common.add_argument("--workspace", metavar="DIR", default=argparse.SUPPRESS,
+                        help="the workspace to serve (default: CLAUDE_PROJECT_DIR or the current folder)")
+    p = _Parser(prog="prima-memory", parents=[common],
+                description="Long-term memory for Claude Code: search your past sessions.")
+    p.add_argument("--version", action="version", version=f"prima-memory {__version__}")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    s = sub.add_parser("search", parents=[common], help="search past sessions")
+    s.add_argument("query", nargs="+", help="words to find (taken literally)")
+    s.add_argument("--mode", choices=["combined", "keyword", "semantic"], default="combined")
+    s.add_argument("--deep", action="store_true", help="also search extracts and checkpoints")
+    s.add_argument("--limit", type=_positive, default=10)
+    s.add_argument("--since", metavar="WHEN")
+    s.add_argument("--until", metavar="WHEN")
+    s.add_argument("--branch")
+    s.add_argument("--tag")
+    s.add_argument("--source", help="only this source (claude-code, ...)")
+
+    r = sub.add_parser("recent", parents=[common], help="the latest sessions")
+    r.add_argument("-n", type=_positive, default=10, dest="n")
+
+    sh = sub.add_parser("show", parents=[common], help="print one session")
+    sh.add_argument("session_id", help="a session id or a unique prefix of one")
+    sh.add_argument("--range", metavar="A:B", help="a slice of the messages, Python style (e.g. -10:)")
+
+    f = sub.add_parser("files", parents=[common], help="file change history")
+    f.add_argument("path", nargs="?", help="only paths containing this")
+
+    ix = sub.add_parser("index", parents=[common], help="bring the index up to date")
+    ix.add_argument("--rebuild", action="store_true", help="read every source file again")
+    ix.add_argument("--prune", action="store_true", help="drop sessions whose files are gone")
+
+    sub.add_parser("status", parents=[common], help="what is indexed, pending, warnings")
+    q = sub.add_parser("quickstart", parents=[common],
+                       help="index this folder (or a demo history) and show what it found")
+    q.add_argument("--demo", action="store_true", help="use the demo history even if this folder has one")
+    return p
+
+
+def _positive(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more: {text}")
+    return n
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    try:
+        args = _parser().parse_args(argv)
+    except UsageError as e:
+        print(f"prima-memory: error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    if not args.command:
+        print("prima-memory: error: a command is required (see prima-memory --help)", file=sys.stderr)
+        return EXIT_USAGE
+    from . import commands
+    try:
+        return commands.run(args)
+    except UsageError as e:
+        print(f"prima-memory: error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("prima-memory: interrupted", file=sys.stderr)
+        return 130
+    except Exception as e:  # the contract: one line, never a traceback
+        from .workspace import WorkspaceError
+        msg = str(e) if isinstance(e, (CliError, WorkspaceError, OSError)) else \
+            f"{type(e).__name__}: {e}"
+        print(f"prima-memory: error: {' '.join(msg.split())}", file=sys.stderr)
+        if os.environ.get("PRIMA_DEBUG"):
+            raise
+        return EXIT_ERROR

@@ -1,0 +1,297 @@
+"""What each CLI command does, in human text or one JSON document."""
+from __future__ import annotations
+
+import os
+import sys
+
+import apsw
+import orjson
+
+from . import search as searchmod
+from . import workspace as wsmod
+from .cli import CliError, UsageError
+from .extracts import one_line
+from .memory import IndexBusy, Memory
+from .timeparse import iso_utc, local, parse_when
+from .titles import pick_title
+
+CLI_LOCK_SECONDS = 10.0
+
+
+def run(args) -> int:
+    ws = wsmod.resolve_workspace(getattr(args, "workspace", None))
+    handler = globals()[f"cmd_{args.command}"]
+    mem = Memory(ws)
+    try:
+        try:
+            return handler(mem, args)
+        except (apsw.CorruptError, apsw.NotADBError):
+            mem.recover_corrupt()  # moved aside and rebuilt; the command runs once more
+            return handler(mem, args)
+    finally:
+        mem.close()
+
+
+def emit(args, data: dict, text: str) -> None:
+    if args.json:
+        sys.stdout.buffer.write(orjson.dumps(data, option=orjson.OPT_INDENT_2) + b"\n")
+    else:
+        sys.stdout.write(text if text.endswith("\n") or not text else text + "\n")
+    sys.stdout.flush()
+
+
+def refresh(mem: Memory, warnings: list[str], *, progress=None) -> None:
+    """Bring the index up to date before answering, so a session written a second ago is found."""
+    try:
+        mem.update(lock_timeout=CLI_LOCK_SECONDS, progress=progress)
+    except IndexBusy as e:
+        warnings.append(f"{e} for more than {CLI_LOCK_SECONDS:.0f}s: "
+                        "answering from the index as it stands")
+
+
+def session_json(row) -> dict:
+    return {
+        "session_id": row.session_id,
+        "title": pick_title(row.title_custom, row.title_summary, row.title_first),
+        "source": row.source,
+        "label": row.label,
+        "started_at": iso_utc(row.started_at),
+        "ended_at": iso_utc(row.ended_at),
+        "project": row.cwd,
+        "branch": row.branch or None,
+        "tags": row.tag_list,
+        "author": row.author,
+        "archived": bool(row.archived),
+        "message_count": row.message_count,
+    }
+
+
+# -- search -----------------------------------------------------------------------------------
+
+def _filters(args) -> searchmod.Filters:
+    try:
+        since = parse_when(args.since) if args.since else None
+        until = parse_when(args.until, end_of_day=True) if args.until else None
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    return searchmod.Filters(since=since, until=until, branch=args.branch, tag=args.tag,
+                             source=args.source)
+
+
+def cmd_search(mem: Memory, args) -> int:
+    query = " ".join(args.query)
+    if not query.strip():
+        raise UsageError("the query is empty")
+    filters = _filters(args)
+    warnings: list[str] = []
+    refresh(mem, warnings, progress=_progress(args))
+    hits, search_warnings = searchmod.run(mem.store(), query, mode=args.mode, limit=args.limit,
+                                          filters=filters, deep=args.deep, workspace=mem.ws)
+    warnings = search_warnings + warnings
+    results = []
+    for h in hits:
+        d = session_json(h.row)
+        d.update(title=h.title, score=h.score, files_changed=h.files, snippet=h.snippet,
+                 matches=h.matches)
+        results.append(d)
+    lines = [f"warning: {w}" for w in warnings]
+    if not hits:
+        lines.append(f"No sessions match {query!r}.")
+    for i, h in enumerate(hits, 1):
+        r = h.row
+        branch = f"  ({r.branch})" if r.branch else ""
+        lines.append(f"{i}. {r.label} {h.title}  [score {h.score:g}]")
+        lines.append(f"   {local(r.started_at)}{branch}  session {r.session_id}")
+        for m in h.matches or ([h.snippet] if h.snippet else []):
+            lines.append(f"   > {m}")
+    emit(args, {"query": query, "mode": args.mode, "warnings": warnings, "results": results},
+         "\n".join(lines))
+    return 0
+
+
+# -- recent, show, files ----------------------------------------------------------------------
+
+def cmd_recent(mem: Memory, args) -> int:
+    warnings: list[str] = []
+    refresh(mem, warnings)
+    store = mem.store()
+    out, lines = [], [f"warning: {w}" for w in warnings]
+    for row in store.recent_sessions(args.n):
+        user = [m for m in store.messages(row.id) if m[1] == "user" and not m[3]]
+        d = session_json(row)
+        d.update(files_changed=store.changed_paths(row.id),
+                 first_user_message=user[0][4] if user else None,
+                 last_user_message=user[-1][4] if user else None)
+        out.append(d)
+        lines.append(f"{local(row.ended_at)}  {d['title']}"
+                     + (f"  ({row.branch})" if row.branch else "")
+                     + f"\n   session {row.session_id}, {row.message_count} messages, "
+                       f"{row.files_count} files changed")
+        if user:
+            lines.append(f"   last asked: {one_line(user[-1][4], 140)}")
+    if not out:
+        lines.append("No sessions indexed for this workspace yet.")
+    emit(args, {"workspace": mem.ws, "warnings": warnings, "sessions": out}, "\n".join(lines))
+    return 0
+
+
+def _parse_range(text: str | None) -> slice:
+    if not text:
+        return slice(None)
+    parts = text.split(":")
+    try:
+        if len(parts) == 1:
+            i = int(parts[0])
+            return slice(i, i + 1 if i != -1 else None)
+        if len(parts) == 2:
+            return slice(int(parts[0]) if parts[0] else None, int(parts[1]) if parts[1] else None)
+    except ValueError:
+        pass
+    raise UsageError(f"--range takes A:B (Python slice, e.g. 0:20 or -10:), not {text!r}")
+
+
+def _one_session(mem: Memory, prefix: str):
+    rows = mem.store().find_sessions(prefix)
+    rows = [r for r in rows if r.started_at is not None] or rows
+    if not rows:
+        raise CliError(f"no session matches {prefix!r}")
+    exact = [r for r in rows if r.session_id == prefix]
+    if exact:
+        return exact[0]
+    if len(rows) > 1:
+        raise CliError(f"{prefix!r} matches {len(rows)} sessions; give more of the id")
+    return rows[0]
+
+
+def cmd_show(mem: Memory, args) -> int:
+    sl = _parse_range(args.range)
+    warnings: list[str] = []
+    refresh(mem, warnings)
+    store = mem.store()
+    row = _one_session(mem, args.session_id)
+    msgs = store.messages(row.id)
+    indexed = list(enumerate(msgs))[sl]
+    d = session_json(row)
+    d.update(files_changed=[{"path": p, "tool": t, "explanation": e, "at": iso_utc(ts)}
+                            for p, t, e, ts in store.file_changes(row.id)],
+             decisions=row.decisions.splitlines() if row.decisions else [],
+             messages=[{"index": i, "role": role, "at": iso_utc(ts), "sidechain": bool(side),
+                        "text": text} for i, (_id, role, ts, side, text) in indexed])
+    lines = [f"{d['title']}", f"session {row.session_id}  {row.label}  {local(row.started_at)} – "
+             f"{local(row.ended_at)}  branch {row.branch or '—'}", f"project {row.cwd or '—'}", ""]
+    for i, (_id, role, ts, side, text) in indexed:
+        who = "user" if role == "user" else "claude"
+        lines.append(f"[{i}] {who}{' (subagent)' if side else ''} {local(ts)}")
+        lines.append(text)
+        lines.append("")
+    emit(args, {"warnings": warnings, "session": d}, "\n".join(lines))
+    return 0
+
+
+def cmd_files(mem: Memory, args) -> int:
+    warnings: list[str] = []
+    refresh(mem, warnings)
+    store = mem.store()
+    titles: dict[int, object] = {}
+    changes = []
+    for path, tool, explanation, ts, sid in store.file_history(args.path):
+        row = titles.get(sid) or store.session(sid)
+        titles[sid] = row
+        changes.append({"path": path, "tool": tool, "explanation": explanation, "at": iso_utc(ts),
+                        "session_id": row.session_id,
+                        "title": pick_title(row.title_custom, row.title_summary, row.title_first)})
+    lines = [f"warning: {w}" for w in warnings]
+    for c in changes:
+        lines.append(f"{c['at'] or '—'}  {c['tool']:<12} {c['path']}")
+        lines.append(f"   {c['title']} (session {c['session_id']})")
+        if c["explanation"]:
+            lines.append(f"   why: {one_line(c['explanation'], 160)}")
+    if not changes:
+        lines.append("No file changes recorded" + (f" for paths containing {args.path!r}." if args.path else "."))
+    emit(args, {"path": args.path, "warnings": warnings, "changes": changes}, "\n".join(lines))
+    return 0
+
+
+# -- index, status ----------------------------------------------------------------------------
+
+def _progress(args):
+    if args.json:
+        return None
+    from .progress import Progress
+    return Progress.for_terminal()
+
+
+def cmd_index(mem: Memory, args) -> int:
+    try:
+        rep = mem.update(lock_timeout=CLI_LOCK_SECONDS, rebuild=args.rebuild, prune=args.prune,
+                         progress=_progress(args))
+    except IndexBusy as e:
+        raise CliError(f"{e}; try again in a moment") from None
+    data = {"workspace": mem.ws, "files_seen": rep.files_seen, "files_read": rep.files_read,
+            "bytes_read": rep.bytes_read, "sessions_updated": len(rep.sessions_touched),
+            "archived": rep.archived, "pruned": rep.pruned, "extracts_written": rep.extracts,
+            "warnings": mem.log.warnings}
+    text = (f"indexed {rep.files_read} of {rep.files_seen} files ({rep.bytes_read / 1e6:.1f} MB), "
+            f"{len(rep.sessions_touched)} sessions updated")
+    if rep.archived:
+        text += f", {rep.archived} archived (files gone)"
+    if rep.pruned:
+        text += f", {rep.pruned} pruned"
+    if rep.extracts:
+        text += f", {len(rep.extracts)} extracts written"
+    if mem.log.warnings:
+        text += f"\n{len(mem.log.warnings)} warnings (see {mem.log.path})"
+    emit(args, data, text)
+    return 0
+
+
+def status_data(mem: Memory) -> dict:
+    store = mem.store()
+    counts = store.counts()
+    files, size = mem.pending()
+    by_source = store.source_counts()
+    dirs = wsmod.claude_project_dirs(mem.ws)
+    size_on_disk = sum(os.path.getsize(mem.db_path + s) for s in ("", "-wal")
+                       if os.path.exists(mem.db_path + s))
+    sources = [{"source": "claude-code", "label": "[transcript]", "locations": dirs,
+                "found": bool(dirs), "files": counts["files"],
+                **by_source.get("claude-code", {"sessions": 0, "archived": 0})}]
+    return {
+        "workspace": mem.ws,
+        "index": {"path": mem.db_path, "bytes": size_on_disk,
+                  "schema_version": int(store.get_meta("schema_version", 0))},
+        "sources": sources,
+        "counts": counts,
+        "pending": {"files": files, "bytes": size},
+        "semantic": {"available": False, "embedded": 0, "pending": counts["exchanges"]},
+        "rebuild": {"running": False},
+        "warnings": [w.split(" ", 3)[-1] for w in mem.log.tail(10)],
+    }
+
+
+def cmd_status(mem: Memory, args) -> int:
+    d = status_data(mem)
+    c = d["counts"]
+    lines = [f"workspace  {d['workspace']}",
+             f"index      {d['index']['path']} ({d['index']['bytes'] / 1e6:.1f} MB)"]
+    for s in d["sources"]:
+        where = ", ".join(s["locations"]) or "not found"
+        lines.append(f"source     {s['label']} {where}: {s['sessions']} sessions "
+                     f"({s['archived']} archived), {s['files']} files")
+    lines.append(f"indexed    {c['messages']} messages, {c['exchanges']} exchanges, "
+                 f"{c['file_changes']} file changes")
+    lines.append(f"pending    {d['pending']['files']} files changed since the last index "
+                 f"({d['pending']['bytes'] / 1e6:.1f} MB)")
+    lines.append(f"semantic   not available yet ({d['semantic']['pending']} exchanges waiting)")
+    for w in d["warnings"]:
+        lines.append(f"warning    {w}")
+    emit(args, d, "\n".join(lines))
+    return 0
+
+
+def cmd_quickstart(mem: Memory, args) -> int:
+    from .demo import quickstart
+    return quickstart(mem, demo=args.demo, as_json=args.json)
+
+
+

@@ -1,0 +1,126 @@
+"""Markdown extracts of substantial sessions, written once and never updated (the seed's rules)."""
+from __future__ import annotations
+
+import os
+import re
+import time
+
+from . import titles
+from .workspace import data_dir
+
+MIN_MESSAGES = 50
+MIN_FILES = 10
+MIN_SECONDS = 30 * 60
+_PUNCT = re.compile(r"[^\w-]|_")
+
+
+def project_id(cwd: str | None) -> str:
+    """Last folder name of the working folder: lower case, spaces to hyphens, punctuation gone."""
+    name = os.path.basename((cwd or "").rstrip("/\\").replace("\\", "/").rsplit("/", 1)[-1])
+    name = _PUNCT.sub("", "-".join(name.lower().split()))
+    return name or "unknown"
+
+
+def extracts_dir(ws: str, cwd: str | None) -> str:
+    return os.path.join(data_dir(ws), "extracts", project_id(cwd))
+
+
+def is_substantial(row) -> bool:
+    duration = (row.ended_at or 0) - (row.started_at or 0)
+    return row.message_count >= MIN_MESSAGES or row.files_count >= MIN_FILES or duration >= MIN_SECONDS
+
+
+def _day_taken(folder: str, day: str, session_id: str) -> bool:
+    try:
+        names = os.listdir(folder)
+    except FileNotFoundError:
+        return False
+    return any((n.startswith(day) and n.endswith((".md",))) or session_id in n for n in names)
+
+
+def write_new(path: str, text: str) -> bool:
+    """Create a file that must never be overwritten; False if it already exists."""
+    os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return False
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(text)
+    return True
+
+
+def maybe_write(store, session: int, ws: str) -> str | None:
+    """Write the session's extract if it is substantial and its folder has none for that day."""
+    row = store.session(session)
+    if row is None or row.extract_path or row.started_at is None or not is_substantial(row):
+        return None
+    start = time.localtime(row.started_at)
+    folder = extracts_dir(ws, row.cwd)
+    day = time.strftime("%Y-%m-%d", start)
+    if _day_taken(folder, day, row.session_id):
+        return None
+    path = os.path.join(folder, time.strftime("%Y-%m-%d-%H%M", start) + "-session-extract.md")
+    if not write_new(path, render(store, row)):
+        return None
+    with store.transaction():
+        store.set_extract(session, path)
+    return path
+
+
+def fmt_time(ts: float | None) -> str:
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(ts)) if ts else "unknown"
+
+
+def fmt_duration(seconds: float) -> str:
+    minutes = int(max(0, seconds) // 60)
+    return f"{minutes // 60}h {minutes % 60:02d}m" if minutes >= 60 else f"{minutes}m"
+
+
+def one_line(text: str | None, limit: int) -> str:
+    text = " ".join((text or "").split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def files_table(changes) -> list[str]:
+    lines = ["| File | Tool | Explanation |", "|---|---|---|"]
+    for path, tool, explanation, _ts in changes:
+        cell = one_line(explanation, 300).replace("|", "\\|") or "—"
+        lines.append(f"| `{path}` | {tool} | {cell} |")
+    return lines
+
+
+def session_header(row) -> list[str]:
+    duration = (row.ended_at or 0) - (row.started_at or 0)
+    return [
+        f"- Session ID: `{row.session_id}`",
+        f"- Date: {fmt_time(row.started_at)}",
+        f"- Duration: {fmt_duration(duration)}",
+        f"- Project folder: {row.cwd or 'unknown'}",
+        f"- Branch: {row.branch or '—'}",
+        f"- Messages: {row.message_count}",
+        f"- Files changed: {row.files_count}",
+        f"- Tags: {', '.join(row.tag_list) or '—'}",
+    ]
+
+
+def render(store, row) -> str:
+    title = titles.pick_title(row.title_custom, row.title_summary, row.title_first)
+    out = ["# Session extract", "", *session_header(row), "", f"## {title}", "",
+           "## Files changed", ""]
+    changes = store.file_changes(row.id)
+    out += files_table(changes) if changes else ["No files changed."]
+    out += ["", "## Claude's last substantial replies (most recent first)", ""]
+    long_replies = [m for m in store.messages(row.id)
+                    if m[1] == "assistant" and not m[3] and len(m[4]) > 200][-5:]
+    for _id, _role, ts, _side, text in reversed(long_replies):
+        out += [f"### {fmt_time(ts)}", "", text.strip(), ""]
+    if not long_replies:
+        out += ["None.", ""]
+    out += ["## Last ten exchanges", ""]
+    for _id, ts, prompt, reply in store.exchanges(row.id)[-10:]:
+        out += [f"### {fmt_time(ts)}", ""]
+        if prompt:
+            out += ["**User:**", "", prompt.strip(), ""]
+        out += ["**Claude:**", "", (reply or "").strip() or "(tool use only)", ""]
+    return "\n".join(out).rstrip() + "\n"

@@ -1,0 +1,50 @@
+"""The startup log, .prima-memory/prima-memory.log: warnings that must never stop the work."""
+from __future__ import annotations
+
+import os
+import time
+
+_MAX_BYTES = 1_000_000
+
+
+class Log:
+    def __init__(self, data_dir: str | None):
+        self.path = os.path.join(data_dir, "prima-memory.log") if data_dir else None
+        self.warnings: list[str] = []  # this run's warnings, for status and --json output
+
+    def write(self, level: str, msg: str) -> None:
+        msg = " ".join(str(msg).split())[:2000]
+        if level == "WARNING":
+            self.warnings.append(msg)
+        if not self.path:
+            return
+        line = f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {level} pid={os.getpid()} {msg}\n"
+        try:
+            if os.path.exists(self.path) and os.path.getsize(self.path) > _MAX_BYTES:
+                os.replace(self.path, self.path + ".1")
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            with os.fdopen(fd, "a", encoding="utf-8") as f:
+                f.write(line)
+        except OSError:
+            pass  # logging must never be the thing that fails
+
+    def warn(self, msg: str) -> None:
+        self.write("WARNING", msg)
+
+    def info(self, msg: str) -> None:
+        self.write("INFO", msg)
+
+    def error(self, msg: str) -> None:
+        self.write("ERROR", msg)
+
+    def tail(self, n: int = 10, level: str = "WARNING") -> list[str]:
+        """The last n lines of a level, for `status`."""
+        if not self.path or not os.path.exists(self.path):
+            return []
+        try:
+            with open(self.path, "rb") as f:
+                f.seek(max(0, os.path.getsize(self.path) - 200_000))
+                lines = f.read().decode("utf-8", "replace").splitlines()
+        except OSError:
+            return []
+        return [ln for ln in lines if f" {level} " in ln][-n:]

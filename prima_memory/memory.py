@@ -1,0 +1,117 @@
+"""One workspace's memory: opening its index safely, updating it under the lock, rebuilding it.
+
+CLI, hooks and (later) the MCP server go through here, so corruption handling, host mode and
+locking behave the same everywhere.
+"""
+from __future__ import annotations
+
+import os
+
+import apsw
+
+from . import workspace as wsmod
+from .logs import Log
+from .store import CorruptIndex, SchemaMismatch, Store, move_aside
+
+
+class IndexBusy(Exception):
+    """Another process holds the writer lock."""
+
+
+class Memory:
+    def __init__(self, ws: str, *, log: Log | None = None):
+        self.ws = ws
+        self.dir = wsmod.data_dir(ws)
+        self.db_path = wsmod.index_path(ws)
+        self.log = log or Log(self.dir if os.path.isdir(self.dir) else None)
+        self._store: Store | None = None
+        self._lock = None
+
+    # -- opening ---------------------------------------------------------------------------------
+
+    def exists(self) -> bool:
+        return os.path.exists(self.db_path)
+
+    def store(self) -> Store:
+        if self._store is None:
+            wsmod.ensure_data_dir(self.ws)
+            if self.log.path is None:
+                self.log = Log(self.dir)
+            self._store = self._open()
+        return self._store
+
+    def _open(self) -> Store:
+        try:
+            return Store(self.db_path)
+        except CorruptIndex as e:
+            return self._replace("corrupt", f"index is corrupt ({e})")
+        except SchemaMismatch as e:
+            return self._replace(f"v{e.found}", str(e))
+
+    def _replace(self, why: str, message: str) -> Store:
+        old = move_aside(self.db_path, why)
+        self.log.warn(f"{message}: moved it to {old} and rebuilding from the source files")
+        store = Store(self.db_path)
+        try:
+            n = store.recover_from(old, self._file_exists)
+            if n:
+                self.log.warn(f"recovered {n} session(s) whose files are gone from {old}")
+        except (apsw.Error, OSError) as e:
+            self.log.warn(f"nothing could be recovered from {old}: {e}")
+        return store
+
+    @staticmethod
+    def _file_exists(path: str) -> bool:
+        return os.path.exists(path)
+
+    def recover_corrupt(self) -> Store:
+        """Called when the database turns out corrupt mid-operation."""
+        if self._store is not None:
+            try:
+                self._store.close()
+            except apsw.Error:
+                pass
+            self._store = None
+        wsmod.ensure_data_dir(self.ws)
+        self._store = self._replace("corrupt", "index is corrupt")
+        return self._store
+
+    def close(self) -> None:
+        if self._store is not None:
+            self._store.close()
+            self._store = None
+
+    # -- writing -----------------------------------------------------------------------------
+
+    def lock(self):
+        if self._lock is None:
+            from filelock import FileLock
+            wsmod.ensure_data_dir(self.ws)
+            self._lock = FileLock(os.path.join(self.dir, "index.lock"), is_singleton=True)
+        return self._lock
+
+    def update(self, *, lock_timeout: float = 10.0, budget: float | None = None,
+               only_session: str | None = None, prune: bool = False, rebuild: bool = False,
+               progress=None, extracts: bool = True):
+        """Index what changed. Raises IndexBusy if the lock is not free within lock_timeout."""
+        from filelock import Timeout
+
+        from .indexer import Indexer
+        store = self.store()
+        try:
+            self.lock().acquire(timeout=lock_timeout)
+        except Timeout:
+            raise IndexBusy(f"another prima-memory process is updating {self.db_path}") from None
+        try:
+            if rebuild:
+                with store.transaction():
+                    store.clear_live()
+            indexer = Indexer(self.ws, store, self.log, progress=progress, extracts=extracts)
+            return indexer.run(budget=budget, only_session=only_session, prune=prune)
+        finally:
+            self.lock().release()
+
+    def pending(self) -> tuple[int, int]:
+        """(files, bytes) changed on disk since they were indexed, without indexing them."""
+        from .indexer import pending
+        return pending(self.ws, self.store())

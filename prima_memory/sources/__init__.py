@@ -1,0 +1,1 @@
+"""Sources: each module turns one tool's files into `records.SessionDelta`s."""

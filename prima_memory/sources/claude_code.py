@@ -1,0 +1,263 @@
+"""Claude Code transcripts: ~/.claude/projects/<encoded workspace>/<session>.jsonl (+ subagents)."""
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from datetime import datetime
+
+from .. import tagging, titles, workspace
+from ..records import FileChange, Message, SessionDelta
+from ..redact import scrub
+from .jsonl import JsonlReader
+
+SOURCE = "claude-code"
+LABEL = "[transcript]"
+
+FILE_TOOLS = {"Write": "file_path", "Edit": "file_path", "MultiEdit": "file_path",
+              "NotebookEdit": "notebook_path"}
+# Record types that carry nothing to index; anything else unknown earns one warning per file.
+QUIET_TYPES = {"system", "file-history-snapshot", "queue-operation", "attachment", "progress",
+               "last-prompt", "mode", "agent-setting", "pr-link", "attribution-snapshot",
+               "permission-mode", "tag", "agent-name", "worktree-state", "content-replacement"}
+_NOISE_START = ("<local-command-", "<bash-stdout", "<bash-stderr")
+_DROP_BLOCKS = re.compile(
+    r"<(system-reminder|local-command-[\w-]+|task-notification|ide_[\w-]+|user-memory-input|"
+    r"prima-memory|bash-stdout|bash-stderr)\b[^>]*>.*?</\1\s*>", re.S)
+_COMMAND = re.compile(r"<command-name>\s*(.*?)\s*</command-name>", re.S)
+_COMMAND_ARGS = re.compile(r"<command-args>(.*?)</command-args>", re.S)
+_COMMAND_TAGS = re.compile(r"<(command-message|command-args|command-name|command-contents)>.*?</\1>", re.S)
+_BASH_INPUT = re.compile(r"<bash-input>(.*?)</bash-input>", re.S)
+_INTERRUPTED = re.compile(r"\[Request interrupted by user[^\]]*\]")
+_EXPLANATION_MAX = 1000
+
+
+@dataclass
+class SourceFile:
+    path: str
+    session_id: str | None  # None: a flat agent file names its parent session inside
+    sidechain: bool
+    source: str = SOURCE
+
+
+def discover(ws: str, log=None) -> list[SourceFile]:
+    """Every transcript of this workspace: main files, subagents/ files and old flat agent files."""
+    out: list[SourceFile] = []
+    for pdir in workspace.claude_project_dirs(ws):
+        try:
+            entries = list(os.scandir(pdir))
+        except OSError as e:
+            if log:
+                log.warn(f"claude-code: cannot list {pdir}: {e}")
+            continue
+        if not entries and log:
+            log.warn(f"claude-code: project folder {pdir} is empty")
+        for entry in entries:
+            name = entry.name
+            try:
+                if name.endswith(".jsonl") and entry.is_file():
+                    if name.startswith("agent-"):
+                        out.append(SourceFile(entry.path, None, True))
+                    else:
+                        out.append(SourceFile(entry.path, name[:-6], False))
+                elif entry.is_dir(follow_symlinks=False):
+                    sub = os.path.join(entry.path, "subagents")
+                    if os.path.isdir(sub) and not os.path.islink(sub):
+                        for agent in sorted(os.listdir(sub)):
+                            if agent.endswith(".jsonl"):
+                                out.append(SourceFile(os.path.join(sub, agent), name, True))
+            except OSError as e:  # symlink loops, permissions: skip this entry, keep the rest
+                if log:
+                    log.warn(f"claude-code: skipped {entry.path}: {e}")
+    return out
+
+
+def parse_ts(value) -> float | None:
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+def clean_user_text(raw: str) -> str | None:
+    """A real prompt's text, or None for Claude Code's own noise (commands, stdout, reminders)."""
+    if "<" not in raw and "[Request" not in raw:
+        return raw.strip() or None
+    if raw.lstrip().startswith(_NOISE_START):
+        return None
+    cmd = _COMMAND.search(raw)
+    if cmd:
+        args = _COMMAND_ARGS.search(raw)
+        args = args.group(1).strip() if args else ""
+        rest = _COMMAND_TAGS.sub("", raw)
+        rest = _DROP_BLOCKS.sub("", rest).strip()
+        if not args and not rest:
+            return None  # a bare /clear, /compact ...: not something the user said
+        return " ".join(x for x in (cmd.group(1), args, rest) if x)
+    text = _DROP_BLOCKS.sub("", raw)
+    text = _BASH_INPUT.sub(lambda m: "! " + m.group(1).strip(), text)
+    text = _INTERRUPTED.sub("", text)
+    return text.strip() or None
+
+
+def _user_text(content) -> str | None:
+    if isinstance(content, str):
+        return clean_user_text(content)
+    if not isinstance(content, list):
+        return None
+    parts = []
+    for block in content:
+        if not isinstance(block, dict):
+            continue
+        kind = block.get("type")
+        if kind == "tool_result":
+            return None  # a tool_result carrier, not a prompt
+        if kind == "text" and isinstance(block.get("text"), str):
+            parts.append(block["text"])
+    return clean_user_text("\n".join(parts)) if parts else None
+
+
+class _Thread:
+    """Parser state for one thread (main or sidechain), kept between runs as a small dict."""
+
+    __slots__ = ("d",)
+
+    def __init__(self, d: dict):
+        self.d = d
+
+
+def read(sf: SourceFile, offset: int, state: dict | None, mtime: float | None = None,
+         max_bytes: int | None = None):
+    """Parse the lines after `offset` (stopping once past `max_bytes`, at a line end).
+
+    Returns (delta or None, end offset, new state, problems)."""
+    state = dict(state or {})
+    reader = JsonlReader(sf.path, offset, mtime=mtime)
+    session_id = sf.session_id or state.get("sid")
+    delta: SessionDelta | None = None
+    unknown: set[str] = set()
+    warned = set(state.get("unk", ()))
+
+    def get_delta(obj) -> SessionDelta | None:
+        nonlocal delta, session_id
+        if delta is None:
+            if session_id is None:
+                sid = obj.get("sessionId")
+                if not isinstance(sid, str) or not sid:
+                    return None
+                session_id = sid
+            delta = SessionDelta(session_id=session_id, source=SOURCE, label=LABEL)
+        return delta
+
+    for obj in reader:
+        kind = obj.get("type")
+        if kind == "user" or kind == "assistant":
+            d = get_delta(obj)
+            if d is None:
+                continue
+            _take_message(obj, kind, d, state, sf.sidechain)
+        elif kind == "summary":
+            d = get_delta(obj)
+            if d is not None and isinstance(obj.get("summary"), str):
+                d.summary_title = scrub(obj["summary"])
+        elif kind == "ai-title":
+            d = get_delta(obj)
+            t = obj.get("aiTitle") or obj.get("title")
+            if d is not None and isinstance(t, str):
+                d.summary_title = scrub(t)
+        elif kind == "custom-title":
+            d = get_delta(obj)
+            t = obj.get("customTitle") or obj.get("title")
+            if d is not None and isinstance(t, str):
+                d.custom_title = scrub(t)
+        elif kind not in QUIET_TYPES and isinstance(kind, str) and kind not in warned:
+            unknown.add(kind)
+        if max_bytes is not None and reader.end - offset >= max_bytes:
+            break
+    problems = list(reader.problems)
+    if reader.bad_lines > len(reader.problems):
+        problems.append(f"... {reader.bad_lines} bad lines in all")
+    if unknown:
+        problems.append("unknown record types: " + ", ".join(sorted(unknown)[:10]))
+        state["unk"] = sorted(warned | unknown)[:50]
+    if session_id:
+        state["sid"] = session_id
+    return delta, reader.end, state, problems
+
+
+def _take_message(obj: dict, kind: str, d: SessionDelta, state: dict, file_sidechain: bool) -> None:
+    ts = parse_ts(obj.get("timestamp"))
+    sidechain = file_sidechain or obj.get("isSidechain") is True
+    th = state.setdefault("side" if sidechain else "main", {})
+    cwd = obj.get("cwd")
+    if d.cwd is None and isinstance(cwd, str) and cwd and "cwd" not in state:
+        d.cwd = cwd
+        state["cwd"] = cwd
+    branch = obj.get("gitBranch")
+    if isinstance(branch, str) and branch:
+        d.branch = branch
+    msg = obj.get("message")
+    if not isinstance(msg, dict):
+        return
+    if kind == "user":
+        if obj.get("isMeta") or obj.get("isCompactSummary") or obj.get("isVisibleInTranscriptOnly"):
+            return
+        text = _user_text(msg.get("content"))
+        if text is None:
+            return
+        d.seen(ts)
+        text = scrub(text)
+        key = obj.get("uuid") or f"u{ts}"
+        d.messages.append(Message(key, "user", text, ts, sidechain))
+        th["u"] = key  # the next reply pairs with this prompt
+        th["t"] = ""
+        _note_text(d, text)
+        if not sidechain and not state.get("first"):
+            state["first"] = True
+            d.first_prompt = titles.clean_first_prompt(text)
+        return
+    if msg.get("model") == "<synthetic>":
+        return  # Claude Code's own placeholders ("No response requested.")
+    d.seen(ts)
+    key = msg.get("id") or obj.get("uuid")
+    if not isinstance(key, str):
+        return
+    content = msg.get("content")
+    if isinstance(content, str):
+        content = [{"type": "text", "text": content}]
+    texts = []
+    for block in content if isinstance(content, list) else ():
+        if not isinstance(block, dict):
+            continue
+        btype = block.get("type")
+        if btype == "text" and isinstance(block.get("text"), str) and block["text"].strip():
+            t = scrub(block["text"].strip())
+            texts.append(t)
+            th["t"] = t[-_EXPLANATION_MAX:]
+        elif btype == "tool_use" and block.get("name") in FILE_TOOLS:
+            inp = block.get("input")
+            path = inp.get(FILE_TOOLS[block["name"]]) if isinstance(inp, dict) else None
+            if isinstance(path, str) and path:
+                d.file_changes.append(FileChange(path, block["name"], th.get("t", ""), ts, key))
+                tag = tagging.language_tag(path)
+                if tag:
+                    d.tags.add(tag)
+    text = "\n".join(texts)
+    pairs = None
+    if th.get("r") != key:  # a new reply: the first after a prompt forms an exchange with it
+        th["r"] = key
+        pairs = th.pop("u", None)
+    elif not text:
+        return  # a tool-only fragment of a reply already recorded
+    d.messages.append(Message(key, "assistant", text, ts, sidechain, pairs))
+    if text:
+        _note_text(d, text)
+
+
+def _note_text(d: SessionDelta, text: str) -> None:
+    d.decisions.extend(tagging.decision_lines(text))
+    d.tags |= tagging.project_mentions(text)
+    if tagging.closes_session(text):
+        d.tags.add("session-close")

@@ -1,0 +1,103 @@
+"""Read a JSONL file from a byte offset, one complete line at a time, tolerating bad lines."""
+from __future__ import annotations
+
+import os
+import time
+
+import orjson
+
+CHUNK = 4 << 20
+MAX_LINE = 64 << 20  # a longer line (a runaway paste) is skipped without being held in memory
+TAIL_GRACE_SECONDS = 30  # an unterminated last line this old is taken as complete
+
+
+class JsonlReader:
+    """Iterate (object, end_offset) from `offset`; `end` is where the next run resumes.
+
+    A last line without a newline is normally a line still being written: it is left for the next
+    run, unless the file has not changed for TAIL_GRACE_SECONDS and the line parses.
+    """
+
+    def __init__(self, path: str, offset: int = 0, *, mtime: float | None = None):
+        self.path = path
+        self.start = offset
+        self.end = offset
+        self.mtime = mtime
+        self.problems: list[str] = []  # one entry per bad line, for the log
+        self.bad_lines = 0
+
+    def _bad(self, at: int, why: str) -> None:
+        self.bad_lines += 1
+        if len(self.problems) < 5:
+            self.problems.append(f"byte {at}: {why}")
+
+    def _parse(self, line: bytes, at: int):
+        try:
+            obj = orjson.loads(line)
+        except orjson.JSONDecodeError as e:
+            try:  # non-UTF-8 bytes in an otherwise good line: keep it, with replacement characters
+                obj = orjson.loads(line.decode("utf-8", "replace"))
+                self._bad(at, "non-UTF-8 bytes replaced")
+            except (orjson.JSONDecodeError, UnicodeError):
+                self._bad(at, f"invalid JSON ({str(e)[:60]})")
+                return None
+        if not isinstance(obj, dict):
+            self._bad(at, "not a JSON object")
+            return None
+        return obj
+
+    def __iter__(self):
+        pos = self.start
+        with open(self.path, "rb") as f:
+            f.seek(pos)
+            carry = b""
+            skipping = False  # inside an over-long line: discard until its newline
+            while True:
+                chunk = f.read(CHUNK)
+                if not chunk:
+                    break
+                buf = carry + chunk if carry else chunk
+                carry = b""
+                start = 0
+                while True:
+                    nl = buf.find(b"\n", start)
+                    if nl < 0:
+                        break
+                    line = buf[start:nl]
+                    at = pos
+                    pos += nl + 1 - start
+                    start = nl + 1
+                    if skipping:
+                        skipping = False
+                        self.end = pos
+                        continue
+                    if line.strip():
+                        obj = self._parse(line, at)
+                        if obj is not None:
+                            self.end = pos
+                            yield obj
+                            continue
+                    self.end = pos
+                rest = buf[start:]
+                if skipping:
+                    pos += len(rest)
+                elif len(rest) > MAX_LINE:
+                    self._bad(pos, f"line longer than {MAX_LINE >> 20} MB skipped")
+                    skipping = True
+                    pos += len(rest)
+                else:
+                    carry = rest
+            if carry.strip() and not skipping and self._tail_is_settled():
+                obj = self._parse(carry, pos)
+                self.end = pos + len(carry)
+                if obj is not None:
+                    yield obj
+
+    def _tail_is_settled(self) -> bool:
+        mtime = self.mtime
+        if mtime is None:
+            try:
+                mtime = os.stat(self.path).st_mtime
+            except OSError:
+                return False
+        return time.time() - mtime >= TAIL_GRACE_SECONDS

@@ -1,0 +1,495 @@
+"""The index: one SQLite database per workspace. All SQL lives here.
+
+Message ids are `session << 24 | ordinal`, so the keyword index answers "which sessions" from
+rowids alone. Messages are indexed in a contentless FTS5 table (unicode61, detail=none) and every
+distinct token goes into `terms`, itself indexed by trigrams, which turns the seed's substring rule
+("room" finds "bedroom") into a lookup of the tokens that contain the query word.
+"""
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+
+import apsw
+
+SCHEMA_VERSION = 1
+SHIFT = 24  # ordinals per session: 16M fragments, far past any real transcript
+_TOKENIZER_ARGS = ["remove_diacritics", "0"]
+
+_SCHEMA = f"""
+CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT);
+CREATE TABLE sessions(
+  id INTEGER PRIMARY KEY,
+  source TEXT NOT NULL, session_id TEXT NOT NULL, label TEXT NOT NULL,
+  cwd TEXT, branch TEXT, author TEXT,
+  title_custom TEXT, title_summary TEXT, title_first TEXT,
+  started_at REAL, ended_at REAL,
+  tags TEXT NOT NULL DEFAULT '', decisions TEXT NOT NULL DEFAULT '',
+  message_count INTEGER NOT NULL DEFAULT 0, files_count INTEGER NOT NULL DEFAULT 0,
+  next_ord INTEGER NOT NULL DEFAULT 0, archived INTEGER NOT NULL DEFAULT 0, extract_path TEXT,
+  UNIQUE(source, session_id));
+CREATE TABLE messages(
+  id INTEGER PRIMARY KEY, session INTEGER NOT NULL, key TEXT NOT NULL, role TEXT NOT NULL,
+  ts REAL, sidechain INTEGER NOT NULL DEFAULT 0, pair INTEGER, text TEXT NOT NULL,
+  UNIQUE(session, key));
+CREATE TABLE file_changes(
+  id INTEGER PRIMARY KEY, session INTEGER NOT NULL, path TEXT NOT NULL, tool TEXT,
+  explanation TEXT, ts REAL, message_key TEXT);
+CREATE INDEX file_changes_session ON file_changes(session);
+CREATE TABLE files(
+  path TEXT PRIMARY KEY, source TEXT NOT NULL, session INTEGER, sidechain INTEGER NOT NULL,
+  size INTEGER, mtime_ns INTEGER, inode INTEGER, head_len INTEGER, head_hash TEXT,
+  offset INTEGER NOT NULL DEFAULT 0, state TEXT, status TEXT NOT NULL DEFAULT 'ok');
+CREATE INDEX files_session ON files(session);
+CREATE VIRTUAL TABLE messages_fts USING fts5(text, content='', contentless_delete=1,
+  detail=none, tokenize='unicode61 remove_diacritics 0');
+CREATE TABLE terms(id INTEGER PRIMARY KEY, term TEXT NOT NULL UNIQUE);
+CREATE VIRTUAL TABLE terms_tri USING fts5(term, content='terms', content_rowid='id',
+  tokenize='trigram', detail=none);
+CREATE TRIGGER messages_ai AFTER INSERT ON messages WHEN new.text != '' BEGIN
+  INSERT INTO messages_fts(rowid, text) VALUES (new.id, new.text); END;
+CREATE TRIGGER messages_au AFTER UPDATE OF text ON messages BEGIN
+  DELETE FROM messages_fts WHERE rowid = old.id;
+  INSERT INTO messages_fts(rowid, text) SELECT new.id, new.text WHERE new.text != ''; END;
+CREATE TRIGGER messages_ad AFTER DELETE ON messages BEGIN
+  DELETE FROM messages_fts WHERE rowid = old.id; END;
+CREATE TRIGGER terms_ai AFTER INSERT ON terms BEGIN
+  INSERT INTO terms_tri(rowid, term) VALUES (new.id, new.term); END;
+-- An exchange is one reply, with the prompt it answers first: stored ready to embed.
+CREATE VIEW exchanges AS
+  SELECT r.id AS id, r.session AS session, r.ts AS ts, u.text AS prompt, r.text AS reply
+  FROM messages r LEFT JOIN messages u ON u.id = r.pair
+  WHERE r.role = 'assistant' AND (r.text != '' OR u.id IS NOT NULL);
+INSERT INTO meta(key, value) VALUES ('schema_version', '{SCHEMA_VERSION}');
+"""
+
+SESSION_COLUMNS = ("id, source, session_id, label, cwd, branch, author, title_custom, "
+                   "title_summary, title_first, started_at, ended_at, tags, decisions, "
+                   "message_count, files_count, archived, extract_path")
+
+_INSERT_MESSAGE = """
+INSERT INTO messages(id, session, key, role, ts, sidechain, pair, text)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, (SELECT id FROM messages WHERE session = ?2 AND key = ?7), ?8)
+ON CONFLICT(session, key) DO UPDATE SET
+  text = CASE WHEN messages.text = '' THEN excluded.text
+              ELSE messages.text || char(10) || excluded.text END
+WHERE excluded.text != '' AND messages.role != 'user'
+"""
+
+
+class StoreError(Exception):
+    pass
+
+
+class CorruptIndex(StoreError):
+    """The database cannot be read: the caller moves it aside and rebuilds."""
+
+
+@dataclass
+class SessionRow:
+    id: int
+    source: str
+    session_id: str
+    label: str
+    cwd: str | None
+    branch: str | None
+    author: str | None
+    title_custom: str | None
+    title_summary: str | None
+    title_first: str | None
+    started_at: float | None
+    ended_at: float | None
+    tags: str
+    decisions: str
+    message_count: int
+    files_count: int
+    archived: int
+    extract_path: str | None
+
+    @property
+    def tag_list(self) -> list[str]:
+        return self.tags.split() if self.tags else []
+
+
+def _create_private(path: str) -> None:
+    if not os.path.exists(path):
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        os.close(fd)
+    os.chmod(path, 0o600)  # SQLite gives the -wal and -shm files the database's mode
+
+
+class Store:
+    def __init__(self, path: str, *, readonly: bool = False):
+        self.path = path
+        self.readonly = readonly
+        try:
+            if readonly:
+                self.db = apsw.Connection(path, flags=apsw.SQLITE_OPEN_READONLY)
+            else:
+                _create_private(path)
+                self.db = apsw.Connection(path)
+            self.db.setbusytimeout(5000)
+            self._init()
+        except (apsw.CorruptError, apsw.NotADBError) as e:
+            raise CorruptIndex(f"{path}: {e}") from e
+        self._tokenizer = None
+
+    def _init(self) -> None:
+        db = self.db
+        if not self.readonly:
+            db.execute("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL")
+        has_meta = db.execute(
+            "SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'").fetchone()
+        if not has_meta:
+            if self.readonly:
+                raise StoreError(f"{self.path} is not a prima-memory index")
+            with db:
+                db.execute(_SCHEMA)
+        version = db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+        if not version or int(version[0]) != SCHEMA_VERSION:
+            raise SchemaMismatch(version[0] if version else None)
+
+    def close(self) -> None:
+        self.db.close()
+
+    def transaction(self):
+        return self.db  # `with store.transaction():` commits or rolls back
+
+    # -- tokens and terms ----------------------------------------------------------------------
+
+    def tokens(self, text: str) -> set[str]:
+        """The tokens the keyword index stores for this text (lower case)."""
+        if self._tokenizer is None:
+            self._tokenizer = self.db.fts5_tokenizer("unicode61", _TOKENIZER_ARGS)
+        return {t[0] for t in self._tokenizer(text.encode("utf-8"), apsw.FTS5_TOKENIZE_DOCUMENT,
+                                               None, include_offsets=False)}
+
+    def token_list(self, text: str) -> list[str]:
+        if self._tokenizer is None:
+            self._tokenizer = self.db.fts5_tokenizer("unicode61", _TOKENIZER_ARGS)
+        return [t[0] for t in self._tokenizer(text.encode("utf-8"), apsw.FTS5_TOKENIZE_QUERY,
+                                               None, include_offsets=False)]
+
+    def add_terms(self, terms) -> None:
+        self.db.executemany("INSERT OR IGNORE INTO terms(term) VALUES (?)", ((t,) for t in terms))
+
+    def terms_containing(self, run: str, limit: int) -> list[str] | None:
+        """Index terms that contain `run`; None when more than `limit` do (too broad to list)."""
+        if len(run) >= 3:
+            rows = self.db.execute("SELECT term FROM terms_tri WHERE term LIKE ? LIMIT ?",
+                                   (f"%{run}%", limit + 1))
+        else:
+            rows = self.db.execute("SELECT term FROM terms WHERE instr(term, ?) > 0 LIMIT ?",
+                                   (run, limit + 1))
+        out = [r[0] for r in rows]
+        return None if len(out) > limit else out
+
+    # -- writing -----------------------------------------------------------------------------
+
+    def session_for(self, source: str, session_id: str, label: str) -> SessionRow:
+        self.db.execute("INSERT INTO sessions(source, session_id, label) VALUES (?, ?, ?) "
+                        "ON CONFLICT(source, session_id) DO NOTHING", (source, session_id, label))
+        return self._session_where("source = ? AND session_id = ?", (source, session_id))[0]
+
+    def next_ordinal(self, session: int) -> int:
+        return self.db.execute("SELECT next_ord FROM sessions WHERE id = ?", (session,)).fetchone()[0]
+
+    def update_session(self, session: int, *, cwd=None, branch=None, author=None,
+                       custom_title=None, summary_title=None, first_prompt=None,
+                       first_ts=None, last_ts=None, tags: str | None = None,
+                       decisions: str | None = None, next_ord: int | None = None) -> None:
+        self.db.execute(
+            """UPDATE sessions SET cwd = COALESCE(cwd, ?), branch = COALESCE(?, branch),
+                 author = COALESCE(?, author), title_custom = COALESCE(?, title_custom),
+                 title_summary = COALESCE(?, title_summary), title_first = COALESCE(title_first, ?),
+                 started_at = min(COALESCE(started_at, ?), COALESCE(?, started_at)),
+                 ended_at = max(COALESCE(ended_at, ?), COALESCE(?, ended_at)),
+                 tags = COALESCE(?, tags), decisions = COALESCE(?, decisions),
+                 next_ord = COALESCE(?, next_ord), archived = 0
+               WHERE id = ?""",
+            (cwd, branch, author, custom_title, summary_title, first_prompt, first_ts, first_ts,
+             last_ts, last_ts, tags, decisions, next_ord, session))
+
+    def add_messages(self, rows) -> None:
+        """rows: (id, session, key, role, ts, sidechain, pairs_with_key, text)."""
+        self.db.executemany(_INSERT_MESSAGE, rows)
+
+    def add_file_changes(self, rows) -> None:
+        """rows: (session, path, tool, explanation, ts, message_key)."""
+        self.db.executemany("INSERT INTO file_changes(session, path, tool, explanation, ts, "
+                            "message_key) VALUES (?, ?, ?, ?, ?, ?)", rows)
+
+    def refresh_counts(self, session: int) -> None:
+        self.db.execute(
+            """UPDATE sessions SET
+                 message_count = (SELECT count(*) FROM messages WHERE session = ?1
+                                  AND sidechain = 0 AND text != ''),
+                 files_count = (SELECT count(DISTINCT path) FROM file_changes WHERE session = ?1)
+               WHERE id = ?1""", (session,))
+
+    def set_extract(self, session: int, path: str) -> None:
+        self.db.execute("UPDATE sessions SET extract_path = ? WHERE id = ?", (path, session))
+
+    def clear_session(self, session: int) -> None:
+        """Forget what was read from a session's files (they are about to be read again)."""
+        db = self.db
+        db.execute("DELETE FROM messages WHERE session = ?", (session,))
+        db.execute("DELETE FROM file_changes WHERE session = ?", (session,))
+        db.execute("""UPDATE sessions SET cwd = NULL, branch = NULL, title_custom = NULL,
+                        title_summary = NULL, title_first = NULL, started_at = NULL,
+                        ended_at = NULL, tags = '', decisions = '', message_count = 0,
+                        files_count = 0 WHERE id = ?""", (session,))
+        db.execute("UPDATE files SET offset = 0, state = NULL, size = NULL WHERE session = ?",
+                   (session,))
+
+    def archive_missing(self, missing_paths) -> int:
+        """Mark files gone; a session whose main file is gone is archived, still searchable."""
+        n = 0
+        for path in missing_paths:
+            row = self.db.execute("SELECT session, sidechain FROM files WHERE path = ?",
+                                  (path,)).fetchone()
+            self.db.execute("UPDATE files SET status = 'missing' WHERE path = ?", (path,))
+            if row and row[0] is not None and not row[1]:
+                self.db.execute("UPDATE sessions SET archived = 1 WHERE id = ?", (row[0],))
+                n += 1
+        return n
+
+    def prune_archived(self) -> int:
+        ids = [r[0] for r in self.db.execute("SELECT id FROM sessions WHERE archived = 1")]
+        for sid in ids:
+            self.db.execute("DELETE FROM messages WHERE session = ?", (sid,))
+            self.db.execute("DELETE FROM file_changes WHERE session = ?", (sid,))
+            self.db.execute("DELETE FROM files WHERE session = ?", (sid,))
+            self.db.execute("DELETE FROM sessions WHERE id = ?", (sid,))
+        self.db.execute("DELETE FROM files WHERE status = 'missing'")
+        return len(ids)
+
+    def clear_live(self) -> None:
+        """For a rebuild: drop everything read from files that still exist; archived sessions stay."""
+        db = self.db
+        live = [r[0] for r in db.execute("SELECT id FROM sessions WHERE archived = 0")]
+        db.execute("INSERT INTO messages_fts(messages_fts) VALUES ('delete-all')")
+        db.execute("DELETE FROM messages WHERE session IN (SELECT id FROM sessions WHERE archived = 0)")
+        db.execute("INSERT INTO messages_fts(rowid, text) SELECT id, text FROM messages WHERE text != ''")
+        db.execute("DELETE FROM file_changes WHERE session IN (SELECT id FROM sessions WHERE archived = 0)")
+        db.execute("DELETE FROM files")
+        db.executemany("UPDATE sessions SET cwd = NULL, branch = NULL, title_custom = NULL, "
+                       "title_summary = NULL, title_first = NULL, started_at = NULL, "
+                       "ended_at = NULL, tags = '', decisions = '', message_count = 0, "
+                       "files_count = 0, next_ord = 0 WHERE id = ?", ((i,) for i in live))
+
+    # -- files ---------------------------------------------------------------------------------
+
+    def files(self) -> dict[str, tuple]:
+        """path -> (session, sidechain, size, mtime_ns, inode, head_len, head_hash, offset, state, status)."""
+        return {r[0]: r[1:] for r in self.db.execute(
+            "SELECT path, session, sidechain, size, mtime_ns, inode, head_len, head_hash, offset, "
+            "state, status FROM files")}
+
+    def save_file(self, path, source, session, sidechain, size, mtime_ns, inode, head_len,
+                  head_hash, offset, state, status="ok") -> None:
+        self.db.execute(
+            "INSERT OR REPLACE INTO files(path, source, session, sidechain, size, mtime_ns, inode, "
+            "head_len, head_hash, offset, state, status) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+            (path, source, session, int(sidechain), size, mtime_ns, inode, head_len, head_hash,
+             offset, state, status))
+
+    # -- meta --------------------------------------------------------------------------------
+
+    def get_meta(self, key: str, default=None):
+        row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return row[0] if row else default
+
+    def set_meta(self, key: str, value) -> None:
+        self.db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)",
+                        (key, None if value is None else str(value)))
+
+    # -- reading -------------------------------------------------------------------------------
+
+    def _session_where(self, where: str, args=(), order: str = "") -> list[SessionRow]:
+        sql = f"SELECT {SESSION_COLUMNS} FROM sessions WHERE {where} {order}"
+        return [SessionRow(*r) for r in self.db.execute(sql, args)]
+
+    def sessions(self) -> list[SessionRow]:
+        return self._session_where("started_at IS NOT NULL")
+
+    def session(self, rowid: int) -> SessionRow | None:
+        rows = self._session_where("id = ?", (rowid,))
+        return rows[0] if rows else None
+
+    def find_sessions(self, session_id_prefix: str) -> list[SessionRow]:
+        """Sessions whose id starts with the given text (ids are long; a prefix is enough)."""
+        return self._session_where("session_id >= ? AND session_id < ?",
+                                   (session_id_prefix, session_id_prefix + "\U0010ffff"))
+
+    def recent_sessions(self, n: int) -> list[SessionRow]:
+        return self._session_where("started_at IS NOT NULL", (), f"ORDER BY ended_at DESC LIMIT {int(n)}")
+
+    def messages(self, session: int) -> list[tuple]:
+        """(id, role, ts, sidechain, text) in conversation order."""
+        return list(self.db.execute(
+            "SELECT id, role, ts, sidechain, text FROM messages WHERE session = ? AND text != '' "
+            "ORDER BY sidechain, ts, id", (session,)))
+
+    def message_texts(self, ids) -> dict[int, str]:
+        ids = list(ids)
+        out: dict[int, str] = {}
+        for i in range(0, len(ids), 500):
+            part = ids[i:i + 500]
+            q = ",".join("?" * len(part))
+            out.update(self.db.execute(f"SELECT id, text FROM messages WHERE id IN ({q})", part))
+        return out
+
+    def exchanges(self, session: int) -> list[tuple]:
+        """(id, ts, prompt, reply) of the main thread, in order."""
+        return list(self.db.execute(
+            "SELECT e.id, e.ts, e.prompt, e.reply FROM exchanges e JOIN messages m ON m.id = e.id "
+            "WHERE e.session = ? AND m.sidechain = 0 ORDER BY e.ts, e.id", (session,)))
+
+    def file_changes(self, session: int) -> list[tuple]:
+        """(path, tool, explanation, ts) in order."""
+        return list(self.db.execute(
+            "SELECT path, tool, explanation, ts FROM file_changes WHERE session = ? ORDER BY ts, id",
+            (session,)))
+
+    def changed_paths(self, session: int) -> list[str]:
+        return [r[0] for r in self.db.execute(
+            "SELECT path FROM file_changes WHERE session = ? GROUP BY path ORDER BY min(id)",
+            (session,))]
+
+    def paths_by_session(self):
+        """(session, path) for every distinct change, for whole-query path matching."""
+        return self.db.execute("SELECT DISTINCT session, path FROM file_changes")
+
+    def file_history(self, fragment: str | None):
+        sql = ("SELECT f.path, f.tool, f.explanation, f.ts, s.id FROM file_changes f "
+               "JOIN sessions s ON s.id = f.session")
+        if fragment:
+            return list(self.db.execute(sql + " WHERE instr(lower(f.path), lower(?)) > 0 "
+                                        "ORDER BY f.ts DESC, f.id DESC", (fragment,)))
+        return list(self.db.execute(sql + " ORDER BY f.ts DESC, f.id DESC"))
+
+    # -- keyword matching ----------------------------------------------------------------------
+
+    def sessions_matching(self, match_expr: str, session: int | None = None) -> dict[int, int]:
+        """session -> number of messages matching an FTS5 expression of quoted terms."""
+        if session is None:
+            rows = self.db.execute(
+                f"SELECT rowid >> {SHIFT}, count(*) FROM messages_fts WHERE messages_fts MATCH ? "
+                "GROUP BY 1", (match_expr,))
+        else:
+            rows = self.db.execute(
+                f"SELECT rowid >> {SHIFT}, count(*) FROM messages_fts WHERE messages_fts MATCH ? "
+                "AND rowid BETWEEN ? AND ? GROUP BY 1",
+                (match_expr, session << SHIFT, ((session + 1) << SHIFT) - 1))
+        return dict(rows)
+
+    def message_ids_matching(self, match_expr: str, session: int | None = None) -> list[int]:
+        if session is None:
+            rows = self.db.execute("SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?",
+                                   (match_expr,))
+        else:
+            rows = self.db.execute(
+                "SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? AND rowid BETWEEN ? AND ?",
+                (match_expr, session << SHIFT, ((session + 1) << SHIFT) - 1))
+        return [r[0] for r in rows]
+
+    def all_message_texts(self, session: int | None = None):
+        """(id, text) of every message with text: the slow path for queries with no usable token."""
+        if session is None:
+            return self.db.execute("SELECT id, text FROM messages WHERE text != ''")
+        return self.db.execute("SELECT id, text FROM messages WHERE session = ? AND text != ''",
+                               (session,))
+
+    # -- recovery ------------------------------------------------------------------------------
+
+    def recover_from(self, old_path: str, file_exists) -> int:
+        """Copy from an old or damaged index the sessions no source file can give back any more."""
+        old = apsw.Connection(old_path, flags=apsw.SQLITE_OPEN_READONLY)
+        try:
+            sessions = list(old.execute(f"SELECT {SESSION_COLUMNS} FROM sessions"))
+            mains = dict(old.execute("SELECT session, path FROM files WHERE sidechain = 0"))
+            n = 0
+            for r in sessions:
+                row = SessionRow(*r)
+                if not row.archived and mains.get(row.id) and file_exists(mains[row.id]):
+                    continue  # its file is still there: the rebuild reads it
+                try:
+                    msgs = list(old.execute(
+                        "SELECT m.key, m.role, m.ts, m.sidechain, u.key, m.text FROM messages m "
+                        "LEFT JOIN messages u ON u.id = m.pair WHERE m.session = ? ORDER BY m.id",
+                        (row.id,)))
+                    changes = list(old.execute(
+                        "SELECT path, tool, explanation, ts, message_key FROM file_changes "
+                        "WHERE session = ? ORDER BY id", (row.id,)))
+                except apsw.Error:
+                    continue  # this session's pages are unreadable
+                with self.db:
+                    new = self.session_for(row.source, row.session_id, row.label)
+                    base = new.id << SHIFT
+                    self.add_messages([(base | i, new.id, k, role, ts, side, pair, text)
+                                       for i, (k, role, ts, side, pair, text) in enumerate(msgs)])
+                    terms = set()
+                    for m in msgs:
+                        terms |= self.tokens(m[5])
+                    self.add_terms(terms)
+                    self.add_file_changes([(new.id, *c) for c in changes])
+                    self.db.execute(
+                        """UPDATE sessions SET cwd=?, branch=?, author=?, title_custom=?,
+                             title_summary=?, title_first=?, started_at=?, ended_at=?, tags=?,
+                             decisions=?, next_ord=?, archived=1, extract_path=? WHERE id=?""",
+                        (row.cwd, row.branch, row.author, row.title_custom, row.title_summary,
+                         row.title_first, row.started_at, row.ended_at, row.tags, row.decisions,
+                         len(msgs), row.extract_path, new.id))
+                    self.refresh_counts(new.id)
+                n += 1
+            return n
+        finally:
+            old.close()
+
+    # -- status --------------------------------------------------------------------------------
+
+    def counts(self) -> dict[str, int]:
+        q = lambda sql: self.db.execute(sql).fetchone()[0]  # noqa: E731
+        return {
+            "sessions": q("SELECT count(*) FROM sessions WHERE started_at IS NOT NULL"),
+            "archived": q("SELECT count(*) FROM sessions WHERE archived = 1"),
+            "messages": q("SELECT count(*) FROM messages WHERE text != ''"),
+            "exchanges": q("SELECT count(*) FROM exchanges"),
+            "file_changes": q("SELECT count(*) FROM file_changes"),
+            "files": q("SELECT count(*) FROM files WHERE status = 'ok'"),
+            "terms": q("SELECT count(*) FROM terms"),
+        }
+
+    def source_counts(self) -> dict[str, dict[str, int]]:
+        out: dict[str, dict[str, int]] = {}
+        for source, n, archived in self.db.execute(
+                "SELECT source, count(*), sum(archived) FROM sessions WHERE started_at IS NOT NULL "
+                "GROUP BY source"):
+            out[source] = {"sessions": n, "archived": archived or 0}
+        return out
+
+
+class SchemaMismatch(StoreError):
+    def __init__(self, found):
+        super().__init__(f"index schema version {found}, this prima-memory needs {SCHEMA_VERSION}")
+        self.found = found
+
+
+def move_aside(path: str, why: str) -> str:
+    """Rename a database (and its -wal/-shm) out of the way; returns the new name."""
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    dest = f"{path}.{why}-{stamp}"
+    n = 1
+    while os.path.exists(dest):
+        n += 1
+        dest = f"{path}.{why}-{stamp}-{n}"
+    os.replace(path, dest)
+    for suffix in ("-wal", "-shm"):
+        if os.path.exists(path + suffix):
+            try:
+                os.replace(path + suffix, dest + suffix)
+            except OSError:
+                pass
+    return dest

@@ -1,0 +1,74 @@
+"""Tags: a language per changed code file type, work kinds from words, decision markers."""
+from __future__ import annotations
+
+import os
+import re
+
+LANGUAGES = {
+    ".py": "python", ".pyi": "python", ".ipynb": "python",
+    ".ts": "typescript", ".tsx": "typescript", ".mts": "typescript", ".cts": "typescript",
+    ".js": "javascript", ".jsx": "javascript", ".mjs": "javascript", ".cjs": "javascript",
+    ".go": "go", ".rs": "rust", ".java": "java", ".kt": "kotlin", ".kts": "kotlin",
+    ".rb": "ruby", ".php": "php", ".c": "c", ".h": "c",
+    ".cc": "cpp", ".cpp": "cpp", ".cxx": "cpp", ".hpp": "cpp", ".hh": "cpp",
+    ".cs": "csharp", ".swift": "swift", ".m": "objective-c", ".scala": "scala",
+    ".sh": "shell", ".bash": "shell", ".zsh": "shell", ".ps1": "powershell",
+    ".sql": "sql", ".html": "html", ".htm": "html", ".css": "css", ".scss": "css",
+    ".vue": "vue", ".svelte": "svelte", ".lua": "lua", ".dart": "dart", ".r": "r",
+    ".ex": "elixir", ".exs": "elixir", ".erl": "erlang", ".hs": "haskell", ".clj": "clojure",
+    ".zig": "zig", ".nim": "nim", ".jl": "julia", ".pl": "perl", ".tf": "terraform",
+}
+
+# A tag and the words (whole tokens, lower case) that earn it.
+WORK_WORDS = {
+    "bugfix": {"bug", "bugs", "bugfix", "fix", "fixes", "fixed", "fixing", "hotfix", "crash",
+               "crashes", "crashed", "regression", "broken", "debug", "debugging"},
+    "refactor": {"refactor", "refactors", "refactored", "refactoring", "restructure",
+                 "restructured", "cleanup", "simplify", "simplified", "rename", "renamed",
+                 "reorganize", "dedupe"},
+    "testing": {"test", "tests", "testing", "tested", "pytest", "unittest", "jest", "vitest",
+                "coverage", "tdd", "spec", "specs", "e2e"},
+    "feature": {"feature", "features", "implement", "implements", "implemented", "implementing",
+                "implementation"},
+}
+_ALL_WORK = {w: tag for tag, words in WORK_WORDS.items() for w in words}
+
+_DECISION = re.compile(
+    r"\bDECIDED\b|\bDECISION\b|\bSAVE\b|^\s*(?:decision|decided)\s*:|\bwe(?:'ve| have)? decided\b"
+    r"|\bdecided to\b|\blet'?s go with\b", re.M)
+_SESSION_CLOSE = re.compile(
+    r"\b(?:wrap(?:ping)? (?:it |this )?up|end(?:ing)? (?:the|this) session|session close|"
+    r"close (?:out )?the session|that'?s all for today|signing off|call it a day)\b", re.I)
+
+
+_PROJECT_ID = re.compile(r"\bP\d{3}\b")
+
+
+def project_mentions(text: str) -> set[str]:
+    """AI Business OS project ids (P001 ...) named in the text, as filterable tags."""
+    return {f"project:{m}" for m in _PROJECT_ID.findall(text)} if "P" in text else set()
+
+
+def language_tag(path: str) -> str | None:
+    return LANGUAGES.get(os.path.splitext(path)[1].lower())
+
+
+def work_tags(tokens) -> set[str]:
+    """Tags earned by any of these lower-case tokens."""
+    return {_ALL_WORK[t] for t in tokens if t in _ALL_WORK}
+
+
+def decision_lines(text: str) -> list[str]:
+    """Lines that carry a decision marker, shortened, for checkpoints and the decision tag."""
+    if "ecide" not in text and "ECIDE" not in text and "SAVE" not in text and "ECISION" not in text \
+            and "go with" not in text:
+        return []
+    out = []
+    for line in text.splitlines():
+        if _DECISION.search(line):
+            out.append(" ".join(line.split())[:300])
+    return out
+
+
+def closes_session(text: str) -> bool:
+    return bool(_SESSION_CLOSE.search(text))

@@ -1,0 +1,124 @@
+"""Which workspace is served, where its index lives, and where Claude Code keeps its sessions."""
+from __future__ import annotations
+
+import os
+import re
+
+DATA_DIR_NAME = ".prima-memory"
+_NON_ALNUM = re.compile(r"[^A-Za-z0-9]")
+_CLAUDE_PREFIX_LEN = 200
+
+
+class WorkspaceError(Exception):
+    """A workspace that must not be served (host mode) or cannot be used."""
+
+
+def resolve_workspace(explicit: str | None = None, hook_cwd: str | None = None) -> str:
+    """--workspace, then CLAUDE_PROJECT_DIR, then the hook's cwd, then the current folder."""
+    for cand in (explicit, os.environ.get("CLAUDE_PROJECT_DIR"), hook_cwd):
+        if cand:
+            return os.path.abspath(os.path.expanduser(cand))
+    return os.path.abspath(os.getcwd())
+
+
+def claude_config_dir() -> str:
+    return os.environ.get("CLAUDE_CONFIG_DIR") or os.path.join(os.path.expanduser("~"), ".claude")
+
+
+def encode_project_dir(path: str) -> str:
+    """Claude Code's folder name: every character outside [A-Za-z0-9] becomes '-', no collapsing."""
+    return _NON_ALNUM.sub("-", path)
+
+
+def _path_variants(workspace: str) -> list[str]:
+    out = [workspace]
+    real = os.path.realpath(workspace)
+    if real != workspace:
+        out.append(real)  # Claude Code canonicalises with realpath
+    return out
+
+
+def claude_project_dirs(workspace: str) -> list[str]:
+    """The existing Claude Code project folders for this workspace (usually one)."""
+    root = os.path.join(claude_config_dir(), "projects")
+    names = []
+    override = os.environ.get("CLAUDE_CODE_PROJECT_DIR_NAME")
+    if override:
+        names.append(override)
+    names += [encode_project_dir(p) for p in _path_variants(workspace)]
+    found: list[str] = []
+    long_prefixes = []
+    for name in names:
+        if len(name) > _CLAUDE_PREFIX_LEN:
+            long_prefixes.append(name[:_CLAUDE_PREFIX_LEN])
+        else:
+            d = os.path.join(root, name)
+            if os.path.isdir(d) and d not in found:
+                found.append(d)
+    if long_prefixes:
+        # Beyond 200 characters Claude Code appends a hash we cannot reproduce: match the prefix.
+        try:
+            entries = os.listdir(root)
+        except OSError:
+            entries = []
+        for entry in sorted(entries):
+            if any(entry.startswith(p) for p in long_prefixes):
+                d = os.path.join(root, entry)
+                if os.path.isdir(d) and d not in found:
+                    found.append(d)
+    return found
+
+
+def is_within(path: str | None, workspace: str) -> bool:
+    """True if a recorded cwd is the workspace or inside it (either spelling of the path)."""
+    if not path:
+        return False
+    for ws in _path_variants(workspace):
+        ws = ws.rstrip("/\\") or ws
+        if path == ws or path.startswith(ws + os.sep) or path.startswith(ws + "/"):
+            return True
+    return False
+
+
+def collides(cwd: str, workspace: str) -> bool:
+    """True if cwd is a different folder whose Claude Code folder name equals the workspace's."""
+    if is_within(cwd, workspace):
+        return False
+    mine = {encode_project_dir(p)[:_CLAUDE_PREFIX_LEN] for p in _path_variants(workspace)}
+    return encode_project_dir(cwd)[:_CLAUDE_PREFIX_LEN] in mine
+
+
+def data_dir(workspace: str) -> str:
+    return os.path.join(workspace, DATA_DIR_NAME)
+
+
+def index_path(workspace: str) -> str:
+    return os.path.join(data_dir(workspace), "index.db")
+
+
+def check_host(workspace: str) -> None:
+    """Host mode: never create an index where Claude Code has no projects folder."""
+    if os.environ.get("PRIMA_EXPECTED_HOST", "").strip().lower() != "claude-code":
+        return
+    if os.path.exists(index_path(workspace)):
+        return
+    if not claude_project_dirs(workspace):
+        raise WorkspaceError(
+            f"host mode (PRIMA_EXPECTED_HOST=claude-code): Claude Code has no projects folder for "
+            f"{workspace}; refusing to create an index there")
+
+
+def ensure_data_dir(workspace: str) -> str:
+    """Create .prima-memory/ private to the user, with a .gitignore so git never sees it."""
+    check_host(workspace)
+    d = data_dir(workspace)
+    os.makedirs(d, mode=0o700, exist_ok=True)
+    try:
+        os.chmod(d, 0o700)
+    except OSError:
+        pass
+    gi = os.path.join(d, ".gitignore")
+    if not os.path.exists(gi):
+        with open(gi, "w") as f:
+            f.write("*\n")
+    return d
