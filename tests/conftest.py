@@ -1,0 +1,161 @@
+"""Shared test set-up: temporary HOME / Claude / Codex / VS Code folders (with spaces in their
+paths), a workspace, a transcript builder and a runner for the real CLI as a subprocess."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+FIXTURES = REPO.parent / "shared" / "fixtures"
+
+
+def encode(path: str) -> str:
+    return re.sub(r"[^A-Za-z0-9]", "-", path)
+
+
+class Transcript:
+    """Writes Claude Code transcript lines the way Claude Code does (see formats-claude-code.md)."""
+
+    def __init__(self, path: Path, session_id: str, cwd: str, *, start: float,
+                 branch: str = "main", sidechain: bool = False, agent_id: str | None = None):
+        self.path = path
+        self.session_id = session_id
+        self.cwd = cwd
+        self.t = start
+        self.branch = branch
+        self.sidechain = sidechain
+        self.agent_id = agent_id
+        self.parent = None
+        self.n = 0
+        path.parent.mkdir(parents=True, exist_ok=True)
+
+    def _ts(self, step: float) -> str:
+        import datetime
+        self.t += step
+        return datetime.datetime.fromtimestamp(self.t, datetime.timezone.utc).strftime(
+            "%Y-%m-%dT%H:%M:%S.") + f"{int(self.t * 1000) % 1000:03d}Z"
+
+    def _uuid(self) -> str:
+        self.n += 1
+        return f"{self.session_id[:8]}-{self.agent_id or 'main'}-{self.n:06d}"
+
+    def raw(self, obj: dict | str) -> None:
+        line = obj if isinstance(obj, str) else json.dumps(obj)
+        with open(self.path, "a", encoding="utf-8") as f:
+            f.write(line + "\n")
+
+    def _base(self, kind: str, step: float) -> dict:
+        u = self._uuid()
+        d = {"parentUuid": self.parent, "isSidechain": self.sidechain, "userType": "external",
+             "cwd": self.cwd, "sessionId": self.session_id, "version": "2.1.100",
+             "gitBranch": self.branch, "type": kind, "uuid": u, "timestamp": self._ts(step)}
+        if self.agent_id:
+            d["agentId"] = self.agent_id
+        self.parent = u
+        return d
+
+    def user(self, content, step: float = 30.0, **extra) -> dict:
+        d = self._base("user", step)
+        d["message"] = {"role": "user", "content": content}
+        d.update(extra)
+        self.raw(d)
+        return d
+
+    def assistant(self, blocks: list[dict], msg_id: str | None = None, step: float = 5.0) -> str:
+        """One reply, written one content block per line, all lines sharing message.id."""
+        msg_id = msg_id or f"msg_{self.session_id[:6]}{self.n:05d}"
+        for block in blocks:
+            d = self._base("assistant", step)
+            d["requestId"] = "req_" + msg_id[4:]
+            d["message"] = {"model": "claude-sonnet-4-5", "id": msg_id, "type": "message",
+                            "role": "assistant", "content": [block], "stop_reason": None,
+                            "usage": {"input_tokens": 3, "output_tokens": 2}}
+            self.raw(d)
+        return msg_id
+
+    def reply(self, text: str, **kw) -> str:
+        return self.assistant([{"type": "text", "text": text}], **kw)
+
+    def tool(self, name: str, inp: dict, result: str = "ok", text: str | None = None) -> str:
+        blocks = ([{"type": "text", "text": text}] if text else []) + [
+            {"type": "tool_use", "id": f"toolu_{self.n:06d}", "name": name, "input": inp}]
+        mid = self.assistant(blocks)
+        self.user([{"type": "tool_result", "tool_use_id": f"toolu_{self.n:06d}", "content": result}],
+                  step=1.0, toolUseResult={"stdout": result})
+        return mid
+
+    def exchange(self, prompt: str, answer: str) -> None:
+        self.user(prompt)
+        self.reply(answer)
+
+
+class Env:
+    def __init__(self, root: Path):
+        self.root = root
+        self.home = root / "home dir"
+        self.claude = self.home / ".claude"
+        self.ws = root / "work space" / "My Project"
+        for d in (self.home, self.claude / "projects", self.ws):
+            d.mkdir(parents=True, exist_ok=True)
+        self.env = dict(os.environ)
+        for k in list(self.env):
+            if k.startswith(("CLAUDE", "PRIMA_", "CODEX")):
+                del self.env[k]
+        self.env.update(HOME=str(self.home), CLAUDE_CONFIG_DIR=str(self.claude),
+                        CODEX_HOME=str(self.home / ".codex"),
+                        PRIMA_VSCODE_USER_DIRS=str(self.home / "vscode"),
+                        XDG_CONFIG_HOME=str(self.home / ".config"), PYTHONPATH=str(REPO))
+
+    @property
+    def project_dir(self) -> Path:
+        return self.claude / "projects" / encode(str(self.ws))
+
+    def transcript(self, session_id: str, *, start: float, cwd: str | None = None, **kw) -> Transcript:
+        return Transcript(self.project_dir / f"{session_id}.jsonl", session_id,
+                          cwd or str(self.ws), start=start, **kw)
+
+    def subagent(self, session_id: str, agent: str, *, start: float, flat: bool = False) -> Transcript:
+        path = (self.project_dir / f"agent-{agent}.jsonl" if flat
+                else self.project_dir / session_id / "subagents" / f"agent-{agent}.jsonl")
+        return Transcript(path, session_id, str(self.ws), start=start, sidechain=True, agent_id=agent)
+
+    def run(self, *args, input: str | None = None, check: bool = True, cwd=None, env=None):
+        """Run the real CLI; returns CompletedProcess (text)."""
+        e = dict(self.env)
+        e.update(env or {})
+        p = subprocess.run([sys.executable, "-m", "prima_memory", *args], input=input,
+                           capture_output=True, text=True, cwd=str(cwd or self.ws), env=e,
+                           timeout=120)
+        if check and p.returncode != 0:
+            raise AssertionError(f"exit {p.returncode}\nstdout: {p.stdout}\nstderr: {p.stderr}")
+        return p
+
+    def json(self, *args, **kw) -> dict:
+        p = self.run(*args, "--json", **kw)
+        return json.loads(p.stdout)
+
+    def search(self, query: str, *extra) -> list[dict]:
+        return self.json("search", query, "--mode", "keyword", *extra)["results"]
+
+    @property
+    def data(self) -> Path:
+        return self.ws / ".prima-memory"
+
+
+@pytest.fixture
+def env(tmp_path) -> Env:
+    return Env(tmp_path)
+
+
+@pytest.fixture
+def fixtures_dir() -> Path:
+    d = FIXTURES / "claude-code"
+    if not d.is_dir():
+        pytest.skip("../shared/fixtures is not present")
+    return d

@@ -1,0 +1,124 @@
+"""Keyword search through the real CLI: the seed's three match conditions, substring and case
+rules, literal queries, filters, the JSON contract, exit codes and fresh data."""
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+DAY = 86400
+OLD = time.time() - 60 * DAY  # outside the recency window: scores are exact
+
+
+def _setup(env):
+    a = env.transcript("aaaa1111-0000-4000-8000-000000000001", start=OLD, branch="main")
+    a.exchange("The bedroom lamp flickers when the heater runs", "Sounds like a shared circuit.")
+    a.tool("Edit", {"file_path": str(env.ws / "src" / "lamp_control.py"), "old_string": "a",
+                    "new_string": "b"}, text="Debounce the relay in lamp_control.")
+    b = env.transcript("bbbb2222-0000-4000-8000-000000000002", start=OLD + DAY, branch="feature/x")
+    b.exchange("Set up the ROOM booking service", "Created the booking endpoints.")
+    b.exchange("Add a waiting list", "Waiting list added to the booking service.")
+    c = env.transcript("cccc3333-0000-4000-8000-000000000003", start=OLD + 2 * DAY)
+    c.exchange("Unrelated: tune the garbage collector", "Adjusted GC thresholds.")
+    return a, b, c
+
+
+def test_substring_and_case_insensitive(env):
+    _setup(env)
+    ids = [r["session_id"] for r in env.search("room")]
+    assert ids[:2] and set(ids) == {"aaaa1111-0000-4000-8000-000000000001",
+                                    "bbbb2222-0000-4000-8000-000000000002"}
+    assert env.search("BEDROOM")[0]["session_id"].startswith("aaaa1111")
+
+
+def test_all_words_must_appear_somewhere_in_the_session(env):
+    _setup(env)
+    # "booking" and "waiting" are in different messages of session b: still a match
+    assert [r["session_id"][:4] for r in env.search("booking waiting")] == ["bbbb"]
+    # one word missing everywhere: no match
+    assert env.search("booking lamp") == []
+
+
+def test_path_and_title_matches_need_the_whole_query(env):
+    _setup(env)
+    # matches only through the changed file's path ("lamp_control" is in no message as a whole?)
+    res = env.search("src/lamp_control")
+    assert [r["session_id"][:4] for r in res] == ["aaaa"]
+    assert res[0]["files_changed"] == [str(env.ws / "src" / "lamp_control.py")]
+    # the title of c is its cleaned first prompt
+    res = env.search("tune the garbage")
+    assert res[0]["title"] == "Unrelated: tune the garbage collector"
+
+
+@pytest.mark.parametrize("query", ['"quoted', "a*", "-room", "NEAR(room", "room OR x", "(room)",
+                                   "'; DROP TABLE sessions; --", "room AND", "^room", "col:room",
+                                   "$(echo hi)", "`x`", "%", "_", "\\"])
+def test_any_query_is_taken_literally(env, query):
+    _setup(env)
+    p = env.run("search", "--mode", "keyword", "--json", "--", query)
+    data = json.loads(p.stdout)
+    assert data["query"] == query
+    assert p.stderr == ""
+
+
+def test_literal_punctuation_is_matched_exactly(env):
+    t = env.transcript("dddd4444-0000-4000-8000-000000000004", start=OLD)
+    t.exchange("why does foo.bar(x) fail?", "Because foo.bar expects a list.")
+    u = env.transcript("eeee5555-0000-4000-8000-000000000005", start=OLD)
+    u.exchange("foo and bar are separate here", "ok")
+    assert [r["session_id"][:4] for r in env.search("foo.bar(")] == ["dddd"]
+    assert {r["session_id"][:4] for r in env.search("foo bar")} == {"dddd", "eeee"}
+
+
+def test_json_contract(env):
+    _setup(env)
+    data = env.json("search", "booking")
+    assert data["mode"] == "combined"
+    assert data["warnings"] and "keyword" in data["warnings"][0]
+    r = data["results"][0]
+    for key in ("session_id", "title", "source", "label", "score", "started_at", "ended_at",
+                "project", "branch", "tags", "files_changed", "snippet", "author"):
+        assert key in r
+    assert r["label"] == "[transcript]" and r["source"] == "claude-code"
+    assert r["author"] is None and r["branch"] == "feature/x"
+    assert r["started_at"].endswith("Z") and r["project"] == str(env.ws)
+    assert "booking" in r["snippet"].lower()
+    sem = env.json("search", "booking", "--mode", "semantic")
+    assert sem["warnings"] and [x["session_id"] for x in sem["results"]] == \
+        [x["session_id"] for x in data["results"]]
+
+
+def test_filters(env):
+    _setup(env)
+    assert [r["session_id"][:4] for r in env.search("room", "--branch", "feature/x")] == ["bbbb"]
+    day_b = time.strftime("%Y-%m-%d", time.localtime(OLD + DAY))
+    assert [r["session_id"][:4] for r in env.search("room", "--since", day_b, "--until", day_b)] == ["bbbb"]
+    assert [r["session_id"][:4] for r in env.search("room", "--until",
+            time.strftime("%Y-%m-%d", time.localtime(OLD)))] == ["aaaa"]
+    assert env.search("room", "--since", "1d") == []
+    assert [r["session_id"][:4] for r in env.search("room", "--tag", "python")] == ["aaaa"]
+
+
+def test_newest_lines_are_found_at_once(env):
+    t = env.transcript("ffff6666-0000-4000-8000-000000000006", start=time.time() - 120)
+    t.exchange("first question about caching", "first answer")
+    assert env.search("caching")
+    t.exchange("now a question about zebrafish", "answer")  # written a moment ago
+    res = env.search("zebrafish")
+    assert [r["session_id"][:4] for r in res] == ["ffff"]
+
+
+def test_usage_errors_exit_2_with_one_line(env):
+    for args in (["search"], ["search", "x", "--limit", "0"], ["search", "x", "--since", "someday"],
+                 ["nosuchcommand"], ["show", "x", "--range", "a:b"], []):
+        p = env.run(*args, check=False)
+        assert p.returncode == 2, args
+        assert len(p.stderr.strip().splitlines()) == 1 and "Traceback" not in p.stderr
+
+
+def test_other_errors_exit_1_with_one_line(env):
+    _setup(env)
+    p = env.run("show", "nonexistent-session", check=False)
+    assert p.returncode == 1
+    assert p.stderr.strip().splitlines() == [p.stderr.strip()] and "no session" in p.stderr
