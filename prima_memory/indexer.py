@@ -6,8 +6,8 @@ the index consistent and the next run resumes exactly where the last commit stop
 """
 from __future__ import annotations
 
-import hashlib
 import os
+import zlib
 import time
 from dataclasses import dataclass, field
 
@@ -41,7 +41,7 @@ class Report:
 def _head_hash(path: str, n: int) -> str | None:
     try:
         with open(path, "rb") as f:
-            return hashlib.blake2b(f.read(n), digest_size=12).hexdigest()
+            return format(zlib.crc32(f.read(n)), "08x")
     except OSError:
         return None
 
@@ -55,6 +55,7 @@ class Indexer:
         self.write_extracts = extracts
         self._sessions: dict[tuple[str, str], list] = {}  # (source, id) -> [rowid, next_ord, tags]
         self._terms_seen: set[str] = set()
+        self._last_scan = None  # pending()'s look at the files, reused by the run that follows
 
     # -- public ----------------------------------------------------------------------------------
 
@@ -65,17 +66,9 @@ class Indexer:
         t0 = time.monotonic()
         rep = Report()
         store = self.store
-        found = claude_code.discover(self.ws, self.log)
+        scan, self._last_scan = self._last_scan, None
+        found, stats, known = scan if scan and not only_session else self._scan(only_session)
         rep.files_seen = len(found)
-        stats = {}
-        for sf in found:
-            if only_session and sf.session_id not in (None, only_session):
-                continue
-            try:
-                stats[sf.path] = os.stat(sf.path)
-            except OSError as e:
-                self.log.warn(f"cannot read {sf.path}: {e}")
-        known = store.files()
 
         def changed(path, st):
             row = known.get(path)
@@ -124,6 +117,33 @@ class Indexer:
             self.progress.finish()
         self._finish_sessions(rep)
         return rep
+
+    def _scan(self, only_session=None):
+        found = claude_code.discover(self.ws, self.log)
+        stats = {}
+        for sf in found:
+            if only_session and sf.session_id not in (None, only_session):
+                continue
+            try:
+                stats[sf.path] = os.stat(sf.path)
+            except OSError as e:
+                self.log.warn(f"cannot read {sf.path}: {e}")
+        return found, stats, self.store.files()
+
+    def pending(self) -> tuple[int, int]:
+        """(files, bytes) changed or gone since indexed, without taking the lock or reading."""
+        found, stats, known = self._last_scan = self._scan()
+        files = size = 0
+        for path, st in stats.items():
+            row = known.get(path)
+            if row is not None and (row[2], row[3], row[4]) == (st.st_size, st.st_mtime_ns, st.st_ino):
+                continue
+            if row is not None and row[9] == "foreign" and st.st_size >= (row[2] or 0):
+                continue
+            files += 1
+            size += max(0, st.st_size - (row[7] or 0 if row else 0))
+        files += sum(1 for p, row in known.items() if p not in stats and row[9] != "missing")
+        return files, size
 
     # -- one file ------------------------------------------------------------------------------
 
@@ -246,19 +266,3 @@ def _workspace_session(cwd: str, ws: str) -> bool:
     from .workspace import collides
     return not collides(cwd, ws)
 
-
-def pending(ws: str, store: Store) -> tuple[int, int]:
-    known = store.files()
-    files = size = 0
-    for sf in claude_code.discover(ws):
-        try:
-            st = os.stat(sf.path)
-        except OSError:
-            continue
-        row = known.get(sf.path)
-        if row is None or (row[2], row[3], row[4]) != (st.st_size, st.st_mtime_ns, st.st_ino):
-            if row is not None and row[9] == "foreign":
-                continue
-            files += 1
-            size += max(0, st.st_size - (row[7] or 0 if row else 0))
-    return files, size

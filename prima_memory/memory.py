@@ -96,8 +96,11 @@ class Memory:
         """Index what changed. Raises IndexBusy if the lock is not free within lock_timeout."""
         from filelock import Timeout
 
-        from .indexer import Indexer
+        from .indexer import Indexer, Report
         store = self.store()
+        indexer = Indexer(self.ws, store, self.log, progress=progress, extracts=extracts)
+        if not (rebuild or prune) and indexer.pending() == (0, 0):
+            return Report()  # nothing to do: no lock taken, filelock not even imported
         try:
             self.lock().acquire(timeout=lock_timeout)
         except Timeout:
@@ -106,12 +109,12 @@ class Memory:
             if rebuild:
                 with store.transaction():
                     store.clear_live()
-            indexer = Indexer(self.ws, store, self.log, progress=progress, extracts=extracts)
+                indexer = Indexer(self.ws, store, self.log, progress=progress, extracts=extracts)
             return indexer.run(budget=budget, only_session=only_session, prune=prune)
         finally:
             self.lock().release()
 
     def pending(self) -> tuple[int, int]:
         """(files, bytes) changed on disk since they were indexed, without indexing them."""
-        from .indexer import pending
-        return pending(self.ws, self.store())
+        from .indexer import Indexer
+        return Indexer(self.ws, self.store(), self.log).pending()
