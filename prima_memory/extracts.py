@@ -63,8 +63,7 @@ def maybe_write(store, session: int, ws: str) -> str | None:
     path = os.path.join(folder, time.strftime("%Y-%m-%d-%H%M", start) + "-session-extract.md")
     if not write_new(path, render(store, row)):
         return None
-    with store.transaction():
-        store.set_extract(session, path)
+    store.set_extract(session, path)  # in the caller's transaction
     return path
 
 

@@ -19,7 +19,9 @@ from .sources import claude_code
 from .store import SHIFT, Store
 
 HEAD_BYTES = 1024  # a file whose first bytes changed was rewritten, not appended to
-BATCH_BYTES = 16 << 20  # commit at least this often, and bound what one delta holds in memory
+BATCH_BYTES = 16 << 20
+BATCH_SECONDS = 2.0  # and at least this often, so readers see progress
+BULK_BYTES = 8 << 20  # past this much new input, fully merge the keyword index afterwards  # commit at least this often, and bound what one delta holds in memory
 
 
 @dataclass
@@ -67,7 +69,11 @@ class Indexer:
         rep = Report()
         store = self.store
         scan, self._last_scan = self._last_scan, None
-        found, stats, known = scan if scan and not only_session else self._scan(only_session)
+        if scan and not only_session:
+            # reuse pending()'s stats, never its file rows: another writer may have moved on
+            found, stats, known = scan[0], scan[1], store.files()
+        else:
+            found, stats, known = self._scan(only_session)
         rep.files_seen = len(found)
 
         def changed(path, st):
@@ -105,14 +111,21 @@ class Indexer:
         work.sort(key=lambda w: w[0], reverse=True)
         total = sum(max(0, st.st_size - (row[7] if row else 0)) for _, _, st, row in work)
         done = 0
-        for i, (_, sf, st, row) in enumerate(work):
-            if budget is not None and time.monotonic() - t0 > budget:
-                rep.pending_files = len(work) - i
-                break
-            try:
-                done += self._index_file(sf, st, row, rep, lambda n: self._tick(done + n, total))
-            except OSError as e:
-                self.log.warn(f"cannot read {sf.path}: {e}")
+        batch = _Batch(store)
+        try:
+            for i, (_, sf, st, row) in enumerate(work):
+                if budget is not None and time.monotonic() - t0 > budget:
+                    rep.pending_files = len(work) - i
+                    break
+                try:
+                    done += self._index_file(sf, st, row, rep, batch,
+                                             lambda n: self._tick(done + n, total))
+                except OSError as e:
+                    self.log.warn(f"cannot read {sf.path}: {e}")
+        except BaseException:
+            batch.close(commit=False)
+            raise
+        batch.close(commit=True)
         if self.progress:
             self.progress.finish()
         self._finish_sessions(rep)
@@ -151,7 +164,7 @@ class Indexer:
         if self.progress:
             self.progress.update(done, total)
 
-    def _index_file(self, sf, st, row, rep: Report, tick) -> int:
+    def _index_file(self, sf, st, row, rep: Report, batch, tick) -> int:
         store = self.store
         offset, state, session = 0, None, None
         if row is not None:
@@ -169,21 +182,21 @@ class Indexer:
             head_len = min(HEAD_BYTES, end)
             head = _head_hash(sf.path, head_len) if end else None
             status = "ok"
-            with store.transaction():
-                if delta is not None and offset == 0 and delta.cwd \
-                        and not _workspace_session(delta.cwd, self.ws):
-                    # Claude Code's folder names collide (my_project, my-project): the records'
-                    # cwd is the truth, so another workspace's session is never indexed here.
-                    # (A cwd that encodes differently is a moved project: it stays.)
-                    status = "foreign"
-                    self.log.info(f"{sf.path}: session of {delta.cwd}, not this workspace: skipped")
-                    end = st.st_size
-                elif delta is not None and not delta.is_empty():
-                    session = self._apply(delta)
-                    rep.sessions_touched.add(session)
-                store.save_file(sf.path, sf.source, session, sf.sidechain, st.st_size,
-                                st.st_mtime_ns, st.st_ino, head_len, head,
-                                end, orjson.dumps(state).decode(), status)
+            if delta is not None and offset == 0 and delta.cwd \
+                    and not _workspace_session(delta.cwd, self.ws):
+                # Claude Code's folder names collide (my_project, my-project): the records'
+                # cwd is the truth, so another workspace's session is never indexed here.
+                # (A cwd that encodes differently is a moved project: it stays.)
+                status = "foreign"
+                self.log.info(f"{sf.path}: session of {delta.cwd}, not this workspace: skipped")
+                end = st.st_size
+            elif delta is not None and not delta.is_empty():
+                session = self._apply(delta)
+                rep.sessions_touched.add(session)
+            store.save_file(sf.path, sf.source, session, sf.sidechain, st.st_size,
+                            st.st_mtime_ns, st.st_ino, head_len, head,
+                            end, orjson.dumps(state).decode(), status)
+            batch.added(end - offset)
             rep.bytes_read += end - offset
             tick(end - start)
             if status != "ok" or end >= st.st_size or end == offset:
@@ -192,29 +205,69 @@ class Indexer:
         rep.files_read += 1
         return st.st_size - start
 
+    def _session(self, d: SessionDelta) -> "_Session":
+        key = (d.source, d.session_id)
+        entry = self._sessions.get(key)
+        if entry is None:
+            row = self.store.session_for(d.source, d.session_id, d.label)
+            entry = _Session(row.id, self.store.next_ordinal(row.id), set(row.tag_list),
+                             row.decisions, fresh=not self.store.has_messages(row.id))
+            self._sessions[key] = entry
+        return entry
+
     def _apply(self, d: SessionDelta) -> int:
         store = self.store
-        key = (d.source, d.session_id)
-        cached = self._sessions.get(key)
-        if cached is None:
-            row = store.session_for(d.source, d.session_id, d.label)
-            cached = [row.id, store.next_ordinal(row.id), set(row.tag_list), row.decisions]
-            self._sessions[key] = cached
-        sid, ordinal, tags, decisions = cached
-        base = sid << SHIFT
-        rows = []
-        new_terms = set()
+        entry = self._session(d)
+        sid, base = entry.id, entry.id << SHIFT
+        merged: dict[str, list] = {}  # key -> [role, ts, sidechain, pairs_with, texts]
         for m in d.messages:
-            rows.append((base | ordinal, sid, m.key, m.role, m.ts, int(m.sidechain),
-                         m.pairs_with, m.text))
-            ordinal += 1
-            if m.text:
-                toks = store.tokens(m.text)
-                new_terms |= toks
-        d.tags |= tagging.work_tags(new_terms)
+            got = merged.get(m.key)
+            if got is None:
+                merged[m.key] = [m.role, m.ts, m.sidechain, m.pairs_with, [m.text] if m.text else []]
+            elif m.role == "assistant" and m.text:
+                got[4].append(m.text)  # a reply split over several lines is one message
+        if entry.fresh:  # everything this session has was added by this run
+            known = {k: entry.recent.get(k) for k in merged if k in entry.keys}
+            missing = [k for k, v in known.items() if v is None]
+            if missing:
+                known.update(store.messages_by_key(sid, missing))
+        else:
+            known = store.messages_by_key(sid, merged)
+        inserts, updates, texts_seen = [], [], []
+        prompts: dict[str, int] = {}  # this delta's prompts: replies pair with them
+        for key, (role, ts, side, pairs_with, texts) in merged.items():
+            text = "\n".join(texts)
+            if key in known:
+                if role != "assistant" or not text:
+                    continue
+                mid, old = known[key]
+                full = f"{old}\n{text}" if old else text
+                updates.append((mid, full))
+                entry.remember(key, mid, full)
+            else:
+                mid = base | entry.next_ord
+                entry.next_ord += 1
+                pair = None
+                if pairs_with:
+                    pair = prompts.get(pairs_with) or entry.recent.get(pairs_with, (None,))[0]
+                    if pair is None:
+                        pair = store.messages_by_key(sid, [pairs_with]).get(pairs_with, (None,))[0]
+                inserts.append((mid, sid, key, role, ts, int(side), pair, text))
+                entry.remember(key, mid, text)
+                if role == "user":
+                    prompts[key] = mid
+            if text:
+                texts_seen.append(text)
+        store.add_messages(inserts)
+        if updates:
+            store.set_message_texts(updates)
+        joined = "\n".join(texts_seen)
+        new_terms = store.tokens(joined) if joined else set()
+        d.tags |= tagging.text_tags(joined, new_terms)
+        d.tags.update(filter(None, (tagging.language_tag(fc.path) for fc in d.file_changes)))
+        d.decisions += tagging.decision_lines(joined)
         if d.decisions:
             d.tags.add("decision")
-        store.add_messages(rows)
         new_terms -= self._terms_seen
         if new_terms:
             store.add_terms(new_terms)
@@ -223,18 +276,18 @@ class Indexer:
             store.add_file_changes([(sid, fc.path, fc.tool, fc.explanation, fc.ts, fc.message_key)
                                     for fc in d.file_changes])
         tag_text = None
-        if not d.tags <= tags:
-            tags |= d.tags
-            tag_text = " ".join(sorted(tags))
+        if not d.tags <= entry.tags:
+            entry.tags |= d.tags
+            tag_text = " ".join(sorted(entry.tags))
         dec_text = None
         if d.decisions:
-            decisions = "\n".join(([decisions] if decisions else []) + d.decisions)[-20000:]
-            dec_text = decisions
+            entry.decisions = "\n".join(([entry.decisions] if entry.decisions else [])
+                                        + d.decisions)[-20000:]
+            dec_text = entry.decisions
         store.update_session(sid, cwd=d.cwd, branch=d.branch, author=d.author,
                              custom_title=d.custom_title, summary_title=d.summary_title,
                              first_prompt=d.first_prompt, first_ts=d.first_ts, last_ts=d.last_ts,
-                             tags=tag_text, decisions=dec_text, next_ord=ordinal)
-        cached[1], cached[3] = ordinal, decisions
+                             tags=tag_text, decisions=dec_text, next_ord=entry.next_ord)
         return sid
 
     def _finish_sessions(self, rep: Report) -> None:
@@ -243,16 +296,65 @@ class Indexer:
         with self.store.transaction():
             for sid in rep.sessions_touched:
                 self.store.refresh_counts(sid)
+            self.store.tidy(bulk=rep.bytes_read > BULK_BYTES)
         if self.write_extracts:
             from . import extracts
-            for sid in rep.sessions_touched:
-                try:
-                    path = extracts.maybe_write(self.store, sid, self.ws)
-                except OSError as e:
-                    self.log.warn(f"could not write an extract: {e}")
-                    continue
-                if path:
-                    rep.extracts.append(path)
+            with self.store.transaction():  # one commit for a backfill's many extracts
+                for sid in rep.sessions_touched:
+                    try:
+                        path = extracts.maybe_write(self.store, sid, self.ws)
+                    except OSError as e:
+                        self.log.warn(f"could not write an extract: {e}")
+                        continue
+                    if path:
+                        rep.extracts.append(path)
+
+
+class _Session:
+    """What a run knows of a session it is writing, so appends need no lookups."""
+
+    RECENT = 8
+
+    def __init__(self, rowid: int, next_ord: int, tags: set, decisions: str, fresh: bool):
+        self.id = rowid
+        self.next_ord = next_ord
+        self.tags = tags
+        self.decisions = decisions
+        self.fresh = fresh  # had no messages when this run first touched it
+        self.keys: set[str] = set()  # keys added by this run (kept only for fresh sessions)
+        self.recent: dict[str, tuple[int, str]] = {}  # the last few messages: a reply may go on
+
+    def remember(self, key: str, mid: int, text: str) -> None:
+        if self.fresh:
+            self.keys.add(key)
+        self.recent[key] = (mid, text)
+        if len(self.recent) > self.RECENT:
+            del self.recent[next(iter(self.recent))]
+
+
+class _Batch:
+    """One transaction over many files: a commit per file costs more than the parsing. Each
+    file's lines commit together with its offset, so a kill still loses nothing."""
+
+    def __init__(self, store: Store):
+        self.store = store
+        self.size = 0
+        self.started = time.monotonic()
+        store.db.execute("BEGIN IMMEDIATE")
+
+    def added(self, n: int) -> None:
+        self.size += n
+        if self.size >= BATCH_BYTES * 2 or time.monotonic() - self.started > BATCH_SECONDS:
+            self.store.index_terms()
+            self.store.db.execute("COMMIT; BEGIN IMMEDIATE")
+            self.size = 0
+            self.started = time.monotonic()
+
+    def close(self, commit: bool) -> None:
+        if self.store.db.in_transaction:
+            if commit:
+                self.store.index_terms()
+            self.store.db.execute("COMMIT" if commit else "ROLLBACK")
 
 
 def _rewritten(path: str, st, row) -> bool:

@@ -47,15 +47,10 @@ CREATE VIRTUAL TABLE messages_fts USING fts5(text, content='', contentless_delet
 CREATE TABLE terms(id INTEGER PRIMARY KEY, term TEXT NOT NULL UNIQUE);
 CREATE VIRTUAL TABLE terms_tri USING fts5(term, content='terms', content_rowid='id',
   tokenize='trigram', detail=none);
-CREATE TRIGGER messages_ai AFTER INSERT ON messages WHEN new.text != '' BEGIN
-  INSERT INTO messages_fts(rowid, text) VALUES (new.id, new.text); END;
-CREATE TRIGGER messages_au AFTER UPDATE OF text ON messages BEGIN
-  DELETE FROM messages_fts WHERE rowid = old.id;
-  INSERT INTO messages_fts(rowid, text) SELECT new.id, new.text WHERE new.text != ''; END;
+-- Inserts and updates feed messages_fts from Python (3x faster than a trigger per row);
+-- deletes, rare, go through this trigger so no path can leave a stale keyword row.
 CREATE TRIGGER messages_ad AFTER DELETE ON messages BEGIN
   DELETE FROM messages_fts WHERE rowid = old.id; END;
-CREATE TRIGGER terms_ai AFTER INSERT ON terms BEGIN
-  INSERT INTO terms_tri(rowid, term) VALUES (new.id, new.term); END;
 -- An exchange is one reply, with the prompt it answers first: stored ready to embed.
 CREATE VIEW exchanges AS
   SELECT r.id AS id, r.session AS session, r.ts AS ts, u.text AS prompt, r.text AS reply
@@ -68,14 +63,8 @@ SESSION_COLUMNS = ("id, source, session_id, label, cwd, branch, author, title_cu
                    "title_summary, title_first, started_at, ended_at, tags, decisions, "
                    "message_count, files_count, archived, extract_path")
 
-_INSERT_MESSAGE = """
-INSERT INTO messages(id, session, key, role, ts, sidechain, pair, text)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, (SELECT id FROM messages WHERE session = ?2 AND key = ?7), ?8)
-ON CONFLICT(session, key) DO UPDATE SET
-  text = CASE WHEN messages.text = '' THEN excluded.text
-              ELSE messages.text || char(10) || excluded.text END
-WHERE excluded.text != '' AND messages.role != 'user'
-"""
+_INSERT_MESSAGE = ("INSERT INTO messages(id, session, key, role, ts, sidechain, pair, text) "
+                   "VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
 
 
 class StoreError(Exception):
@@ -159,10 +148,13 @@ class Store:
     # -- tokens and terms ----------------------------------------------------------------------
 
     def tokens(self, text: str) -> set[str]:
-        """The tokens the keyword index stores for this text (lower case)."""
+        """The distinct tokens the keyword index stores for this text (lower case)."""
         if self._tokenizer is None:
             self._tokenizer = self.db.fts5_tokenizer("unicode61", _TOKENIZER_ARGS)
-        return {t[0] for t in self._tokenizer(text.encode("utf-8"), apsw.FTS5_TOKENIZE_DOCUMENT,
+        # White space separates tokens, so the distinct words give the same tokens as the whole
+        # text, with far fewer to build.
+        words = "\n".join(set(text.split()))
+        return {t[0] for t in self._tokenizer(words.encode("utf-8"), apsw.FTS5_TOKENIZE_DOCUMENT,
                                                None, include_offsets=False)}
 
     def token_list(self, text: str) -> list[str]:
@@ -172,7 +164,18 @@ class Store:
                                                None, include_offsets=False)]
 
     def add_terms(self, terms) -> None:
+        """Add tokens to the vocabulary (`index_terms` makes them findable by substring)."""
         self.db.executemany("INSERT OR IGNORE INTO terms(term) VALUES (?)", ((t,) for t in terms))
+
+    def index_terms(self) -> None:
+        """Put the terms added since the last call into the trigram index (ids only grow), once
+        per transaction: per-call trigram inserts cost more than all the rest of indexing."""
+        done = int(self.get_meta("terms_indexed", 0))
+        last = self.db.execute("SELECT COALESCE(max(id), 0) FROM terms").fetchone()[0]
+        if last > done:
+            self.db.execute("INSERT INTO terms_tri(rowid, term) SELECT id, term FROM terms "
+                            "WHERE id > ?", (done,))
+            self.set_meta("terms_indexed", last)
 
     def terms_containing(self, run: str, limit: int) -> list[str] | None:
         """Index terms that contain `run`; None when more than `limit` do (too broad to list)."""
@@ -212,8 +215,34 @@ class Store:
              last_ts, last_ts, tags, decisions, next_ord, session))
 
     def add_messages(self, rows) -> None:
-        """rows: (id, session, key, role, ts, sidechain, pairs_with_key, text)."""
+        """New messages: rows of (id, session, key, role, ts, sidechain, pair id, text)."""
         self.db.executemany(_INSERT_MESSAGE, rows)
+        self.db.executemany("INSERT INTO messages_fts(rowid, text) VALUES (?, ?)",
+                            ((r[0], r[7]) for r in rows if r[7]))
+
+    def set_message_texts(self, rows) -> None:
+        """Grown messages (a reply continued on later lines): rows of (id, new text)."""
+        self.db.executemany("DELETE FROM messages_fts WHERE rowid = ?", ((r[0],) for r in rows))
+        self.db.executemany("UPDATE messages SET text = ? WHERE id = ?", ((t, i) for i, t in rows))
+        self.db.executemany("INSERT INTO messages_fts(rowid, text) VALUES (?, ?)",
+                            ((i, t) for i, t in rows if t))
+
+    def messages_by_key(self, session: int, keys) -> dict[str, tuple[int, str]]:
+        """key -> (id, text) for those of `keys` this session already has."""
+        keys = list(keys)
+        out: dict[str, tuple[int, str]] = {}
+        for i in range(0, len(keys), 500):
+            part = keys[i:i + 500]
+            q = ",".join("?" * len(part))
+            for key, mid, text in self.db.execute(
+                    f"SELECT key, id, text FROM messages WHERE session = ? AND key IN ({q})",
+                    (session, *part)):
+                out[key] = (mid, text)
+        return out
+
+    def has_messages(self, session: int) -> bool:
+        return self.db.execute("SELECT 1 FROM messages WHERE session = ? LIMIT 1",
+                               (session,)).fetchone() is not None
 
     def add_file_changes(self, rows) -> None:
         """rows: (session, path, tool, explanation, ts, message_key)."""
@@ -278,6 +307,15 @@ class Store:
                        "title_summary = NULL, title_first = NULL, started_at = NULL, "
                        "ended_at = NULL, tags = '', decisions = '', message_count = 0, "
                        "files_count = 0, next_ord = 0 WHERE id = ?", ((i,) for i in live))
+
+    def tidy(self, bulk: bool) -> None:
+        """Merge the keyword index's segments: a query probes every segment, so after a bulk load
+        one 'optimize' makes searches an order of magnitude faster; small runs do a bounded merge."""
+        for table in ("messages_fts", "terms_tri"):
+            if bulk:
+                self.db.execute(f"INSERT INTO {table}({table}) VALUES ('optimize')")
+            else:
+                self.db.execute(f"INSERT INTO {table}({table}, rank) VALUES ('merge', 200)")
 
     # -- files ---------------------------------------------------------------------------------
 
@@ -428,12 +466,14 @@ class Store:
                 with self.db:
                     new = self.session_for(row.source, row.session_id, row.label)
                     base = new.id << SHIFT
-                    self.add_messages([(base | i, new.id, k, role, ts, side, pair, text)
+                    ids = {m[0]: base | i for i, m in enumerate(msgs)}
+                    self.add_messages([(base | i, new.id, k, role, ts, side, ids.get(pair), text)
                                        for i, (k, role, ts, side, pair, text) in enumerate(msgs)])
                     terms = set()
                     for m in msgs:
                         terms |= self.tokens(m[5])
                     self.add_terms(terms)
+                    self.index_terms()
                     self.add_file_changes([(new.id, *c) for c in changes])
                     self.db.execute(
                         """UPDATE sessions SET cwd=?, branch=?, author=?, title_custom=?,

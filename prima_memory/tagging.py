@@ -58,17 +58,31 @@ def work_tags(tokens) -> set[str]:
     return {_ALL_WORK[t] for t in tokens if t in _ALL_WORK}
 
 
+def text_tags(text: str, tokens) -> set[str]:
+    """Every tag the words of a conversation earn (language tags come from changed files)."""
+    tags = work_tags(tokens) | project_mentions(text)
+    if closes_session(text):
+        tags.add("session-close")
+    return tags
+
+
 def decision_lines(text: str) -> list[str]:
     """Lines that carry a decision marker, shortened, for checkpoints and the decision tag."""
-    if "ecide" not in text and "ECIDE" not in text and "SAVE" not in text and "ECISION" not in text \
-            and "go with" not in text:
-        return []
-    out = []
-    for line in text.splitlines():
-        if _DECISION.search(line):
-            out.append(" ".join(line.split())[:300])
+    out: list[str] = []
+    end = -1
+    for m in _DECISION.finditer(text):
+        if m.start() <= end:
+            continue  # another marker on a line already taken
+        start = text.rfind("\n", 0, m.start()) + 1
+        end = text.find("\n", m.end())
+        end = len(text) if end < 0 else end
+        out.append(" ".join(text[start:end].split())[:300])
     return out
 
 
+_CLOSE_HINTS = ("wrap", "session", "today", "signing off", "call it a day")
+
+
 def closes_session(text: str) -> bool:
-    return bool(_SESSION_CLOSE.search(text))
+    low = text.lower()
+    return any(h in low for h in _CLOSE_HINTS) and bool(_SESSION_CLOSE.search(text))

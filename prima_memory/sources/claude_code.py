@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass
 from datetime import datetime
 
-from .. import tagging, titles, workspace
+from .. import titles, workspace
 from ..records import FileChange, Message, SessionDelta
 from ..redact import scrub
 from .jsonl import JsonlReader
@@ -76,9 +76,12 @@ def parse_ts(value) -> float | None:
     if not isinstance(value, str) or not value:
         return None
     try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+        return datetime.fromisoformat(value).timestamp()  # 3.11+ reads the trailing Z
     except ValueError:
-        return None
+        try:
+            return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+        except ValueError:
+            return None
 
 
 def clean_user_text(raw: str) -> str | None:
@@ -100,6 +103,26 @@ def clean_user_text(raw: str) -> str | None:
     text = _BASH_INPUT.sub(lambda m: "! " + m.group(1).strip(), text)
     text = _INTERRUPTED.sub("", text)
     return text.strip() or None
+
+
+_NEEDLESS_PREFIXES = tuple(b'{"type":"%s"' % t.encode() for t in (
+    "file-history-snapshot", "progress", "queue-operation", "last-prompt"))
+
+
+def _needless(line: bytes) -> bool:
+    """Lines known from their bytes to hold nothing to index, left unparsed: tool results (most
+    of a transcript's bytes), thinking-only reply lines, file snapshots and progress records.
+
+    A key such as `"tool_use_id":` can only appear with unescaped quotes where it is a real key,
+    so a prompt quoting JSON is never mistaken for one. Compact JSON is assumed (what Claude Code
+    writes); anything spelled otherwise is simply parsed."""
+    if line.startswith(_NEEDLESS_PREFIXES):
+        return True
+    if b'"tool_use_id":' in line:
+        return b'"type":"user"' in line
+    if b'"type":"thinking"' in line:
+        return b'"type":"text"' not in line and b'"type":"tool_use"' not in line
+    return False
 
 
 def _user_text(content) -> str | None:
@@ -134,7 +157,7 @@ def read(sf: SourceFile, offset: int, state: dict | None, mtime: float | None = 
 
     Returns (delta or None, end offset, new state, problems)."""
     state = dict(state or {})
-    reader = JsonlReader(sf.path, offset, mtime=mtime)
+    reader = JsonlReader(sf.path, offset, mtime=mtime, skip=_needless)
     session_id = sf.session_id or state.get("sid")
     delta: SessionDelta | None = None
     unknown: set[str] = set()
@@ -213,7 +236,6 @@ def _take_message(obj: dict, kind: str, d: SessionDelta, state: dict, file_sidec
         d.messages.append(Message(key, "user", text, ts, sidechain))
         th["u"] = key  # the next reply pairs with this prompt
         th["t"] = ""
-        _note_text(d, text)
         if not sidechain and not state.get("first"):
             state["first"] = True
             d.first_prompt = titles.clean_first_prompt(text)
@@ -241,9 +263,6 @@ def _take_message(obj: dict, kind: str, d: SessionDelta, state: dict, file_sidec
             path = inp.get(FILE_TOOLS[block["name"]]) if isinstance(inp, dict) else None
             if isinstance(path, str) and path:
                 d.file_changes.append(FileChange(path, block["name"], th.get("t", ""), ts, key))
-                tag = tagging.language_tag(path)
-                if tag:
-                    d.tags.add(tag)
     text = "\n".join(texts)
     pairs = None
     if th.get("r") != key:  # a new reply: the first after a prompt forms an exchange with it
@@ -252,12 +271,3 @@ def _take_message(obj: dict, kind: str, d: SessionDelta, state: dict, file_sidec
     elif not text:
         return  # a tool-only fragment of a reply already recorded
     d.messages.append(Message(key, "assistant", text, ts, sidechain, pairs))
-    if text:
-        _note_text(d, text)
-
-
-def _note_text(d: SessionDelta, text: str) -> None:
-    d.decisions.extend(tagging.decision_lines(text))
-    d.tags |= tagging.project_mentions(text)
-    if tagging.closes_session(text):
-        d.tags.add("session-close")

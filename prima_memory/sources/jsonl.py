@@ -18,11 +18,12 @@ class JsonlReader:
     run, unless the file has not changed for TAIL_GRACE_SECONDS and the line parses.
     """
 
-    def __init__(self, path: str, offset: int = 0, *, mtime: float | None = None):
+    def __init__(self, path: str, offset: int = 0, *, mtime: float | None = None, skip=None):
         self.path = path
         self.start = offset
         self.end = offset
         self.mtime = mtime
+        self.skip = skip  # bytes -> bool: a line the source knows it does not need, left unparsed
         self.problems: list[str] = []  # one entry per bad line, for the log
         self.bad_lines = 0
 
@@ -71,7 +72,7 @@ class JsonlReader:
                         skipping = False
                         self.end = pos
                         continue
-                    if line.strip():
+                    if line.strip() and not (self.skip and self.skip(line)):
                         obj = self._parse(line, at)
                         if obj is not None:
                             self.end = pos

@@ -1,0 +1,480 @@
+"""Secret redaction for transcript text.
+
+Every piece of text that prima-memory stores, writes to a markdown extract or
+injects as context goes through :func:`scrub` first.  Secrets are replaced by
+``[REDACTED:<kind>]``; everything else is returned unchanged, character for
+character.
+
+Kinds: ``aws-key``, ``aws-secret``, ``github-token``, ``anthropic-key``,
+``openai-key``, ``slack-token``, ``google-api-key``, ``stripe-key``, ``jwt``,
+``bearer-token``, ``basic-auth``, ``token``, ``private-key``, ``password``,
+``secret``, ``api-key``.
+
+Design
+------
+* Speed.  This runs over every message of a multi-hundred-MB history.  On
+  CPython every linear scan of the text (``in``, ``str.lower``, a regex that
+  starts with a literal) costs about the same, roughly 0.5-1 ns per
+  character, so the number of scans is what counts.  Text with none of the
+  trigger substrings costs about a dozen scans and runs no rule regex: the
+  provider regexes start with a literal and are their own gate (a hit
+  resumes ``finditer`` from it), single rare characters are checked first
+  with a memchr-speed ``in`` ("A", "J", "@"), and the key-words are found on
+  one ``str.lower`` copy, all k-words (sk-, k_live_, token, api key,
+  private key) with one regex anchored on "k".  Only rules whose trigger is
+  present run.  Case-insensitive matching uses the lowercased copy (same
+  offsets), never ``re.IGNORECASE``, which is an order of magnitude slower.
+* One pass.  Rules report ``(start, end, replacement)`` spans against the
+  original text; the leftmost span wins an overlap (on a tie, the more
+  specific rule), and the result is spliced once.
+* Idempotence.  ``[REDACTED:...]`` never matches a rule again, so
+  ``redact(redact(x)) == redact(x)``.
+* False positives.  Provider tokens need their exact prefix and length, no
+  word character right before them and, where the prefix is weak (``sk-``,
+  bare ``Bearer``), a random-looking body.  Assignments (``password = ...``)
+  only redact literal values: quoted strings that are not placeholders,
+  names or descriptions, or unquoted values of 6+ characters that are not a
+  call, subscript, attribute access, ``None``/``True``/``False``, a type
+  annotation, a variable reference or a template placeholder.  In prose and
+  inline code (the key neither starts its line nor is a quoted key, a
+  ``--flag=`` or a query parameter) an unquoted value must also look like a
+  credential (digit, symbol or inner capital).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+__all__ = ["redact", "redact_enabled", "scrub"]
+
+_PREFIX = "[REDACTED:"
+
+
+def _tag(kind: str) -> str:
+    return _PREFIX + kind + "]"
+
+
+# --------------------------------------------------------------------------
+# Provider token formats (case-sensitive, matched on the original text).
+# Each pattern starts with a literal so ``re`` scans for it at str.find speed.
+# --------------------------------------------------------------------------
+
+# AWS access key id (AKIA/ASIA + 16) and Google API key (AIza + 35): one scan.
+_A_RE = re.compile(r"A(?:[KS]IA[A-Z0-9]{16}(?![A-Za-z0-9])|Iza[0-9A-Za-z_-]{35}(?![A-Za-z0-9_-]))")
+_GH_RE = re.compile(r"g(?:h[pousr]_[A-Za-z0-9]{30,255}|ithub_pat_[A-Za-z0-9_]{30,255})")
+_SLACK_RE = re.compile(r"xox[abeprs]-(?=[A-Za-z-]*[0-9])[A-Za-z0-9-]{10,}")
+# JWT: header.payload.signature, both JSON parts base64url of '{"' = "eyJ".
+# Anchored on the rare "J" (then a look-behind) because that scans faster.
+_JWT_RE = re.compile(r"J(?<=eyJ)[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*")
+_SK_RE = re.compile(r"sk-[A-Za-z0-9_-]{20,}")  # OpenAI sk-/sk-proj-, Anthropic sk-ant-
+_ALNUM12_RE = re.compile(r"[A-Za-z0-9]{12,}")
+_STRIPE_RE = re.compile(r"[sr]k_(?:live|test)_[A-Za-z0-9]{10,}")
+
+# PEM private key block, whole block: base64 body (real or escaped newlines,
+# Proc-Type/DEK-Info headers).  If the END line is missing (truncated tool
+# output) the BEGIN line and the base64 / header lines after it go.  A lone
+# BEGIN marker (code that parses PEM) is not a secret.
+_PEM_RE = re.compile(
+    r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----"
+    r"(?:[A-Za-z0-9+/=\s\\:,.-]{16,}?-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----"
+    r"|(?:(?:\r?\n|\\r?\\n)[ \t]*(?:[A-Za-z0-9+/=]{16,}|[A-Za-z-]+:[^\r\n\\]*))+)"
+)
+
+# scheme://user:PASSWORD@host -- the scheme is checked in code, the password
+# runs to the last '@' of the authority.
+_URL_RE = re.compile(r"://([^\s:@/?#\[\]\"'<>]*):([^\s/?#\"'<>]+)@(?=[A-Za-z0-9\[._-])")
+
+# --------------------------------------------------------------------------
+# Case-insensitive rules (matched on the lowercased copy, same offsets)
+# --------------------------------------------------------------------------
+
+# One scan, anchored on "k", for every trigger containing a k.
+_K_GATE_RE = re.compile(
+    r"k(?:-(?<=sk-)|_(?:live|test)_|en(?<=token)|ey(?:(?<=apikey)|(?<=api_key)|(?<=api-key)"
+    r"|(?<=privatekey)|(?<=private_key)|(?<=private key)))"
+)
+_PASS_GATE_RE = re.compile(r"pass(?:w|phrase)")
+
+_AUTH_RE = re.compile(
+    r"authorization\\?[\"']?[ \t]*[:=][ \t]*\\?[\"']?"
+    r"(?:(bearer|basic|token|bot)[ \t]+)?([a-z0-9._~+/=:-]{8,})"
+)
+_BEARER_RE = re.compile(r"bearer[ \t]+([a-z0-9._~+/-]{20,}=*)")
+
+# Assignments.  A key name ends with a key-word (client_secret, DB_PASSWORD,
+# githubToken, x-api-key, --password) followed by a separator and a value.
+_ANNOT = r"[a-z_][\w.]*(?:\[[^\]\n]{0,80}\])?"
+_ASSIGN_TAIL = (
+    r"(?![\w-])(\\?[\"'])?"  # 1: closing quote of a quoted key
+    r"([ \t]*:[ \t]*" + _ANNOT + r"(?:[ \t]*\|[ \t]*" + _ANNOT + r")*[ \t]*=(?!=)[ \t]*"
+    r"|[ \t]*(?:=>|:=|=(?!=)|:(?!:))[ \t]*"
+    r"|[ \t]+)"  # 2: separator (typed default, = : := =>, or a space after a --flag)
+    r"(?:(\\?[\"'`])(.{0,4096}?)\3|([^\s\"'`]+))"  # 3: quote, 4: quoted value, 5: bare value
+)
+_PASSWORD_RE = re.compile(r"pass(?:w(?:or)?d|phrase)" + _ASSIGN_TAIL)
+_SECRET_RE = re.compile(r"secret(?:[_-]?(?:access[_-]?)?key)?" + _ASSIGN_TAIL)
+_TOKEN_RE = re.compile(r"token" + _ASSIGN_TAIL)
+_APIKEY_RE = re.compile(r"api[_-]?key" + _ASSIGN_TAIL)
+_PRIVKEY_RE = re.compile(r"private[_-]?key" + _ASSIGN_TAIL)
+
+_KEY_FAMILY = ("pass", "pwd", "secret", "token", "key", "auth", "cred")
+
+_STOP = frozenset(
+    """none null nil true false undefined unknown required optional default
+    string str bytes int integer float number bool boolean any object dict
+    list tuple array void never char text varchar blob secretstr secretbytes
+    return raise yield await async lambda function import from pass continue
+    break typeof instanceof new delete self this cls env environ getenv
+    redacted hidden masked changeme placeholder example
+    password passwd pass pwd secret token apikey api_key api-key""".split()
+)
+
+_IDENT_RE = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
+# Template references and placeholders: ${X} {{ x }} $(cmd) {name} %(x)s
+# <your-key> [UNK] ******** #ff00aa ...
+_PLACEHOLDER_RE = re.compile(
+    r"\$\{\{.*\}\}|\{\{.*\}\}|\$\{?\w+\}?|\$\(.*\)|\{[\w.\[\]'\"]*\}|"
+    r"%\(\w+\)[sd]|%[sd]|%\w+%|<[^<>]*>|\[[^\[\]]*\]|"
+    r"[xX•.…]+|\?+|#[0-9a-fA-F]{3,8}|.*\*{3,}.*|.{0,12}(?:\.\.\.|…)"
+)
+# A name rather than a value: my-secret, X-Access-Token, challengePassword
+_NAME_RE = re.compile(r"_*[A-Za-z]+(?:[_-]+[A-Za-z]+)*_*")
+_WORDISH_RE = re.compile(r"[A-Za-z]+(?:[-'][A-Za-z]+)*")
+_CALL_RE = re.compile(r"[A-Za-z_][\w.]*\(.*\)")
+_PROSE_PUNCT_RE = re.compile(r"[.,;:!?`()]|\s[A-Z]")
+_YAML_REF_RE = re.compile(r"[!&*]\w+")
+_QUOTE_RE = re.compile(r"(?<![A-Za-z0-9])'|'(?![A-Za-z0-9])")
+_LINE_LEAD = frozenset(("", "export", "set", "setx", "-", "env", "arg", "declare -x", "$env:"))
+_ASCII_LOWER = {c: c + 32 for c in range(65, 91)}
+
+
+def _mixed(s: str, need: int = 2) -> bool:
+    """True when ``s`` mixes at least ``need`` of: upper, lower, digit."""
+    up = lo = dg = 0
+    for c in s:
+        if c.isdigit():
+            dg = 1
+        elif c.isupper():
+            up = 1
+        elif c.islower():
+            lo = 1
+    return up + lo + dg >= need
+
+
+def _is_placeholder(v: str) -> bool:
+    return v.startswith(_PREFIX) or _PLACEHOLDER_RE.fullmatch(v) is not None
+
+
+def _word_before(text: str, i: int) -> bool:
+    return i > 0 and (text[i - 1].isalnum() or text[i - 1] in "_-")
+
+
+def _simple(rx, text: str, pos: int, kind: str, out: list) -> None:
+    tag = _tag(kind)
+    for m in rx.finditer(text, pos):
+        if not _word_before(text, m.start()):
+            out.append((m.start(), m.end(), tag))
+
+
+# --------------------------------------------------------------------------
+# Rules: each appends (start, end, replacement) spans to ``out``
+# --------------------------------------------------------------------------
+
+
+def _find_a(text: str, pos: int, out: list) -> None:
+    for m in _A_RE.finditer(text, pos):
+        if not _word_before(text, m.start()):
+            kind = "google-api-key" if m.group()[1] == "I" else "aws-key"
+            out.append((m.start(), m.end(), _tag(kind)))
+
+
+def _find_jwt(text: str, out: list) -> None:
+    tag = _tag("jwt")
+    for m in _JWT_RE.finditer(text):
+        s = m.start() - 2
+        if not _word_before(text, s):
+            out.append((s, m.end(), tag))
+
+
+def _find_sk(text: str, out: list) -> None:
+    for m in _SK_RE.finditer(text):
+        s, v = m.start(), m.group()
+        if _word_before(text, s):
+            continue  # task-..., risk-...
+        # A random body: upper, lower and digits, and a long unbroken run
+        # (not sk-learn-tutorial-for-beginners-2024, sk-ant-colony-sim).
+        if _mixed(v[3:], 3) and _ALNUM12_RE.search(v):
+            kind = "anthropic-key" if v.startswith("sk-ant-") else "openai-key"
+            out.append((s, m.end(), _tag(kind)))
+
+
+def _find_url_passwords(text: str, out: list) -> None:
+    tag = _tag("password")
+    for m in _URL_RE.finditer(text):
+        s = m.start()
+        pw = m.group(2)
+        if s and text[s - 1].isalnum() and not _is_placeholder(pw) and pw.lower() not in _STOP:
+            out.append((m.start(2), m.end(2), tag))
+
+
+def _find_auth(text: str, low: str, out: list) -> None:
+    for m in _AUTH_RE.finditer(low):
+        scheme = m.group(1)
+        if scheme is None:  # Authorization: <raw credential>
+            cred = text[m.start(2):m.end(2)]
+            if not (_mixed(cred) and any(c.isdigit() for c in cred)):
+                continue  # authorization = request.headers.get(...)
+            if _IDENT_RE.fullmatch(cred) and "." in cred:
+                continue  # authorization = base64.decodebytes(authorization)
+            kind = "token"
+        else:
+            kind = {"basic": "basic-auth", "bearer": "bearer-token"}.get(scheme, "token")
+        out.append((m.start(2), m.end(2), _tag(kind)))
+
+
+def _find_bearer(text: str, low: str, out: list) -> None:
+    tag = _tag("bearer-token")
+    for m in _BEARER_RE.finditer(low):
+        cred = text[m.start(1):m.end(1)]
+        if any(c.isdigit() for c in cred) and any(c.isalpha() for c in cred):
+            out.append((m.start(1), m.end(1), tag))
+
+
+def _key_start(text: str, i: int) -> int:
+    """Walk back from key-word start ``i`` over the rest of the key name
+    (bounded, so a huge minified line cannot make this quadratic)."""
+    stop = max(0, i - 128)
+    while i > stop and (text[i - 1].isalnum() or text[i - 1] in "_.-"):
+        i -= 1
+    return i
+
+
+def _strong_context(text: str, ks: int, ls: int) -> bool:
+    """The key name at ``ks`` is clearly a config key: it starts its line (env
+    file, YAML, INI, HTTP header), is quoted (JSON, dict) or is a URL query
+    parameter."""
+    if ks and text[ks - 1] in "?&\"'":
+        return True
+    return text[ls:ks].strip().lower() in _LINE_LEAD
+
+
+def _bare_value_ok(v: str, sep: str, strong: bool, nxt: str, eol: bool) -> bool:
+    """Whether an unquoted assignment value is a literal secret.  ``nxt`` is
+    the character after it, ``eol`` whether only a comment or blanks follow
+    on its line."""
+    if len(v) < 6 or _is_placeholder(v):
+        return False
+    c0 = v[0]
+    if c0 in "{[(<|>$":
+        return False  # structure, placeholder, $VAR / $(cmd), YAML block scalar
+    if c0 in "!&*" and _YAML_REF_RE.fullmatch(v):
+        return False  # YAML tag / anchor / alias
+    m = _IDENT_RE.match(v)
+    if m:
+        end = m.end()
+        after = v[end] if end < len(v) else nxt
+        if after and after in "([":
+            return False  # call, subscript, generic annotation
+        if end == len(v):  # the whole value is an identifier
+            lv = v.lower()
+            if lv in _STOP or "." in v:
+                return False  # None / True / str / ..., attribute access
+            if "_" in v and v == lv:
+                return False  # snake_case variable: password=user_password
+            digits = any(c.isdigit() for c in v)
+            family = any(k in lv for k in _KEY_FAMILY)
+            if family and ("_" in v or not v.islower()):
+                return False  # token=ACCESS_TOKEN, key: PKCS7PrivateKeyTypes
+            loose = ("=" in sep and sep != sep.strip()) or not strong or (nxt != "" and nxt in ",)")
+            if loose and not digits:
+                return False  # token = Comment, password = hashed, f(secret=value, ...)
+            if ":" in sep and "=" not in sep and v[0].isupper() and not v.isupper() and not digits:
+                return False  # annotation: password: SecretStr
+    if _WORDISH_RE.fullmatch(v):
+        if not strong and not _mixed(v[1:]):
+            return False  # prose: "the secret: nothing", "--password option", "token: re-exchanging"
+        if ":" in sep and not eol:
+            return False  # "Password: please enter it twice" (YAML values end the line)
+    return True
+
+
+def _quotes_before(text: str, q: str, start: int, end: int) -> int:
+    """Number of ``q`` quote characters in text[start:end], apostrophes
+    inside words (don't, it's) excluded."""
+    n = text.count(q, start, end)
+    if n and q == "'":
+        n = len(_QUOTE_RE.findall(text, start, end))
+    return n
+
+
+def _cut_unbalanced(v: str) -> str:
+    """Cut ``v`` at its first unbalanced closing bracket."""
+    if ")" not in v and "]" not in v and "}" not in v:
+        return v
+    depth = 0
+    for i, c in enumerate(v):
+        if c in "([{":
+            depth += 1
+        elif c in ")]}":
+            if not depth:
+                return v[:i]
+            depth -= 1
+    return v
+
+
+def _quoted_value_ok(v: str) -> bool:
+    """Whether a quoted assignment value is a literal secret."""
+    if len(v.strip()) < 4 or _is_placeholder(v) or v.lower() in _STOP:
+        return False
+    if _CALL_RE.fullmatch(v):
+        return False  # `get_token()` quoted as code in prose
+    if _NAME_RE.fullmatch(v) and any(k in v.lower() for k in _KEY_FAMILY):
+        if "_" in v or "-" in v or not v[1:].islower():
+            return False  # a name: "my-secret", "X-Xet-Access-Token", "challengePassword"
+    if v.count(" ") >= 2 and _PROSE_PUNCT_RE.search(v):
+        return False  # a description: "Use a User Access Token. Prefer ..."
+    return True
+
+
+def _find_assignments(rx, kind: str, text: str, low: str, out: list) -> None:
+    pos = 0
+    while True:
+        m = rx.search(low, pos)
+        if m is None:
+            return
+        # Resume right after the key-word, so a rejected candidate cannot hide
+        # the next one (``password password=abc123``).
+        pos = m.start(2)
+        sep = m.group(2)
+        ks = _key_start(text, m.start())
+        flag = text.startswith("-", ks)
+        if not sep.strip() and not flag:
+            continue  # a whitespace separator is only for --flags
+        if text.startswith("::", ks - 2):
+            continue  # a type path such as AWS::ApiGateway::ApiKey, not a key
+        ls = text.rfind("\n", max(0, ks - 256), ks) + 1
+        if not ls and ks > 256:
+            ls = ks - 256  # no line start nearby: treat as mid-line
+        if m.group(5) is not None:  # unquoted value
+            vs = m.start(5)
+            huge = m.end(5) - vs > 1024
+            if huge:
+                # A huge unbroken run (minified data): judge its head only and
+                # do not look for further key-words inside it.
+                pos = m.end(5)
+                v = text[vs:vs + 1024]
+            else:
+                v = text[vs:m.end(5)]
+            if not sep.strip():
+                strong = False  # "--password hunter2" vs "--password requires ..."
+            else:
+                strong = flag or _strong_context(text, ks, ls)
+            if ks and text[ks - 1] in "?&":  # URL query: the value ends at & or #
+                v = re.split(r"[&#]", v, 1)[0]
+            v = _cut_unbalanced(v)  # f(token=abc123), whoami(token=token)["name"]
+            while v and v[-1] in ",;.:":
+                v = v[:-1]  # trailing punctuation of prose / code
+            ve = vs + len(v)
+            rest = text[ve:ve + 80].split("\n", 1)[0].strip()
+            eol = not rest or rest[0] == "#" or (len(rest) == 1 and rest in "\"',;")
+            if not _bare_value_ok(v, sep, strong, text[ve:ve + 1], eol):
+                continue
+            if huge and len(v) == 1024:
+                ve = m.end(5)  # nothing cut from the head: the whole run goes
+        else:  # quoted value
+            vs, ve = m.start(4), m.end(4)
+            v = text[vs:ve]
+            if not _quoted_value_ok(v):
+                continue
+            # key inside a string literal: print("Token: " + tok + " more")
+            q = m.group(3)[-1]
+            own = 1 if m.group(1) and m.group(1)[-1] == q else 0
+            if (_quotes_before(text, q, ls, ks) - own) % 2:
+                continue
+        if kind == "secret" and "access" in low[m.start():m.start(2)]:
+            out.append((vs, ve, _tag("aws-secret")))
+        else:
+            out.append((vs, ve, _tag(kind)))
+
+
+# --------------------------------------------------------------------------
+# Public API
+# --------------------------------------------------------------------------
+
+
+def redact(text: str) -> str:
+    """Return ``text`` with secrets replaced by ``[REDACTED:<kind>]``."""
+    if len(text) < 8:
+        return text
+    hi: list = []  # provider formats and PEM: they win ties with assignments
+    lo: list = []
+    # Pre-filter and rules in one.  Every gate below is one linear scan (a
+    # regex that starts with a literal, or ``in``); when it hits, the rule's
+    # finditer resumes from the hit, so the text is not scanned twice.
+    # A single-character ``in`` is a memchr: check a rare letter first.
+    m = "A" in text and _A_RE.search(text)
+    if m:
+        _find_a(text, m.start(), hi)
+    m = _GH_RE.search(text)
+    if m:
+        _simple(_GH_RE, text, m.start(), "github-token", hi)
+    if "xox" in text:
+        _simple(_SLACK_RE, text, 0, "slack-token", hi)
+    if "J" in text and "eyJ" in text:
+        _find_jwt(text, hi)
+    if "@" in text and "://" in text:
+        _find_url_passwords(text, lo)
+    low = text.lower()
+    if len(low) != len(text):  # a few non-ASCII letters change length; keep offsets
+        low = text.translate(_ASCII_LOWER)
+    if _K_GATE_RE.search(low):
+        if "private" in low:
+            if "-----BEGIN" in text and "PRIVATE KEY" in text:
+                tag = _tag("private-key")
+                hi.extend((m.start(), m.end(), tag) for m in _PEM_RE.finditer(text))
+            _find_assignments(_PRIVKEY_RE, "private-key", text, low, lo)
+        if "sk-" in text:
+            _find_sk(text, hi)
+        if "k_live_" in text or "k_test_" in text:
+            _simple(_STRIPE_RE, text, 0, "stripe-key", hi)
+        if "token" in low:
+            _find_assignments(_TOKEN_RE, "token", text, low, lo)
+        if "api" in low:
+            _find_assignments(_APIKEY_RE, "api-key", text, low, lo)
+    if _PASS_GATE_RE.search(low):
+        _find_assignments(_PASSWORD_RE, "password", text, low, lo)
+    if "secret" in low:
+        _find_assignments(_SECRET_RE, "secret", text, low, lo)
+    if "authorization" in low:
+        _find_auth(text, low, hi)
+    if "bearer" in low:
+        _find_bearer(text, low, hi)
+    if not hi and not lo:
+        return text
+    spans = hi + lo
+    # The leftmost span wins an overlap; on a tie, the earlier (more specific) rule.
+    parts = []
+    pos = 0
+    for i in sorted(range(len(spans)), key=lambda i: (spans[i][0], i)):
+        s, e, r = spans[i]
+        if s < pos or e <= s:
+            continue
+        parts.append(text[pos:s])
+        parts.append(r)
+        pos = e
+    parts.append(text[pos:])
+    return "".join(parts)
+
+
+_OFF = frozenset(("0", "false", "no", "off"))
+
+
+def redact_enabled() -> bool:
+    """False only when PRIMA_REDACT is 0 / false / no / off (any case)."""
+    return os.environ.get("PRIMA_REDACT", "").strip().lower() not in _OFF
+
+
+def scrub(text: str) -> str:
+    """Redact ``text`` unless redaction is disabled with PRIMA_REDACT."""
+    return redact(text) if redact_enabled() else text
