@@ -13,7 +13,6 @@ from .cli import CliError, UsageError
 from .extracts import one_line
 from .memory import IndexBusy, Memory
 from .timeparse import iso_utc, local, parse_when
-from .titles import pick_title
 
 CLI_LOCK_SECONDS = 10.0
 
@@ -52,7 +51,7 @@ def refresh(mem: Memory, warnings: list[str], *, progress=None) -> None:
 def session_json(row) -> dict:
     return {
         "session_id": row.session_id,
-        "title": pick_title(row.title_custom, row.title_summary, row.title_first),
+        "title": row.title,
         "source": row.source,
         "label": row.label,
         "started_at": iso_utc(row.started_at),
@@ -199,7 +198,7 @@ def cmd_files(mem: Memory, args) -> int:
         titles[sid] = row
         changes.append({"path": path, "tool": tool, "explanation": explanation, "at": iso_utc(ts),
                         "session_id": row.session_id,
-                        "title": pick_title(row.title_custom, row.title_summary, row.title_first)})
+                        "title": row.title})
     lines = [f"warning: {w}" for w in warnings]
     for c in changes:
         lines.append(f"{c['at'] or '—'}  {c['tool']:<12} {c['path']}")

@@ -63,9 +63,8 @@ class _Args:
 def _sample_query(mem) -> str:
     """A word from the newest session's title, so the sample search finds something."""
     rows = mem.store().recent_sessions(1)
-    from .titles import pick_title
     if rows:
-        title = pick_title(rows[0].title_custom, rows[0].title_summary, rows[0].title_first)
+        title = rows[0].title
         words = sorted((w.strip(".,:;!?()'\"").lower() for w in title.split()), key=len, reverse=True)
         if words and len(words[0]) >= 4:
             return words[0]

@@ -5,7 +5,6 @@ import os
 import re
 import time
 
-from . import titles
 from .workspace import data_dir
 
 MIN_MESSAGES = 50
@@ -104,7 +103,7 @@ def session_header(row) -> list[str]:
 
 
 def render(store, row) -> str:
-    title = titles.pick_title(row.title_custom, row.title_summary, row.title_first)
+    title = row.title
     out = ["# Session extract", "", *session_header(row), "", f"## {title}", "",
            "## Files changed", ""]
     changes = store.file_changes(row.id)

@@ -163,50 +163,63 @@ def _mixed(s: str, need: int = 2) -> bool:
 
 
 def _is_placeholder(v: str) -> bool:
-    return v.startswith(_PREFIX) or _PLACEHOLDER_RE.fullmatch(v) is not None
+    return _PREFIX in v or _PLACEHOLDER_RE.fullmatch(v) is not None
 
 
 def _word_before(text: str, i: int) -> bool:
-    return i > 0 and (text[i - 1].isalnum() or text[i - 1] in "_-")
+    """A letter, digit or underscore right before ``i`` (task-..., risk_...)."""
+    return i > 0 and (text[i - 1].isalnum() or text[i - 1] == "_")
 
 
-def _simple(rx, text: str, pos: int, kind: str, out: list) -> None:
-    tag = _tag(kind)
-    for m in rx.finditer(text, pos):
-        if not _word_before(text, m.start()):
-            out.append((m.start(), m.end(), tag))
+
+def _scan(rx, text: str, pos: int, judge, out: list) -> None:
+    """Spans for ``rx`` matches from ``pos`` on.  ``judge(text, m)`` returns
+    ``(start, kind)`` or None; a rejected match resumes one character later,
+    so it cannot hide a token that starts inside it."""
+    while True:
+        m = rx.search(text, pos)
+        if m is None:
+            return
+        r = judge(text, m)
+        if r is None:
+            pos = m.start() + 1
+        else:
+            out.append((r[0], m.end(), _tag(r[1])))
+            pos = m.end()
 
 
-# --------------------------------------------------------------------------
-# Rules: each appends (start, end, replacement) spans to ``out``
-# --------------------------------------------------------------------------
+def _judge_a(text: str, m):
+    if _word_before(text, m.start()):
+        return None
+    return m.start(), ("google-api-key" if m.group()[1] == "I" else "aws-key")
 
 
-def _find_a(text: str, pos: int, out: list) -> None:
-    for m in _A_RE.finditer(text, pos):
-        if not _word_before(text, m.start()):
-            kind = "google-api-key" if m.group()[1] == "I" else "aws-key"
-            out.append((m.start(), m.end(), _tag(kind)))
+def _judge_gh(text: str, m):
+    return None if _word_before(text, m.start()) else (m.start(), "github-token")
 
 
-def _find_jwt(text: str, out: list) -> None:
-    tag = _tag("jwt")
-    for m in _JWT_RE.finditer(text):
-        s = m.start() - 2
-        if not _word_before(text, s):
-            out.append((s, m.end(), tag))
+def _judge_slack(text: str, m):
+    return None if _word_before(text, m.start()) else (m.start(), "slack-token")
 
 
-def _find_sk(text: str, out: list) -> None:
-    for m in _SK_RE.finditer(text):
-        s, v = m.start(), m.group()
-        if _word_before(text, s):
-            continue  # task-..., risk-...
-        # A random body: upper, lower and digits, and a long unbroken run
-        # (not sk-learn-tutorial-for-beginners-2024, sk-ant-colony-sim).
-        if _mixed(v[3:], 3) and _ALNUM12_RE.search(v):
-            kind = "anthropic-key" if v.startswith("sk-ant-") else "openai-key"
-            out.append((s, m.end(), _tag(kind)))
+def _judge_stripe(text: str, m):
+    return None if _word_before(text, m.start()) else (m.start(), "stripe-key")
+
+
+def _judge_jwt(text: str, m):
+    s = m.start() - 2  # the match starts at the J of "eyJ"
+    return None if _word_before(text, s) else (s, "jwt")
+
+
+def _judge_sk(text: str, m):
+    s, v = m.start(), m.group()
+    if _word_before(text, s):
+        return None  # task-..., risk-...
+    # A random body: upper, lower and digits, and a long unbroken run
+    # (not sk-learn-tutorial-for-beginners-2024, sk-ant-colony-sim).
+    if _mixed(v[3:], 3) and _ALNUM12_RE.search(v):
+        return s, ("anthropic-key" if v.startswith("sk-ant-") else "openai-key")
+    return None
 
 
 def _find_url_passwords(text: str, out: list) -> None:
@@ -247,6 +260,8 @@ def _key_start(text: str, i: int) -> int:
     stop = max(0, i - 128)
     while i > stop and (text[i - 1].isalnum() or text[i - 1] in "_.-"):
         i -= 1
+        if text.startswith("--", i - 1) and i - 1 >= stop:
+            return i - 1  # "--" starts a flag: ...garbage--password
     return i
 
 
@@ -403,57 +418,15 @@ def _find_assignments(rx, kind: str, text: str, low: str, out: list) -> None:
 # --------------------------------------------------------------------------
 
 
-def redact(text: str) -> str:
-    """Return ``text`` with secrets replaced by ``[REDACTED:<kind>]``."""
-    if len(text) < 8:
-        return text
-    hi: list = []  # provider formats and PEM: they win ties with assignments
-    lo: list = []
-    # Pre-filter and rules in one.  Every gate below is one linear scan (a
-    # regex that starts with a literal, or ``in``); when it hits, the rule's
-    # finditer resumes from the hit, so the text is not scanned twice.
-    # A single-character ``in`` is a memchr: check a rare letter first.
-    m = "A" in text and _A_RE.search(text)
-    if m:
-        _find_a(text, m.start(), hi)
-    m = _GH_RE.search(text)
-    if m:
-        _simple(_GH_RE, text, m.start(), "github-token", hi)
-    if "xox" in text:
-        _simple(_SLACK_RE, text, 0, "slack-token", hi)
-    if "J" in text and "eyJ" in text:
-        _find_jwt(text, hi)
-    if "@" in text and "://" in text:
-        _find_url_passwords(text, lo)
+def _lower(text: str) -> str:
     low = text.lower()
     if len(low) != len(text):  # a few non-ASCII letters change length; keep offsets
         low = text.translate(_ASCII_LOWER)
-    if _K_GATE_RE.search(low):
-        if "private" in low:
-            if "-----BEGIN" in text and "PRIVATE KEY" in text:
-                tag = _tag("private-key")
-                hi.extend((m.start(), m.end(), tag) for m in _PEM_RE.finditer(text))
-            _find_assignments(_PRIVKEY_RE, "private-key", text, low, lo)
-        if "sk-" in text:
-            _find_sk(text, hi)
-        if "k_live_" in text or "k_test_" in text:
-            _simple(_STRIPE_RE, text, 0, "stripe-key", hi)
-        if "token" in low:
-            _find_assignments(_TOKEN_RE, "token", text, low, lo)
-        if "api" in low:
-            _find_assignments(_APIKEY_RE, "api-key", text, low, lo)
-    if _PASS_GATE_RE.search(low):
-        _find_assignments(_PASSWORD_RE, "password", text, low, lo)
-    if "secret" in low:
-        _find_assignments(_SECRET_RE, "secret", text, low, lo)
-    if "authorization" in low:
-        _find_auth(text, low, hi)
-    if "bearer" in low:
-        _find_bearer(text, low, hi)
-    if not hi and not lo:
-        return text
-    spans = hi + lo
-    # The leftmost span wins an overlap; on a tie, the earlier (more specific) rule.
+    return low
+
+
+def _splice(text: str, spans: list) -> str:
+    """Replace spans; the leftmost wins an overlap, on a tie the one found first."""
     parts = []
     pos = 0
     for i in sorted(range(len(spans)), key=lambda i: (spans[i][0], i)):
@@ -465,6 +438,65 @@ def redact(text: str) -> str:
         pos = e
     parts.append(text[pos:])
     return "".join(parts)
+
+
+def redact(text: str) -> str:
+    """Return ``text`` with secrets replaced by ``[REDACTED:<kind>]``."""
+    if len(text) < 8:
+        return text
+    low = text.lower()
+    if len(low) != len(text):  # a few non-ASCII letters change length; keep offsets
+        low = text.translate(_ASCII_LOWER)
+    k_hit = _K_GATE_RE.search(low) is not None
+    # Three stages, each run on the output of the one before -- exactly what a
+    # second call would see, which makes redact() idempotent.  Every gate is
+    # one linear scan; a regex gate that hits hands its position to the rule.
+    #
+    # 1. PEM private key blocks (may span lines and contain anything).
+    if k_hit and "private key" in low and "-----BEGIN" in text:
+        new = _PEM_RE.sub(_tag("private-key"), text)
+        if new != text:
+            text, low = new, _lower(new)
+    # 2. Provider token formats.
+    spans: list = []
+    m = "A" in text and _A_RE.search(text)  # 1-char ``in`` is a memchr
+    if m:
+        _scan(_A_RE, text, m.start(), _judge_a, spans)
+    m = _GH_RE.search(text)
+    if m:
+        _scan(_GH_RE, text, m.start(), _judge_gh, spans)
+    if "xox" in text:
+        _scan(_SLACK_RE, text, 0, _judge_slack, spans)
+    if "J" in text and "eyJ" in text:
+        _scan(_JWT_RE, text, 0, _judge_jwt, spans)
+    if k_hit:
+        if "sk-" in text:
+            _scan(_SK_RE, text, 0, _judge_sk, spans)
+        if "k_live_" in text or "k_test_" in text:
+            _scan(_STRIPE_RE, text, 0, _judge_stripe, spans)
+    if spans:
+        text = _splice(text, spans)
+        low = _lower(text)
+        spans = []
+    # 3. Context rules: URL passwords, Authorization / Bearer, assignments.
+    if "@" in text and "://" in text:
+        _find_url_passwords(text, spans)
+    if "authorization" in low:
+        _find_auth(text, low, spans)
+    if "bearer" in low:
+        _find_bearer(text, low, spans)
+    if k_hit:
+        if "token" in low:
+            _find_assignments(_TOKEN_RE, "token", text, low, spans)
+        if "api" in low:
+            _find_assignments(_APIKEY_RE, "api-key", text, low, spans)
+        if "private" in low:
+            _find_assignments(_PRIVKEY_RE, "private-key", text, low, spans)
+    if _PASS_GATE_RE.search(low):
+        _find_assignments(_PASSWORD_RE, "password", text, low, spans)
+    if "secret" in low:
+        _find_assignments(_SECRET_RE, "secret", text, low, spans)
+    return _splice(text, spans) if spans else text
 
 
 _OFF = frozenset(("0", "false", "no", "off"))

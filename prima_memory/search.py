@@ -12,7 +12,6 @@ import re
 import time
 from dataclasses import dataclass, field
 
-from . import titles
 from .store import SHIFT, SessionRow, Store
 
 WEEK = 7 * 86400
@@ -29,18 +28,18 @@ class Filters:
     tag: str | None = None
     source: str | None = None
 
-    def admit(self, row: SessionRow) -> bool:
-        start = row.started_at or 0
-        end = row.ended_at or start
+    def admit(self, started, ended, branch, tags, source) -> bool:
+        start = started or 0
+        end = ended or start
         if self.since is not None and end < self.since:
             return False
         if self.until is not None and start > self.until:
             return False
-        if self.branch is not None and (row.branch or "") != self.branch:
+        if self.branch is not None and (branch or "") != self.branch:
             return False
-        if self.tag is not None and self.tag.lower() not in row.tag_list:
+        if self.tag is not None and self.tag.lower() not in (tags or "").split():
             return False
-        if self.source is not None and row.source != self.source:
+        if self.source is not None and source != self.source:
             return False
         return True
 
@@ -61,63 +60,66 @@ def normalize_query(query: str) -> tuple[str, list[str]]:
     return whole, words
 
 
-class _WordMatcher:
-    """Which messages contain a query word, through the term index where it can."""
+class WordMatch:
+    """Where one query word occurs (case-insensitive substring of a message's text).
 
-    def __init__(self, store: Store):
+    The word's tokens are looked up among the index terms that contain them; a word that is one
+    token is then exact, one with punctuation is checked against the candidates' text, and one
+    with no usable token (or inside too many terms to list) is matched by reading the texts.
+    """
+
+    def __init__(self, store: Store, word: str):
         self.store = store
-
-    def plan(self, word: str):
-        """('fts', expr, exact) or ('none',) or ('scan',)."""
-        toks = self.store.token_list(word)
-        if not toks:
-            return ("scan",)
-        exprs = []
+        self.word = word
+        toks = store.token_list(word)
+        self.exact = toks == [word]
+        self.exprs: list[str] | None = []
         for run in dict.fromkeys(toks):
-            terms = self.store.terms_containing(run, TERMS_LIMIT)
+            terms = store.terms_containing(run, TERMS_LIMIT)
             if terms is None:
-                return ("scan",)
-            if not terms:
-                return ("none",)
-            exprs.append(" OR ".join(f'"{t}"' for t in terms))
-        return ("fts", exprs, toks == [word])
+                self.exprs = None
+                break
+            if not terms:  # no index term contains it: no message does either
+                self.exprs, self.counts = [], {}
+                return
+            self.exprs.append(" OR ".join(f'"{t}"' for t in terms))
+        if not self.exprs:
+            self.exprs = None
+        self.counts = self._count()
 
-    def counts(self, word: str, plan, session: int | None = None) -> dict[int, int]:
-        """session -> number of messages containing the word."""
-        kind = plan[0]
-        if kind == "none":
-            return {}
-        if kind == "fts":
-            exprs, exact = plan[1], plan[2]
-            if exact:
-                return self.store.sessions_matching(exprs[0], session)
-            ids = None
-            for expr in exprs:
-                got = set(self.store.message_ids_matching(expr, session))
-                ids = got if ids is None else ids & got
-            texts = self.store.message_texts(sorted(ids or ()))
-            return _count(word, texts.items())
-        return _count(word, self.store.all_message_texts(session))
+    def _count(self) -> dict[int, int]:
+        """session -> number of its messages containing the word."""
+        if self.exprs is None:
+            return _per_session(mid for mid, text in self.store.all_message_texts()
+                                if self.word in text.lower())
+        if self.exact:
+            return self.store.count_matching(self.exprs[0])
+        return _per_session(self._ids(None))
 
-    def message_ids(self, word: str, plan, session: int) -> list[int] | None:
-        """Ids of this session's messages that may contain the word (None: all of them)."""
-        if plan[0] == "none":
-            return []
-        if plan[0] == "fts":
-            ids = None
-            for expr in plan[1]:
-                got = set(self.store.message_ids_matching(expr, session))
-                ids = got if ids is None else ids & got
-            return sorted(ids or ())
-        return None
+    def message_ids(self, session: int) -> list[int]:
+        """Ids of this session's messages containing the word."""
+        return self._ids(session) if session in self.counts else []
+
+    def _ids(self, session: int | None) -> list[int]:
+        if self.exprs is None:
+            rows = self.store.session_message_texts(session) if session is not None \
+                else self.store.all_message_texts()
+            return [mid for mid, text in rows if self.word in text.lower()]
+        ids = None
+        for expr in self.exprs:
+            got = self.store.message_ids_matching(expr, session)
+            ids = got if ids is None else ids & got
+        if self.exact:
+            return sorted(ids)
+        texts = self.store.message_texts(sorted(ids))
+        return [mid for mid, text in texts.items() if self.word in text.lower()]
 
 
-def _count(word: str, rows) -> dict[int, int]:
+def _per_session(ids) -> dict[int, int]:
     out: dict[int, int] = {}
-    for mid, text in rows:
-        if word in text.lower():
-            s = mid >> SHIFT
-            out[s] = out.get(s, 0) + 1
+    for mid in ids:
+        s = mid >> SHIFT
+        out[s] = out.get(s, 0) + 1
     return out
 
 
@@ -137,57 +139,45 @@ def keyword(store: Store, query: str, *, limit: int = 10, filters: Filters | Non
         return []
     now = time.time() if now is None else now
     filters = filters or Filters()
-    rows = {r.id: r for r in store.sessions() if filters.admit(r)}
-    if not rows:
-        return []
-    matcher = _WordMatcher(store)
-    plans = {w: matcher.plan(w) for w in words}
-    per_word = {w: matcher.counts(w, plans[w]) for w in words}
-    path_hits: dict[int, int] = {}
-    for sid, path in store.paths_by_session():
-        if sid in rows and whole in path.lower():
-            path_hits[sid] = path_hits.get(sid, 0) + 1
-    hits = []
-    for sid, row in rows.items():
-        title = titles.pick_title(row.title_custom, row.title_summary, row.title_first)
-        in_title = whole in title.lower()
-        counts = [per_word[w].get(sid, 0) for w in words]
-        if not (in_title or sid in path_hits or all(counts)):
+    found = [WordMatch(store, w) for w in words]
+    in_title = store.sessions_with_title_containing(whole)
+    in_paths = store.sessions_with_path_containing(whole)
+    matched = set.intersection(*(set(f.counts) for f in found)) | in_title | set(in_paths)
+    scored = []
+    for sid, started, ended, branch, tags, source, files_count in store.session_facts():
+        if sid not in matched or not filters.admit(started, ended, branch, tags, source):
             continue
-        score = (20 * in_title + 10 * path_hits.get(sid, 0) + 2 * sum(counts)
-                 + recency_points(row.started_at, now) + min(5, row.files_count))
-        hits.append(Hit(row, round(score, 2), title))
-    hits.sort(key=lambda h: (-h.score, -(h.row.ended_at or 0)))
-    hits = hits[:limit]
+        score = (20 * (sid in in_title) + 10 * in_paths.get(sid, 0)
+                 + 2 * sum(f.counts.get(sid, 0) for f in found)
+                 + recency_points(started, now) + min(5, files_count))
+        scored.append((round(score, 2), -(ended or 0), sid))
+    scored.sort()
+    scored.sort(key=lambda x: -x[0])
+    rows = {r.id: r for r in store.sessions_by_id([sid for _, _, sid in scored[:limit]])}
+    hits = [Hit(rows[sid], score, rows[sid].title) for score, _, sid in scored[:limit]]
     for hit in hits:
-        _decorate(store, matcher, hit, words, plans)
+        _decorate(store, hit, found)
     return hits
 
 
 _SNIPPET = 220
 
 
-def _decorate(store: Store, matcher: _WordMatcher, hit: Hit, words, plans) -> None:
+def _decorate(store: Store, hit: Hit, found: list[WordMatch]) -> None:
     """The lines that matched, for the reader to judge the hit at a glance."""
     sid = hit.row.id
+    words = [f.word for f in found]
     hit.files = store.changed_paths(sid)
-    ids: set[int] | None = set()
-    for w in words:
-        got = matcher.message_ids(w, plans[w], sid)
-        if got is None:
-            ids = None
-            break
-        ids |= set(got[-200:])
-    texts = (dict(store.all_message_texts(sid)) if ids is None
-             else store.message_texts(sorted(ids)))
+    ids = sorted({mid for f in found for mid in f.message_ids(sid)})[-60:]
+    texts = store.message_texts(ids)
     best, best_n = None, 0
-    for mid in sorted(texts):
+    for mid in ids:
         low = texts[mid].lower()
         n = sum(w in low for w in words)
-        if n and n >= best_n:
+        if n >= best_n:
             best, best_n = mid, n
     lines: list[str] = []
-    for mid in sorted(texts, reverse=True):
+    for mid in reversed(ids):
         for line in texts[mid].splitlines():
             low = line.lower()
             if any(w in low for w in words):
@@ -200,7 +190,7 @@ def _decorate(store: Store, matcher: _WordMatcher, hit: Hit, words, plans) -> No
         text = texts[best]
         hit.snippet = _around(text, text.lower(), words, _SNIPPET)
     elif hit.files:
-        hit.snippet = hit.files[0]
+        hit.snippet = next((f for f in hit.files if " ".join(words) in f.lower()), hit.files[0])
 
 
 def _around(text: str, low: str, words, width: int) -> str:
@@ -251,8 +241,8 @@ def extract_hits(workspace: str, query: str, filters: Filters | None = None) -> 
                           if ln.startswith("## ") and not ln.startswith("## Files")), name)
             mtime = os.path.getmtime(path)
             row = SessionRow(0, "extract", m.group(1) if m else "", "[extract]", None, None, None,
-                             None, None, title, mtime, mtime, "", "", 0, 0, 0, path)
-            if filters and not filters.admit(row):
+                             None, None, title, mtime, mtime, "", "", 0, 0, 0, path, title)
+            if filters and not filters.admit(mtime, mtime, None, "", "extract"):
                 continue
             out.append(Hit(row, float(score), title,
                            snippet=_around(text, low, words, _SNIPPET), files=[path]))

@@ -59,9 +59,11 @@ CREATE VIEW exchanges AS
 INSERT INTO meta(key, value) VALUES ('schema_version', '{SCHEMA_VERSION}');
 """
 
+_TITLE = ("COALESCE(NULLIF(title_custom, ''), NULLIF(title_summary, ''), NULLIF(title_first, ''), "
+          "'Untitled Session')")  # the title precedence (DESIGN §3); titles are stored normalised
 SESSION_COLUMNS = ("id, source, session_id, label, cwd, branch, author, title_custom, "
                    "title_summary, title_first, started_at, ended_at, tags, decisions, "
-                   "message_count, files_count, archived, extract_path")
+                   f"message_count, files_count, archived, extract_path, {_TITLE}")
 
 _INSERT_MESSAGE = ("INSERT INTO messages(id, session, key, role, ts, sidechain, pair, text) "
                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
@@ -95,6 +97,7 @@ class SessionRow:
     files_count: int
     archived: int
     extract_path: str | None
+    title: str
 
     @property
     def tag_list(self) -> list[str]:
@@ -396,10 +399,6 @@ class Store:
             "SELECT path FROM file_changes WHERE session = ? GROUP BY path ORDER BY min(id)",
             (session,))]
 
-    def paths_by_session(self):
-        """(session, path) for every distinct change, for whole-query path matching."""
-        return self.db.execute("SELECT DISTINCT session, path FROM file_changes")
-
     def file_history(self, fragment: str | None):
         sql = ("SELECT f.path, f.tool, f.explanation, f.ts, s.id FROM file_changes f "
                "JOIN sessions s ON s.id = f.session")
@@ -410,33 +409,60 @@ class Store:
 
     # -- keyword matching ----------------------------------------------------------------------
 
-    def sessions_matching(self, match_expr: str, session: int | None = None) -> dict[int, int]:
+    def count_matching(self, match_expr: str) -> dict[int, int]:
         """session -> number of messages matching an FTS5 expression of quoted terms."""
-        if session is None:
-            rows = self.db.execute(
-                f"SELECT rowid >> {SHIFT}, count(*) FROM messages_fts WHERE messages_fts MATCH ? "
-                "GROUP BY 1", (match_expr,))
-        else:
-            rows = self.db.execute(
-                f"SELECT rowid >> {SHIFT}, count(*) FROM messages_fts WHERE messages_fts MATCH ? "
-                "AND rowid BETWEEN ? AND ? GROUP BY 1",
-                (match_expr, session << SHIFT, ((session + 1) << SHIFT) - 1))
-        return dict(rows)
+        return dict(self.db.execute(
+            f"SELECT rowid >> {SHIFT}, count(*) FROM messages_fts WHERE messages_fts MATCH ? "
+            "GROUP BY 1", (match_expr,)))
 
-    def message_ids_matching(self, match_expr: str, session: int | None = None) -> list[int]:
+    def message_ids_matching(self, match_expr: str, session: int | None = None) -> set[int]:
         if session is None:
             rows = self.db.execute("SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?",
                                    (match_expr,))
-        else:
+        else:  # a session's messages are one rowid range
             rows = self.db.execute(
                 "SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? AND rowid BETWEEN ? AND ?",
                 (match_expr, session << SHIFT, ((session + 1) << SHIFT) - 1))
-        return [r[0] for r in rows]
+        return {r[0] for r in rows}
 
-    def all_message_texts(self, session: int | None = None):
+    def session_facts(self):
+        """(id, started_at, ended_at, branch, tags, source, files_count) of every session."""
+        return self.db.execute("SELECT id, started_at, ended_at, branch, tags, source, files_count "
+                               "FROM sessions WHERE started_at IS NOT NULL")
+
+    def sessions_with_title_containing(self, text: str) -> set[int]:
+        """Sessions whose title contains `text` (lower case), ignoring case."""
+        if text.isascii():  # SQLite's lower() folds ASCII only, which is then exact
+            return {r[0] for r in self.db.execute(
+                f"SELECT id FROM sessions WHERE instr(lower({_TITLE}), ?) > 0", (text,))}
+        return {i for i, t in self.db.execute(f"SELECT id, {_TITLE} FROM sessions")
+                if text in t.lower()}
+
+    def sessions_with_path_containing(self, text: str) -> dict[int, int]:
+        """session -> number of distinct changed paths containing `text`, ignoring case."""
+        if text.isascii():
+            return dict(self.db.execute(
+                "SELECT session, count(DISTINCT path) FROM file_changes "
+                "WHERE instr(lower(path), ?) > 0 GROUP BY session", (text,)))
+        out: dict[int, int] = {}
+        for sid, path in self.db.execute("SELECT DISTINCT session, path FROM file_changes"):
+            if text in path.lower():
+                out[sid] = out.get(sid, 0) + 1
+        return out
+
+    def sessions_by_id(self, ids) -> list[SessionRow]:
+        ids = list(ids)
+        out = []
+        for i in range(0, len(ids), 500):
+            part = ids[i:i + 500]
+            out += self._session_where(f"id IN ({','.join('?' * len(part))})", part)
+        return out
+
+    def all_message_texts(self):
         """(id, text) of every message with text: the slow path for queries with no usable token."""
-        if session is None:
-            return self.db.execute("SELECT id, text FROM messages WHERE text != ''")
+        return self.db.execute("SELECT id, text FROM messages WHERE text != ''")
+
+    def session_message_texts(self, session: int):
         return self.db.execute("SELECT id, text FROM messages WHERE session = ? AND text != ''",
                                (session,))
 

@@ -66,17 +66,23 @@ def text_tags(text: str, tokens) -> set[str]:
     return tags
 
 
+_DECISION_HINTS = ("DECIDED", "DECISION", "SAVE", "ecided", "ecision", "go with")
+
+
 def decision_lines(text: str) -> list[str]:
     """Lines that carry a decision marker, shortened, for checkpoints and the decision tag."""
-    out: list[str] = []
-    end = -1
-    for m in _DECISION.finditer(text):
-        if m.start() <= end:
-            continue  # another marker on a line already taken
-        start = text.rfind("\n", 0, m.start()) + 1
-        end = text.find("\n", m.end())
-        end = len(text) if end < 0 else end
-        out.append(" ".join(text[start:end].split())[:300])
+    starts: set[int] = set()
+    for hint in _DECISION_HINTS:  # literal search first: a regex over every line is 10x slower
+        at = text.find(hint)
+        while at >= 0:
+            starts.add(text.rfind("\n", 0, at) + 1)
+            at = text.find(hint, at + len(hint))
+    out = []
+    for start in sorted(starts):
+        end = text.find("\n", start)
+        line = text[start:len(text) if end < 0 else end]
+        if _DECISION.search(line):
+            out.append(" ".join(line.split())[:300])
     return out
 
 

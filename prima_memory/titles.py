@@ -33,8 +33,6 @@ def clean_first_prompt(text: str) -> str | None:
     return None
 
 
-def pick_title(custom: str | None, summary: str | None, first_prompt: str | None) -> str:
-    for t in (custom, summary, first_prompt):
-        if t and t.strip():
-            return " ".join(t.split())[:200]
-    return UNTITLED
+def normalize(title: str) -> str | None:
+    """How titles are stored: one line, at most 200 characters, None when blank."""
+    return " ".join(title.split())[:200] or None

@@ -184,17 +184,17 @@ def read(sf: SourceFile, offset: int, state: dict | None, mtime: float | None = 
         elif kind == "summary":
             d = get_delta(obj)
             if d is not None and isinstance(obj.get("summary"), str):
-                d.summary_title = scrub(obj["summary"])
+                d.summary_title = titles.normalize(scrub(obj["summary"]))
         elif kind == "ai-title":
             d = get_delta(obj)
             t = obj.get("aiTitle") or obj.get("title")
             if d is not None and isinstance(t, str):
-                d.summary_title = scrub(t)
+                d.summary_title = titles.normalize(scrub(t))
         elif kind == "custom-title":
             d = get_delta(obj)
             t = obj.get("customTitle") or obj.get("title")
             if d is not None and isinstance(t, str):
-                d.custom_title = scrub(t)
+                d.custom_title = titles.normalize(scrub(t))
         elif kind not in QUIET_TYPES and isinstance(kind, str) and kind not in warned:
             unknown.add(kind)
         if max_bytes is not None and reader.end - offset >= max_bytes:
