@@ -75,8 +75,21 @@ def _positive(text: str) -> int:
     return n
 
 
+def _attach_slices(argv: list[str]) -> list[str]:
+    """`--range -10:` would read as an option to argparse: make it `--range=-10:`."""
+    out, i = [], 0
+    while i < len(argv):
+        if argv[i] == "--range" and i + 1 < len(argv) and argv[i + 1].startswith("-"):
+            out.append(f"--range={argv[i + 1]}")
+            i += 2
+        else:
+            out.append(argv[i])
+            i += 1
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
+    argv = _attach_slices(sys.argv[1:] if argv is None else argv)
     try:
         args = _parser().parse_args(argv)
     except UsageError as e:

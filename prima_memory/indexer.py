@@ -182,14 +182,18 @@ class Indexer:
             head_len = min(HEAD_BYTES, end)
             head = _head_hash(sf.path, head_len) if end else None
             status = "ok"
-            if delta is not None and offset == 0 and delta.cwd \
-                    and not _workspace_session(delta.cwd, self.ws):
+            if delta is not None and delta.cwd and not _workspace_session(delta.cwd, self.ws):
                 # Claude Code's folder names collide (my_project, my-project): the records'
                 # cwd is the truth, so another workspace's session is never indexed here.
                 # (A cwd that encodes differently is a moved project: it stays.)
+                # delta.cwd is set once per file, on the first line that has one (which may come
+                # after a snapshot or title line already indexed: those are dropped too).
                 status = "foreign"
                 self.log.info(f"{sf.path}: session of {delta.cwd}, not this workspace: skipped")
                 end = st.st_size
+                if session is not None:
+                    store.clear_session(session)
+                    session = None
             elif delta is not None and not delta.is_empty():
                 session = self._apply(delta)
                 rep.sessions_touched.add(session)

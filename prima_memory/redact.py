@@ -144,6 +144,8 @@ _WORDISH_RE = re.compile(r"[A-Za-z]+(?:[-'][A-Za-z]+)*")
 _CALL_RE = re.compile(r"[A-Za-z_][\w.]*\(.*\)")
 _PROSE_PUNCT_RE = re.compile(r"[.,;:!?`()]|\s[A-Z]")
 _YAML_REF_RE = re.compile(r"[!&*]\w+")
+# A key-word as an inner camelCase word: accessToken, PrivateKeyTypes
+_CAMEL_FAMILY_RE = re.compile(r"(?<=[a-z0-9])(?:Key|Token|Secret|Password|Passwd|Credentials?|Auth)(?=[A-Z_]|$)")
 _QUOTE_RE = re.compile(r"(?<![A-Za-z0-9])'|'(?![A-Za-z0-9])")
 _LINE_LEAD = frozenset(("", "export", "set", "setx", "-", "env", "arg", "declare -x", "$env:"))
 _ASCII_LOWER = {c: c + 32 for c in range(65, 91)}
@@ -169,7 +171,6 @@ def _is_placeholder(v: str) -> bool:
 def _word_before(text: str, i: int) -> bool:
     """A letter, digit or underscore right before ``i`` (task-..., risk_...)."""
     return i > 0 and (text[i - 1].isalnum() or text[i - 1] == "_")
-
 
 
 def _scan(rx, text: str, pos: int, judge, out: list) -> None:
@@ -299,8 +300,8 @@ def _bare_value_ok(v: str, sep: str, strong: bool, nxt: str, eol: bool) -> bool:
                 return False  # snake_case variable: password=user_password
             digits = any(c.isdigit() for c in v)
             family = any(k in lv for k in _KEY_FAMILY)
-            if family and ("_" in v or not v.islower()):
-                return False  # token=ACCESS_TOKEN, key: PKCS7PrivateKeyTypes
+            if (family and "_" in v) or _CAMEL_FAMILY_RE.search(v):
+                return False  # token=ACCESS_TOKEN, key: PKCS7PrivateKeyTypes (not Passw0rd)
             loose = ("=" in sep and sep != sep.strip()) or not strong or (nxt != "" and nxt in ",)")
             if loose and not digits:
                 return False  # token = Comment, password = hashed, f(secret=value, ...)

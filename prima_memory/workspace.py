@@ -26,8 +26,14 @@ def claude_config_dir() -> str:
 
 
 def encode_project_dir(path: str) -> str:
-    """Claude Code's folder name: every character outside [A-Za-z0-9] becomes '-', no collapsing."""
-    return _NON_ALNUM.sub("-", path)
+    """Claude Code's folder name: every character outside [A-Za-z0-9] becomes '-', no collapsing.
+
+    Claude Code does this in JavaScript, one UTF-16 code unit at a time, so a character beyond
+    the Basic Multilingual Plane (an emoji) becomes two dashes."""
+    if path.isascii():
+        return _NON_ALNUM.sub("-", path)
+    return "".join(c if c.isascii() and c.isalnum() else ("--" if ord(c) > 0xFFFF else "-")
+                   for c in path)
 
 
 def _path_variants(workspace: str) -> list[str]:

@@ -69,7 +69,7 @@ class Transcript:
 
     def assistant(self, blocks: list[dict], msg_id: str | None = None, step: float = 5.0) -> str:
         """One reply, written one content block per line, all lines sharing message.id."""
-        msg_id = msg_id or f"msg_{self.session_id[:6]}{self.n:05d}"
+        msg_id = msg_id or f"msg_{self.session_id[:6]}{self.agent_id or ''}{self.n:05d}"
         for block in blocks:
             d = self._base("assistant", step)
             d["requestId"] = "req_" + msg_id[4:]
