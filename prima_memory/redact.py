@@ -24,11 +24,13 @@ Design
   private key) with one regex anchored on "k".  Only rules whose trigger is
   present run.  Case-insensitive matching uses the lowercased copy (same
   offsets), never ``re.IGNORECASE``, which is an order of magnitude slower.
-* One pass.  Rules report ``(start, end, replacement)`` spans against the
-  original text; the leftmost span wins an overlap (on a tie, the more
-  specific rule), and the result is spliced once.
-* Idempotence.  ``[REDACTED:...]`` never matches a rule again, so
-  ``redact(redact(x)) == redact(x)``.
+* Three stages: PEM blocks, then provider token formats, then the context
+  rules (URL passwords, Authorization/Bearer, assignments), each run on the
+  output of the stage before.  Within a stage rules report ``(start, end,
+  replacement)`` spans; the leftmost span wins an overlap (on a tie, the
+  rule that ran first) and the text is spliced once.  Later stages thus see
+  exactly what a second call would see, and ``[REDACTED:...]`` never
+  matches a rule, so ``redact(redact(x)) == redact(x)``.
 * False positives.  Provider tokens need their exact prefix and length, no
   word character right before them and, where the prefix is weak (``sk-``,
   bare ``Bearer``), a random-looking body.  Assignments (``password = ...``)

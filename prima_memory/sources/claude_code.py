@@ -8,7 +8,7 @@ from datetime import datetime
 
 from .. import titles, workspace
 from ..records import FileChange, Message, SessionDelta
-from ..redact import scrub
+from ..redact import redact, redact_enabled
 from .jsonl import JsonlReader
 
 SOURCE = "claude-code"
@@ -157,6 +157,7 @@ def read(sf: SourceFile, offset: int, state: dict | None, mtime: float | None = 
 
     Returns (delta or None, end offset, new state, problems)."""
     state = dict(state or {})
+    scrub = redact if redact_enabled() else _unchanged  # decided once per file, not per line
     reader = JsonlReader(sf.path, offset, mtime=mtime, skip=_needless)
     session_id = sf.session_id or state.get("sid")
     delta: SessionDelta | None = None
@@ -180,7 +181,7 @@ def read(sf: SourceFile, offset: int, state: dict | None, mtime: float | None = 
             d = get_delta(obj)
             if d is None:
                 continue
-            _take_message(obj, kind, d, state, sf.sidechain)
+            _take_message(obj, kind, d, state, sf.sidechain, scrub)
         elif kind == "summary":
             d = get_delta(obj)
             if d is not None and isinstance(obj.get("summary"), str):
@@ -210,7 +211,12 @@ def read(sf: SourceFile, offset: int, state: dict | None, mtime: float | None = 
     return delta, reader.end, state, problems
 
 
-def _take_message(obj: dict, kind: str, d: SessionDelta, state: dict, file_sidechain: bool) -> None:
+def _unchanged(text: str) -> str:
+    return text
+
+
+def _take_message(obj: dict, kind: str, d: SessionDelta, state: dict, file_sidechain: bool,
+                  scrub) -> None:
     ts = parse_ts(obj.get("timestamp"))
     sidechain = file_sidechain or obj.get("isSidechain") is True
     th = state.setdefault("side" if sidechain else "main", {})
