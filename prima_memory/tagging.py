@@ -36,17 +36,18 @@ _ALL_WORK = {w: tag for tag, words in WORK_WORDS.items() for w in words}
 _DECISION = re.compile(
     r"\bDECIDED\b|\bDECISION\b|\bSAVE\b|^\s*(?:decision|decided)\s*:|\bwe(?:'ve| have)? decided\b"
     r"|\bdecided to\b|\blet'?s go with\b", re.M)
-_SESSION_CLOSE = re.compile(
+_SESSION_CLOSE = re.compile(  # matched on lower-case text
     r"\b(?:wrap(?:ping)? (?:it |this )?up|end(?:ing)? (?:the|this) session|session close|"
-    r"close (?:out )?the session|that'?s all for today|signing off|call it a day)\b", re.I)
+    r"close (?:out )?the session|that'?s all for today|signing off|call it a day)\b")
 
 
-_PROJECT_ID = re.compile(r"\bP\d{3}\b")
+_PROJECT_ID = re.compile(r"P\d{3}(?!\w)")  # a literal first letter lets re skip ahead fast
 
 
 def project_mentions(text: str) -> set[str]:
     """AI Business OS project ids (P001 ...) named in the text, as filterable tags."""
-    return {f"project:{m}" for m in _PROJECT_ID.findall(text)} if "P" in text else set()
+    return {f"project:{m.group()}" for m in _PROJECT_ID.finditer(text)
+            if m.start() == 0 or not (text[m.start() - 1].isalnum() or text[m.start() - 1] == "_")}
 
 
 def language_tag(path: str) -> str | None:
@@ -91,4 +92,10 @@ _CLOSE_HINTS = ("wrap", "session", "today", "signing off", "call it a day")
 
 def closes_session(text: str) -> bool:
     low = text.lower()
-    return any(h in low for h in _CLOSE_HINTS) and bool(_SESSION_CLOSE.search(text))
+    for hint in _CLOSE_HINTS:  # look only around the hints: a regex over all text is slow
+        at = low.find(hint)
+        while at >= 0:
+            if _SESSION_CLOSE.search(low, max(0, at - 40), at + 40):
+                return True
+            at = low.find(hint, at + 1)
+    return False
