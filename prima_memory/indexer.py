@@ -85,6 +85,13 @@ class Indexer:
         resets = {known[p][0] for p, st in stats.items()
                   if p in known and known[p][0] is not None and changed(p, st)
                   and _rewritten(p, st, known[p])}
+        # A main file the index has no record of, for a session it holds (recovered from an old
+        # index, or kept through a rebuild): read it afresh rather than on top.
+        for sf in found:
+            if sf.path not in known and not sf.sidechain and sf.path in stats:
+                sid = store.session_with_messages(sf.source, sf.session_id)
+                if sid is not None:
+                    resets.add(sid)
         if resets:
             with store.transaction():
                 for session in resets:
@@ -98,6 +105,8 @@ class Indexer:
             if st is None or not changed(sf.path, st):
                 continue
             row = known.get(sf.path)
+            if st.st_size == 0 and row is None:
+                self.log.warn(f"{sf.path}: empty file")
             if row is not None and _rewritten(sf.path, st, row):
                 row = None  # a file with no session yet (foreign or empty): start again
             work.append((st.st_mtime_ns, sf, st, row))
@@ -200,7 +209,7 @@ class Indexer:
             store.save_file(sf.path, sf.source, session, sf.sidechain, st.st_size,
                             st.st_mtime_ns, st.st_ino, head_len, head,
                             end, orjson.dumps(state).decode(), status)
-            batch.added(end - offset)
+            batch.added(end - offset, session)
             rep.bytes_read += end - offset
             tick(end - start)
             if status != "ok" or end >= st.st_size or end == offset:
@@ -295,23 +304,23 @@ class Indexer:
         return sid
 
     def _finish_sessions(self, rep: Report) -> None:
-        if not rep.sessions_touched:
+        """Extracts for sessions changed by this run or by one that was killed before this."""
+        if rep.sessions_touched:
+            with self.store.transaction():
+                self.store.tidy(bulk=rep.bytes_read > BULK_BYTES)
+        if not self.write_extracts:
             return
-        with self.store.transaction():
-            for sid in rep.sessions_touched:
-                self.store.refresh_counts(sid)
-            self.store.tidy(bulk=rep.bytes_read > BULK_BYTES)
-        if self.write_extracts:
-            from . import extracts
-            with self.store.transaction():  # one commit for a backfill's many extracts
-                for sid in rep.sessions_touched:
-                    try:
-                        path = extracts.maybe_write(self.store, sid, self.ws)
-                    except OSError as e:
-                        self.log.warn(f"could not write an extract: {e}")
-                        continue
-                    if path:
-                        rep.extracts.append(path)
+        from . import extracts
+        with self.store.transaction():  # one commit for a backfill's many extracts
+            for sid in self.store.unfinished_sessions():
+                try:
+                    path = extracts.maybe_write(self.store, sid, self.ws)
+                except OSError as e:
+                    self.log.warn(f"could not write an extract: {e}")
+                    continue
+                self.store.mark_finished(sid)
+                if path:
+                    rep.extracts.append(path)
 
 
 class _Session:
@@ -338,26 +347,36 @@ class _Session:
 
 class _Batch:
     """One transaction over many files: a commit per file costs more than the parsing. Each
-    file's lines commit together with its offset, so a kill still loses nothing."""
+    file's lines commit together with its offset and its session's counts, so a kill at any
+    point leaves a consistent index that the next run simply continues."""
 
     def __init__(self, store: Store):
         self.store = store
         self.size = 0
+        self.sessions: set[int] = set()  # touched since the last commit
         self.started = time.monotonic()
         store.db.execute("BEGIN IMMEDIATE")
 
-    def added(self, n: int) -> None:
+    def added(self, n: int, session: int | None) -> None:
         self.size += n
+        if session is not None:
+            self.sessions.add(session)
         if self.size >= BATCH_BYTES * 2 or time.monotonic() - self.started > BATCH_SECONDS:
-            self.store.index_terms()
+            self._seal()
             self.store.db.execute("COMMIT; BEGIN IMMEDIATE")
             self.size = 0
             self.started = time.monotonic()
 
+    def _seal(self) -> None:
+        for sid in self.sessions:
+            self.store.refresh_counts(sid)
+        self.sessions.clear()
+        self.store.index_terms()
+
     def close(self, commit: bool) -> None:
         if self.store.db.in_transaction:
             if commit:
-                self.store.index_terms()
+                self._seal()
             self.store.db.execute("COMMIT" if commit else "ROLLBACK")
 
 

@@ -99,7 +99,8 @@ class Memory:
         from .indexer import Indexer, Report
         store = self.store()
         indexer = Indexer(self.ws, store, self.log, progress=progress, extracts=extracts)
-        if not (rebuild or prune) and indexer.pending() == (0, 0):
+        if not (rebuild or prune) and indexer.pending() == (0, 0) \
+                and not store.unfinished_sessions():
             return Report()  # nothing to do: no lock taken, filelock not even imported
         try:
             self.lock().acquire(timeout=lock_timeout)

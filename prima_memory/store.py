@@ -28,6 +28,7 @@ CREATE TABLE sessions(
   tags TEXT NOT NULL DEFAULT '', decisions TEXT NOT NULL DEFAULT '',
   message_count INTEGER NOT NULL DEFAULT 0, files_count INTEGER NOT NULL DEFAULT 0,
   next_ord INTEGER NOT NULL DEFAULT 0, archived INTEGER NOT NULL DEFAULT 0, extract_path TEXT,
+  unfinished INTEGER NOT NULL DEFAULT 0,  -- changed since its extract was last considered
   UNIQUE(source, session_id));
 CREATE TABLE messages(
   id INTEGER PRIMARY KEY, session INTEGER NOT NULL, key TEXT NOT NULL, role TEXT NOT NULL,
@@ -105,9 +106,10 @@ class SessionRow:
 
 
 def _create_private(path: str) -> None:
-    if not os.path.exists(path):
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        os.close(fd)
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    except FileExistsError:
+        pass
     os.chmod(path, 0o600)  # SQLite gives the -wal and -shm files the database's mode
 
 
@@ -131,13 +133,18 @@ class Store:
         db = self.db
         if not self.readonly:
             db.execute("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL")
-        has_meta = db.execute(
-            "SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'").fetchone()
-        if not has_meta:
+        has_meta = "SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'"
+        if not db.execute(has_meta).fetchone():
             if self.readonly:
                 raise StoreError(f"{self.path} is not a prima-memory index")
-            with db:
-                db.execute(_SCHEMA)
+            db.execute("BEGIN IMMEDIATE")  # several first users at once: one creates, all see it
+            try:
+                if not db.execute(has_meta).fetchone():
+                    db.execute(_SCHEMA)
+                db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
         version = db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
         if not version or int(version[0]) != SCHEMA_VERSION:
             raise SchemaMismatch(version[0] if version else None)
@@ -212,7 +219,7 @@ class Store:
                  started_at = min(COALESCE(started_at, ?), COALESCE(?, started_at)),
                  ended_at = max(COALESCE(ended_at, ?), COALESCE(?, ended_at)),
                  tags = COALESCE(?, tags), decisions = COALESCE(?, decisions),
-                 next_ord = COALESCE(?, next_ord), archived = 0
+                 next_ord = COALESCE(?, next_ord), archived = 0, unfinished = 1
                WHERE id = ?""",
             (cwd, branch, author, custom_title, summary_title, first_prompt, first_ts, first_ts,
              last_ts, last_ts, tags, decisions, next_ord, session))
@@ -243,6 +250,12 @@ class Store:
                 out[key] = (mid, text)
         return out
 
+    def session_with_messages(self, source: str, session_id: str) -> int | None:
+        row = self.db.execute(
+            "SELECT s.id FROM sessions s WHERE s.source = ? AND s.session_id = ? AND EXISTS "
+            "(SELECT 1 FROM messages m WHERE m.session = s.id)", (source, session_id)).fetchone()
+        return row[0] if row else None
+
     def has_messages(self, session: int) -> bool:
         return self.db.execute("SELECT 1 FROM messages WHERE session = ? LIMIT 1",
                                (session,)).fetchone() is not None
@@ -262,6 +275,13 @@ class Store:
 
     def set_extract(self, session: int, path: str) -> None:
         self.db.execute("UPDATE sessions SET extract_path = ? WHERE id = ?", (path, session))
+
+    def unfinished_sessions(self) -> list[int]:
+        """Sessions changed since their extract was last considered (a killed run leaves some)."""
+        return [r[0] for r in self.db.execute("SELECT id FROM sessions WHERE unfinished = 1")]
+
+    def mark_finished(self, session: int) -> None:
+        self.db.execute("UPDATE sessions SET unfinished = 0 WHERE id = ?", (session,))
 
     def clear_session(self, session: int) -> None:
         """Forget what was read from a session's files (they are about to be read again)."""
@@ -305,7 +325,9 @@ class Store:
         db.execute("DELETE FROM messages WHERE session IN (SELECT id FROM sessions WHERE archived = 0)")
         db.execute("INSERT INTO messages_fts(rowid, text) SELECT id, text FROM messages WHERE text != ''")
         db.execute("DELETE FROM file_changes WHERE session IN (SELECT id FROM sessions WHERE archived = 0)")
-        db.execute("DELETE FROM files")
+        # archived sessions keep their rows: a file that comes back is then read afresh
+        db.execute("DELETE FROM files WHERE session IS NULL OR session NOT IN "
+                   "(SELECT id FROM sessions WHERE archived = 1)")
         db.executemany("UPDATE sessions SET cwd = NULL, branch = NULL, title_custom = NULL, "
                        "title_summary = NULL, title_first = NULL, started_at = NULL, "
                        "ended_at = NULL, tags = '', decisions = '', message_count = 0, "
@@ -471,13 +493,19 @@ class Store:
     def recover_from(self, old_path: str, file_exists) -> int:
         """Copy from an old or damaged index the sessions no source file can give back any more."""
         old = apsw.Connection(old_path, flags=apsw.SQLITE_OPEN_READONLY)
+        # A truncated file is refused outright unless SQLite is told to trust what it can read.
+        old.execute("PRAGMA writable_schema=ON")
         try:
             sessions = list(old.execute(f"SELECT {SESSION_COLUMNS} FROM sessions"))
-            mains = dict(old.execute("SELECT session, path FROM files WHERE sidechain = 0"))
+            try:
+                mains = dict(old.execute("SELECT session, path FROM files WHERE sidechain = 0"))
+            except apsw.Error:
+                mains = {}  # unreadable: treat every session as one that may be gone
             n = 0
             for r in sessions:
                 row = SessionRow(*r)
-                if not row.archived and mains.get(row.id) and file_exists(mains[row.id]):
+                if not row.archived and (not mains or (row.id in mains
+                                                       and file_exists(mains[row.id]))):
                     continue  # its file is still there: the rebuild reads it
                 try:
                     msgs = list(old.execute(

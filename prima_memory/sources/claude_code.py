@@ -142,15 +142,6 @@ def _user_text(content) -> str | None:
     return clean_user_text("\n".join(parts)) if parts else None
 
 
-class _Thread:
-    """Parser state for one thread (main or sidechain), kept between runs as a small dict."""
-
-    __slots__ = ("d",)
-
-    def __init__(self, d: dict):
-        self.d = d
-
-
 def read(sf: SourceFile, offset: int, state: dict | None, mtime: float | None = None,
          max_bytes: int | None = None):
     """Parse the lines after `offset` (stopping once past `max_bytes`, at a line end).
@@ -176,28 +167,11 @@ def read(sf: SourceFile, offset: int, state: dict | None, mtime: float | None = 
         return delta
 
     for obj in reader:
-        kind = obj.get("type")
-        if kind == "user" or kind == "assistant":
-            d = get_delta(obj)
-            if d is None:
-                continue
-            _take_message(obj, kind, d, state, sf.sidechain, scrub)
-        elif kind == "summary":
-            d = get_delta(obj)
-            if d is not None and isinstance(obj.get("summary"), str):
-                d.summary_title = titles.normalize(scrub(obj["summary"]))
-        elif kind == "ai-title":
-            d = get_delta(obj)
-            t = obj.get("aiTitle") or obj.get("title")
-            if d is not None and isinstance(t, str):
-                d.summary_title = titles.normalize(scrub(t))
-        elif kind == "custom-title":
-            d = get_delta(obj)
-            t = obj.get("customTitle") or obj.get("title")
-            if d is not None and isinstance(t, str):
-                d.custom_title = titles.normalize(scrub(t))
-        elif kind not in QUIET_TYPES and isinstance(kind, str) and kind not in warned:
-            unknown.add(kind)
+        try:
+            _take_record(obj, get_delta, state, sf.sidechain, scrub, warned, unknown)
+        except (TypeError, ValueError, AttributeError, KeyError) as e:
+            # a record of a shape never seen: skip it like a bad line, never lose the batch
+            reader.bad(reader.end, f"unreadable record ({type(e).__name__}: {e})")
         if max_bytes is not None and reader.end - offset >= max_bytes:
             break
     problems = list(reader.problems)
@@ -209,6 +183,26 @@ def read(sf: SourceFile, offset: int, state: dict | None, mtime: float | None = 
     if session_id:
         state["sid"] = session_id
     return delta, reader.end, state, problems
+
+
+def _take_record(obj, get_delta, state, file_sidechain, scrub, warned, unknown) -> None:
+    kind = obj.get("type")
+    if kind == "user" or kind == "assistant":
+        d = get_delta(obj)
+        if d is not None:
+            _take_message(obj, kind, d, state, file_sidechain, scrub)
+    elif kind == "summary" or kind == "ai-title" or kind == "custom-title":
+        d = get_delta(obj)
+        t = obj.get({"summary": "summary", "ai-title": "aiTitle", "custom-title": "customTitle"}[kind])
+        t = t if isinstance(t, str) else obj.get("title")
+        if d is None or not isinstance(t, str):
+            return
+        if kind == "custom-title":
+            d.custom_title = titles.normalize(scrub(t))
+        else:
+            d.summary_title = titles.normalize(scrub(t))
+    elif isinstance(kind, str) and kind not in QUIET_TYPES and kind not in warned:
+        unknown.add(kind)
 
 
 def _unchanged(text: str) -> str:
@@ -264,7 +258,8 @@ def _take_message(obj: dict, kind: str, d: SessionDelta, state: dict, file_sidec
             t = scrub(block["text"].strip())
             texts.append(t)
             th["t"] = t[-_EXPLANATION_MAX:]
-        elif btype == "tool_use" and block.get("name") in FILE_TOOLS:
+        elif btype == "tool_use" and isinstance(block.get("name"), str) \
+                and block["name"] in FILE_TOOLS:
             inp = block.get("input")
             path = inp.get(FILE_TOOLS[block["name"]]) if isinstance(inp, dict) else None
             if isinstance(path, str) and path:

@@ -27,7 +27,7 @@ class JsonlReader:
         self.problems: list[str] = []  # one entry per bad line, for the log
         self.bad_lines = 0
 
-    def _bad(self, at: int, why: str) -> None:
+    def bad(self, at: int, why: str) -> None:
         self.bad_lines += 1
         if len(self.problems) < 5:
             self.problems.append(f"byte {at}: {why}")
@@ -38,12 +38,12 @@ class JsonlReader:
         except orjson.JSONDecodeError as e:
             try:  # non-UTF-8 bytes in an otherwise good line: keep it, with replacement characters
                 obj = orjson.loads(line.decode("utf-8", "replace"))
-                self._bad(at, "non-UTF-8 bytes replaced")
+                self.bad(at, "non-UTF-8 bytes replaced")
             except (orjson.JSONDecodeError, UnicodeError):
-                self._bad(at, f"invalid JSON ({str(e)[:60]})")
+                self.bad(at, f"invalid JSON ({str(e)[:60]})")
                 return None
         if not isinstance(obj, dict):
-            self._bad(at, "not a JSON object")
+            self.bad(at, "not a JSON object")
             return None
         return obj
 
@@ -83,15 +83,15 @@ class JsonlReader:
                 if skipping:
                     pos += len(rest)
                 elif len(rest) > MAX_LINE:
-                    self._bad(pos, f"line longer than {MAX_LINE >> 20} MB skipped")
+                    self.bad(pos, f"line longer than {MAX_LINE >> 20} MB skipped")
                     skipping = True
                     pos += len(rest)
                 else:
                     carry = rest
             if carry.strip() and not skipping and self._tail_is_settled():
                 obj = self._parse(carry, pos)
-                self.end = pos + len(carry)
-                if obj is not None:
+                if obj is not None:  # else it may yet be completed: read it again next time
+                    self.end = pos + len(carry)
                     yield obj
 
     def _tail_is_settled(self) -> bool:
