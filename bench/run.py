@@ -210,8 +210,8 @@ def main() -> None:
     heavy = sorted({ln.split("|")[-1].strip().split(".")[0] for ln in p.stderr.splitlines()
                     if "import time:" in ln and any(h in ln for h in ("torch", "sentence_transformers",
                                                                      "transformers", "numpy"))})
-    total_us = sum(int(ln.split("|")[1]) for ln in p.stderr.splitlines()
-                   if ln.startswith("import time:") and ln.split("|")[1].strip().isdigit())
+    total_us = sum(int(ln.split("|")[0].split(":")[1]) for ln in p.stderr.splitlines()
+                   if ln.startswith("import time:") and ln.split("|")[0].split(":")[1].strip().isdigit())
     report["imports"] = {"heavy_modules_imported": heavy, "total_import_ms": total_us / 1000}
     report["machine"] = {"cpus": os.cpu_count(), "python": platform.python_version(),
                          "platform": platform.platform(), "processor": _cpu_name()}

@@ -78,12 +78,13 @@ class Indexer:
 
         def changed(path, st):
             row = known.get(path)
-            return row is None or (row[2], row[3], row[4]) != (st.st_size, st.st_mtime_ns, st.st_ino)
+            return row is None or (row.size, row.mtime_ns, row.inode) != (st.st_size, st.st_mtime_ns,
+                                                                          st.st_ino)
 
         # A rewritten file (shrunk, replaced, new first bytes) or one that came back is read again
         # from the start, with every other file of its session.
-        resets = {known[p][0] for p, st in stats.items()
-                  if p in known and known[p][0] is not None and changed(p, st)
+        resets = {known[p].session for p, st in stats.items()
+                  if p in known and known[p].session is not None and changed(p, st)
                   and _rewritten(p, st, known[p])}
         # A main file the index has no record of, for a session it holds (recovered from an old
         # index, or kept through a rebuild): read it afresh rather than on top.
@@ -111,14 +112,14 @@ class Indexer:
                 row = None  # a file with no session yet (foreign or empty): start again
             work.append((st.st_mtime_ns, sf, st, row))
         present = {sf.path for sf in found}
-        missing = [p for p, row in known.items() if p not in present and row[9] != "missing"]
+        missing = [p for p, row in known.items() if p not in present and row.status != "missing"]
         with store.transaction():
             if missing:
                 rep.archived = store.archive_missing(missing)
             if prune:
                 rep.pruned = store.prune_archived()
         work.sort(key=lambda w: w[0], reverse=True)
-        total = sum(max(0, st.st_size - (row[7] if row else 0)) for _, _, st, row in work)
+        total = sum(max(0, st.st_size - (row.offset if row else 0)) for _, _, st, row in work)
         done = 0
         batch = _Batch(store)
         try:
@@ -158,13 +159,14 @@ class Indexer:
         files = size = 0
         for path, st in stats.items():
             row = known.get(path)
-            if row is not None and (row[2], row[3], row[4]) == (st.st_size, st.st_mtime_ns, st.st_ino):
+            if row is not None and (row.size, row.mtime_ns, row.inode) == (st.st_size, st.st_mtime_ns,
+                                                                          st.st_ino):
                 continue
-            if row is not None and row[9] == "foreign" and st.st_size >= (row[2] or 0):
+            if row is not None and row.status == "foreign" and st.st_size >= (row.size or 0):
                 continue
             files += 1
-            size += max(0, st.st_size - (row[7] or 0 if row else 0))
-        files += sum(1 for p, row in known.items() if p not in stats and row[9] != "missing")
+            size += max(0, st.st_size - (row.offset if row else 0))
+        files += sum(1 for p, row in known.items() if p not in stats and row.status != "missing")
         return files, size
 
     # -- one file ------------------------------------------------------------------------------
@@ -177,10 +179,11 @@ class Indexer:
         store = self.store
         offset, state, session = 0, None, None
         if row is not None:
-            session, offset = row[0], row[7] or 0
-            state = orjson.loads(row[8]) if row[8] else None
-            if row[9] == "foreign":
+            if row.status == "foreign":
                 return 0
+            session, offset = row.session, row.offset
+            raw = store.file_state(sf.path)
+            state = orjson.loads(raw) if raw else None
         mtime = st.st_mtime_ns / 1e9
         start = offset
         while True:
@@ -381,9 +384,9 @@ class _Batch:
 
 
 def _rewritten(path: str, st, row) -> bool:
-    offset = row[7] or 0
-    return (row[9] == "missing" or st.st_size < offset or row[4] != st.st_ino
-            or bool(offset and row[6] != _head_hash(path, min(row[5] or 0, offset))))
+    return (row.status == "missing" or st.st_size < row.offset or row.inode != st.st_ino
+            or bool(row.offset and row.head_hash != _head_hash(path, min(row.head_len or 0,
+                                                                          row.offset))))
 
 
 def _workspace_session(cwd: str, ws: str) -> bool:

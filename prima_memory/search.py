@@ -94,23 +94,14 @@ class WordMatch:
                                 if self.word in text.lower())
         if self.exact:
             return self.store.count_matching(self.exprs[0])
-        return _per_session(self._ids(None))
+        return _per_session(self._ids())
 
-    def message_ids(self, session: int) -> list[int]:
-        """Ids of this session's messages containing the word."""
-        return self._ids(session) if session in self.counts else []
-
-    def _ids(self, session: int | None) -> list[int]:
-        if self.exprs is None:
-            rows = self.store.session_message_texts(session) if session is not None \
-                else self.store.all_message_texts()
-            return [mid for mid, text in rows if self.word in text.lower()]
+    def _ids(self) -> list[int]:
+        """Ids of every message containing a word that is not a single token."""
         ids = None
         for expr in self.exprs:
-            got = self.store.message_ids_matching(expr, session)
+            got = self.store.message_ids_matching(expr)
             ids = got if ids is None else ids & got
-        if self.exact:
-            return sorted(ids)
         texts = self.store.message_texts(sorted(ids))
         return [mid for mid, text in texts.items() if self.word in text.lower()]
 
@@ -164,31 +155,26 @@ _SNIPPET = 220
 
 
 def _decorate(store: Store, hit: Hit, found: list[WordMatch]) -> None:
-    """The lines that matched, for the reader to judge the hit at a glance."""
-    sid = hit.row.id
+    """The lines that matched, for the reader to judge the hit at a glance: read the session's
+    newest messages first and stop once enough are found (no index query per hit)."""
     words = [f.word for f in found]
-    hit.files = store.changed_paths(sid)
-    ids = sorted({mid for f in found for mid in f.message_ids(sid)})[-60:]
-    texts = store.message_texts(ids)
-    best, best_n = None, 0
-    for mid in ids:
-        low = texts[mid].lower()
+    hit.files = store.changed_paths(hit.row.id)
+    best, best_n, seen = None, 0, 0
+    for _mid, text in store.session_message_texts(hit.row.id, newest_first=True):
+        low = text.lower()
         n = sum(w in low for w in words)
-        if n >= best_n:
-            best, best_n = mid, n
-    lines: list[str] = []
-    for mid in reversed(ids):
-        for line in texts[mid].splitlines():
-            low = line.lower()
-            if any(w in low for w in words):
-                lines.append(_around(line, low, words, 160))
-                break
-        if len(lines) >= 3:
+        if not n:
+            continue
+        seen += 1
+        if n > best_n:
+            best, best_n = text, n
+        if len(hit.matches) < 3:  # words hold no white space, so one line holds the match
+            line = next((ln for ln in text.splitlines() if any(w in ln.lower() for w in words)), text)
+            hit.matches.append(_around(line, line.lower(), words, 160))
+        if best_n == len(words) and seen >= 3:
             break
-    hit.matches = lines
     if best is not None:
-        text = texts[best]
-        hit.snippet = _around(text, text.lower(), words, _SNIPPET)
+        hit.snippet = _around(best, best.lower(), words, _SNIPPET)
     elif hit.files:
         hit.snippet = next((f for f in hit.files if " ".join(words) in f.lower()), hit.files[0])
 

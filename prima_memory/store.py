@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import apsw
 
@@ -78,6 +79,18 @@ class CorruptIndex(StoreError):
     """The database cannot be read: the caller moves it aside and rebuilds."""
 
 
+class FileRow(NamedTuple):
+    session: int | None
+    sidechain: int
+    size: int | None
+    mtime_ns: int | None
+    inode: int | None
+    head_len: int | None
+    head_hash: str | None
+    offset: int
+    status: str
+
+
 @dataclass
 class SessionRow:
     id: int
@@ -103,6 +116,11 @@ class SessionRow:
     @property
     def tag_list(self) -> list[str]:
         return self.tags.split() if self.tags else []
+
+
+def _like(text: str) -> str:
+    """A LIKE pattern for "contains text", with LIKE's own wildcards taken literally."""
+    return "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
 
 
 def _create_private(path: str) -> None:
@@ -344,11 +362,15 @@ class Store:
 
     # -- files ---------------------------------------------------------------------------------
 
-    def files(self) -> dict[str, tuple]:
-        """path -> (session, sidechain, size, mtime_ns, inode, head_len, head_hash, offset, state, status)."""
-        return {r[0]: r[1:] for r in self.db.execute(
+    def files(self) -> dict[str, FileRow]:
+        """What the index knows of every source file (parser state apart: see file_state)."""
+        return {r[0]: FileRow(*r[1:]) for r in self.db.execute(
             "SELECT path, session, sidechain, size, mtime_ns, inode, head_len, head_hash, offset, "
-            "state, status FROM files")}
+            "status FROM files")}
+
+    def file_state(self, path: str) -> str | None:
+        row = self.db.execute("SELECT state FROM files WHERE path = ?", (path,)).fetchone()
+        return row[0] if row else None
 
     def save_file(self, path, source, session, sidechain, size, mtime_ns, inode, head_len,
                   head_hash, offset, state, status="ok") -> None:
@@ -437,15 +459,9 @@ class Store:
             f"SELECT rowid >> {SHIFT}, count(*) FROM messages_fts WHERE messages_fts MATCH ? "
             "GROUP BY 1", (match_expr,)))
 
-    def message_ids_matching(self, match_expr: str, session: int | None = None) -> set[int]:
-        if session is None:
-            rows = self.db.execute("SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?",
-                                   (match_expr,))
-        else:  # a session's messages are one rowid range
-            rows = self.db.execute(
-                "SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? AND rowid BETWEEN ? AND ?",
-                (match_expr, session << SHIFT, ((session + 1) << SHIFT) - 1))
-        return {r[0] for r in rows}
+    def message_ids_matching(self, match_expr: str) -> set[int]:
+        return {r[0] for r in self.db.execute(
+            "SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?", (match_expr,))}
 
     def session_facts(self):
         """(id, started_at, ended_at, branch, tags, source, files_count) of every session."""
@@ -454,9 +470,9 @@ class Store:
 
     def sessions_with_title_containing(self, text: str) -> set[int]:
         """Sessions whose title contains `text` (lower case), ignoring case."""
-        if text.isascii():  # SQLite's lower() folds ASCII only, which is then exact
+        if text.isascii():  # LIKE ignores case for ASCII only, which is then exact
             return {r[0] for r in self.db.execute(
-                f"SELECT id FROM sessions WHERE instr(lower({_TITLE}), ?) > 0", (text,))}
+                f"SELECT id FROM sessions WHERE {_TITLE} LIKE ? ESCAPE '\\'", (_like(text),))}
         return {i for i, t in self.db.execute(f"SELECT id, {_TITLE} FROM sessions")
                 if text in t.lower()}
 
@@ -465,7 +481,7 @@ class Store:
         if text.isascii():
             return dict(self.db.execute(
                 "SELECT session, count(DISTINCT path) FROM file_changes "
-                "WHERE instr(lower(path), ?) > 0 GROUP BY session", (text,)))
+                "WHERE path LIKE ? ESCAPE '\\' GROUP BY session", (_like(text),)))
         out: dict[int, int] = {}
         for sid, path in self.db.execute("SELECT DISTINCT session, path FROM file_changes"):
             if text in path.lower():
@@ -484,9 +500,12 @@ class Store:
         """(id, text) of every message with text: the slow path for queries with no usable token."""
         return self.db.execute("SELECT id, text FROM messages WHERE text != ''")
 
-    def session_message_texts(self, session: int):
-        return self.db.execute("SELECT id, text FROM messages WHERE session = ? AND text != ''",
-                               (session,))
+    def session_message_texts(self, session: int, newest_first: bool = False):
+        """(id, text) of a session's messages: its rowid range, in id order."""
+        lo, hi = session << SHIFT, ((session + 1) << SHIFT) - 1
+        order = "DESC" if newest_first else "ASC"
+        return self.db.execute(f"SELECT id, text FROM messages WHERE id BETWEEN ? AND ? "
+                               f"AND text != '' ORDER BY id {order}", (lo, hi))
 
     # -- recovery ------------------------------------------------------------------------------
 

@@ -122,3 +122,14 @@ def test_other_errors_exit_1_with_one_line(env):
     p = env.run("show", "nonexistent-session", check=False)
     assert p.returncode == 1
     assert p.stderr.strip().splitlines() == [p.stderr.strip()] and "no session" in p.stderr
+
+
+def test_sql_wildcards_in_paths_and_titles_are_literal(env):
+    t = env.transcript("gggg7777-0000-4000-8000-000000000007", start=OLD)
+    t.user("Rename 100% of the my_module imports")
+    t.tool("Write", {"file_path": str(env.ws / "pkg" / "my_module.py"), "content": "x"})
+    u = env.transcript("hhhh8888-0000-4000-8000-000000000008", start=OLD)
+    u.user("Rename 1000 of the myXmodule imports")
+    u.tool("Write", {"file_path": str(env.ws / "pkg" / "myXmodule.py"), "content": "x"})
+    assert [r["session_id"][:4] for r in env.search("my_module")] == ["gggg"]
+    assert [r["session_id"][:4] for r in env.search("100%")] == ["gggg"]
