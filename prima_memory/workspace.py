@@ -22,7 +22,9 @@ def resolve_workspace(explicit: str | None = None, hook_cwd: str | None = None) 
 
 
 def claude_config_dir() -> str:
-    return os.environ.get("CLAUDE_CONFIG_DIR") or os.path.join(os.path.expanduser("~"), ".claude")
+    # absolute, so a relative CLAUDE_CONFIG_DIR names the same files from any current folder
+    return os.path.abspath(os.path.expanduser(
+        os.environ.get("CLAUDE_CONFIG_DIR") or os.path.join("~", ".claude")))
 
 
 def encode_project_dir(path: str) -> str:

@@ -61,11 +61,12 @@ def discover(ws: str, log=None) -> list[SourceFile]:
                     else:
                         out.append(SourceFile(entry.path, name[:-6], False))
                 elif entry.is_dir(follow_symlinks=False):
-                    sub = os.path.join(entry.path, "subagents")
-                    if os.path.isdir(sub) and not os.path.islink(sub):
-                        for agent in sorted(os.listdir(sub)):
-                            if agent.endswith(".jsonl"):
-                                out.append(SourceFile(os.path.join(sub, agent), name, True))
+                    try:  # one call where isdir + listdir would take three
+                        agents = [a.path for a in os.scandir(os.path.join(entry.path, "subagents"))
+                                  if a.name.endswith(".jsonl")]
+                    except (FileNotFoundError, NotADirectoryError):
+                        continue
+                    out.extend(SourceFile(a, name, True) for a in sorted(agents))
             except OSError as e:  # symlink loops, permissions: skip this entry, keep the rest
                 if log:
                     log.warn(f"claude-code: skipped {entry.path}: {e}")
