@@ -1,11 +1,11 @@
 """What each CLI command does, in human text or one JSON document."""
 from __future__ import annotations
 
+import json
 import os
 import sys
 
 import apsw
-import orjson
 
 from . import search as searchmod
 from . import workspace as wsmod
@@ -33,7 +33,7 @@ def run(args) -> int:
 
 def emit(args, data: dict, text: str) -> None:
     if args.json:
-        sys.stdout.buffer.write(orjson.dumps(data, option=orjson.OPT_INDENT_2) + b"\n")
+        sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
     else:
         sys.stdout.write(text if text.endswith("\n") or not text else text + "\n")
     sys.stdout.flush()

@@ -6,12 +6,10 @@ the index consistent and the next run resumes exactly where the last commit stop
 """
 from __future__ import annotations
 
+import json
 import os
 import zlib
 import time
-from dataclasses import dataclass, field
-
-import orjson
 
 from . import tagging
 from .records import SessionDelta
@@ -19,21 +17,23 @@ from .sources import claude_code
 from .store import SHIFT, Store
 
 HEAD_BYTES = 1024  # a file whose first bytes changed was rewritten, not appended to
-BATCH_BYTES = 16 << 20
+BATCH_BYTES = 16 << 20  # commit at least this often, and bound what one delta holds in memory
 BATCH_SECONDS = 2.0  # and at least this often, so readers see progress
-BULK_BYTES = 8 << 20  # past this much new input, fully merge the keyword index afterwards  # commit at least this often, and bound what one delta holds in memory
+BULK_BYTES = 8 << 20  # a run this big parses with orjson and fully merges the index after
 
 
-@dataclass
 class Report:
-    files_seen: int = 0
-    files_read: int = 0
-    bytes_read: int = 0
-    sessions_touched: set = field(default_factory=set)
-    archived: int = 0
-    pruned: int = 0
-    pending_files: int = 0  # left for the next run (time budget)
-    extracts: list = field(default_factory=list)
+    """What one run did."""
+
+    def __init__(self):
+        self.files_seen = 0
+        self.files_read = 0
+        self.bytes_read = 0
+        self.sessions_touched: set[int] = set()
+        self.archived = 0
+        self.pruned = 0
+        self.pending_files = 0  # left for the next run (time budget)
+        self.extracts: list[str] = []
 
     @property
     def complete(self) -> bool:
@@ -58,6 +58,7 @@ class Indexer:
         self._sessions: dict[tuple[str, str], list] = {}  # (source, id) -> [rowid, next_ord, tags]
         self._terms_seen: set[str] = set()
         self._last_scan = None  # pending()'s look at the files, reused by the run that follows
+        self.bulk = False  # a big run: worth orjson's import time
 
     # -- public ----------------------------------------------------------------------------------
 
@@ -120,6 +121,7 @@ class Indexer:
                 rep.pruned = store.prune_archived()
         work.sort(key=lambda w: w[0], reverse=True)
         total = sum(max(0, st.st_size - (row.offset if row else 0)) for _, _, st, row in work)
+        self.bulk = total > BULK_BYTES
         done = 0
         batch = _Batch(store)
         try:
@@ -183,12 +185,12 @@ class Indexer:
                 return 0
             session, offset = row.session, row.offset
             raw = store.file_state(sf.path)
-            state = orjson.loads(raw) if raw else None
+            state = json.loads(raw) if raw else None
         mtime = st.st_mtime_ns / 1e9
         start = offset
         while True:
             delta, end, state, problems = claude_code.read(sf, offset, state, mtime,
-                                                           max_bytes=BATCH_BYTES)
+                                                           max_bytes=BATCH_BYTES, bulk=self.bulk)
             for p in problems:
                 self.log.warn(f"{sf.path}: {p}")
             head_len = min(HEAD_BYTES, end)
@@ -211,7 +213,7 @@ class Indexer:
                 rep.sessions_touched.add(session)
             store.save_file(sf.path, sf.source, session, sf.sidechain, st.st_size,
                             st.st_mtime_ns, st.st_ino, head_len, head,
-                            end, orjson.dumps(state).decode(), status)
+                            end, json.dumps(state, separators=(",", ":")), status)
             batch.added(end - offset, session)
             rep.bytes_read += end - offset
             tick(end - start)

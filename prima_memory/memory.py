@@ -85,26 +85,25 @@ class Memory:
 
     def lock(self):
         if self._lock is None:
-            from filelock import FileLock
+            from .locking import WriterLock
             wsmod.ensure_data_dir(self.ws)
-            self._lock = FileLock(os.path.join(self.dir, "index.lock"), is_singleton=True)
+            self._lock = WriterLock(os.path.join(self.dir, "index.lock"))
         return self._lock
 
     def update(self, *, lock_timeout: float = 10.0, budget: float | None = None,
                only_session: str | None = None, prune: bool = False, rebuild: bool = False,
                progress=None, extracts: bool = True):
         """Index what changed. Raises IndexBusy if the lock is not free within lock_timeout."""
-        from filelock import Timeout
-
         from .indexer import Indexer, Report
+        from .locking import LockTimeout
         store = self.store()
         indexer = Indexer(self.ws, store, self.log, progress=progress, extracts=extracts)
         if not (rebuild or prune) and indexer.pending() == (0, 0) \
                 and not store.unfinished_sessions():
-            return Report()  # nothing to do: no lock taken, filelock not even imported
+            return Report()  # nothing to do: no lock taken
         try:
             self.lock().acquire(timeout=lock_timeout)
-        except Timeout:
+        except LockTimeout:
             raise IndexBusy(f"another prima-memory process is updating {self.db_path}") from None
         try:
             if rebuild:

@@ -2,52 +2,57 @@
 
 A source reads a file from a byte offset and returns a `SessionDelta`: what those lines add to one
 session. The store merges deltas, so a source never needs to know what is already indexed.
+(Plain classes, not dataclasses: hooks import this, and `dataclasses` costs 30 ms to import.)
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 
-
-@dataclass
 class Message:
     """One user prompt or one assistant reply (a reply split over several lines is one message)."""
 
-    key: str  # stable within the session: message.id for replies, uuid for prompts
-    role: str  # "user" | "assistant"
-    text: str  # redacted; a later fragment with the same key is appended to it
-    ts: float | None = None
-    sidechain: bool = False  # from a subagent file: searchable, not part of the main thread
-    pairs_with: str | None = None  # key of the prompt this reply answers first (the exchange)
+    __slots__ = ("key", "role", "text", "ts", "sidechain", "pairs_with")
+
+    def __init__(self, key: str, role: str, text: str, ts: float | None = None,
+                 sidechain: bool = False, pairs_with: str | None = None):
+        self.key = key  # stable within the session: message.id for replies, uuid for prompts
+        self.role = role  # "user" | "assistant"
+        self.text = text  # redacted; a later fragment with the same key is appended to it
+        self.ts = ts
+        self.sidechain = sidechain  # from a subagent file: searchable, not the main thread
+        self.pairs_with = pairs_with  # key of the prompt this reply answers first (the exchange)
 
 
-@dataclass
 class FileChange:
-    path: str
-    tool: str  # Write | Edit | MultiEdit | NotebookEdit | apply_patch ...
-    explanation: str  # the text Claude wrote just before the change
-    ts: float | None = None
-    message_key: str | None = None
+    __slots__ = ("path", "tool", "explanation", "ts", "message_key")
+
+    def __init__(self, path: str, tool: str, explanation: str, ts: float | None = None,
+                 message_key: str | None = None):
+        self.path = path
+        self.tool = tool  # Write | Edit | MultiEdit | NotebookEdit | apply_patch ...
+        self.explanation = explanation  # the text Claude wrote just before the change
+        self.ts = ts
+        self.message_key = message_key
 
 
-@dataclass
 class SessionDelta:
     """What a run of lines adds to one session. Empty fields mean "nothing new"."""
 
-    session_id: str
-    source: str  # "claude-code"
-    label: str  # "[transcript]"
-    cwd: str | None = None
-    branch: str | None = None
-    author: str | None = None
-    custom_title: str | None = None
-    summary_title: str | None = None
-    first_prompt: str | None = None  # the first main-thread prompt, cleaned into a title
-    first_ts: float | None = None
-    last_ts: float | None = None
-    messages: list[Message] = field(default_factory=list)
-    file_changes: list[FileChange] = field(default_factory=list)
-    decisions: list[str] = field(default_factory=list)  # lines carrying DECIDED / SAVE markers
-    tags: set[str] = field(default_factory=set)
+    def __init__(self, session_id: str, source: str, label: str):
+        self.session_id = session_id
+        self.source = source  # "claude-code"
+        self.label = label  # "[transcript]"
+        self.cwd: str | None = None
+        self.branch: str | None = None
+        self.author: str | None = None
+        self.custom_title: str | None = None
+        self.summary_title: str | None = None
+        self.first_prompt: str | None = None  # the first main-thread prompt, cleaned into a title
+        self.first_ts: float | None = None
+        self.last_ts: float | None = None
+        self.messages: list[Message] = []
+        self.file_changes: list[FileChange] = []
+        self.decisions: list[str] = []  # lines carrying DECIDED / SAVE markers
+        self.tags: set[str] = set()
 
     def seen(self, ts: float | None) -> None:
         if ts is None:

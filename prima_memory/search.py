@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import re
 import time
-from dataclasses import dataclass, field
 
 from .store import SHIFT, SessionRow, Store
 
@@ -20,13 +19,11 @@ SEMANTIC_UNAVAILABLE = ("semantic search is not available in this version yet: "
                         "showing keyword results")
 
 
-@dataclass
 class Filters:
-    since: float | None = None
-    until: float | None = None
-    branch: str | None = None
-    tag: str | None = None
-    source: str | None = None
+    def __init__(self, since: float | None = None, until: float | None = None,
+                 branch: str | None = None, tag: str | None = None, source: str | None = None):
+        self.since, self.until = since, until
+        self.branch, self.tag, self.source = branch, tag, source
 
     def admit(self, started, ended, branch, tags, source) -> bool:
         start = started or 0
@@ -44,14 +41,13 @@ class Filters:
         return True
 
 
-@dataclass
 class Hit:
-    row: SessionRow
-    score: float
-    title: str
-    snippet: str = ""
-    matches: list[str] = field(default_factory=list)
-    files: list[str] = field(default_factory=list)
+    def __init__(self, row: SessionRow, score: float, title: str, snippet: str = "",
+                 files: list[str] | None = None):
+        self.row, self.score, self.title = row, score, title
+        self.snippet = snippet
+        self.matches: list[str] = []  # the matching lines, newest first
+        self.files = files or []
 
 
 def normalize_query(query: str) -> tuple[str, list[str]]:

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass
-from typing import NamedTuple
+from collections import namedtuple
 
 import apsw
 
@@ -79,39 +78,17 @@ class CorruptIndex(StoreError):
     """The database cannot be read: the caller moves it aside and rebuilds."""
 
 
-class FileRow(NamedTuple):
-    session: int | None
-    sidechain: int
-    size: int | None
-    mtime_ns: int | None
-    inode: int | None
-    head_len: int | None
-    head_hash: str | None
-    offset: int
-    status: str
+# What the index knows of a source file (its parser state apart). A namedtuple, not a dataclass
+# or typing.NamedTuple: hooks import this module and those cost 5-30 ms to import.
+FileRow = namedtuple("FileRow", "session sidechain size mtime_ns inode head_len head_hash offset status")
+
+_SESSION_FIELDS = ("id source session_id label cwd branch author title_custom title_summary "
+                   "title_first started_at ended_at tags decisions message_count files_count "
+                   "archived extract_path title")
 
 
-@dataclass
-class SessionRow:
-    id: int
-    source: str
-    session_id: str
-    label: str
-    cwd: str | None
-    branch: str | None
-    author: str | None
-    title_custom: str | None
-    title_summary: str | None
-    title_first: str | None
-    started_at: float | None
-    ended_at: float | None
-    tags: str
-    decisions: str
-    message_count: int
-    files_count: int
-    archived: int
-    extract_path: str | None
-    title: str
+class SessionRow(namedtuple("SessionRow", _SESSION_FIELDS)):
+    __slots__ = ()
 
     @property
     def tag_list(self) -> list[str]:

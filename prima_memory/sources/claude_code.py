@@ -144,13 +144,13 @@ def _user_text(content) -> str | None:
 
 
 def read(sf: SourceFile, offset: int, state: dict | None, mtime: float | None = None,
-         max_bytes: int | None = None):
+         max_bytes: int | None = None, bulk: bool = False):
     """Parse the lines after `offset` (stopping once past `max_bytes`, at a line end).
 
     Returns (delta or None, end offset, new state, problems)."""
     state = dict(state or {})
     scrub = redact if redact_enabled() else _unchanged  # decided once per file, not per line
-    reader = JsonlReader(sf.path, offset, mtime=mtime, skip=_needless)
+    reader = JsonlReader(sf.path, offset, mtime=mtime, skip=_needless, bulk=bulk)
     session_id = sf.session_id or state.get("sid")
     delta: SessionDelta | None = None
     unknown: set[str] = set()

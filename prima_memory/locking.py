@@ -1,0 +1,55 @@
+"""One writer at a time: an exclusive lock on a file beside the index, freed if its holder dies.
+
+On POSIX this is fcntl.flock, which imports in well under a millisecond; `filelock` (used on
+other systems) costs 70-90 ms to import, more than a whole hook may take.
+"""
+from __future__ import annotations
+
+import os
+import time
+
+
+class LockTimeout(Exception):
+    pass
+
+
+class WriterLock:
+    def __init__(self, path: str):
+        self.path = path
+        self._fd: int | None = None
+        self._other = None  # filelock.FileLock where fcntl does not exist
+
+    def acquire(self, timeout: float) -> None:
+        try:
+            import fcntl
+        except ImportError:
+            self._acquire_portable(timeout)
+            return
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        deadline = time.monotonic() + max(0.0, timeout)
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                self._fd = fd
+                return
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    os.close(fd)
+                    raise LockTimeout(self.path) from None
+                time.sleep(0.01)
+
+    def _acquire_portable(self, timeout: float) -> None:
+        from filelock import FileLock, Timeout
+        if self._other is None:
+            self._other = FileLock(self.path, is_singleton=True)
+        try:
+            self._other.acquire(timeout=timeout)
+        except Timeout:
+            raise LockTimeout(self.path) from None
+
+    def release(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)  # closing the descriptor drops the flock
+            self._fd = None
+        elif self._other is not None:
+            self._other.release()
