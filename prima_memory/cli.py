@@ -58,6 +58,14 @@ def _parser() -> argparse.ArgumentParser:
     ix.add_argument("--rebuild", action="store_true", help="read every source file again")
     ix.add_argument("--prune", action="store_true", help="drop sessions whose files are gone")
 
+    rc = sub.add_parser("recall", parents=[common],
+                        help="compact search results for Claude (/recall); the query may come on stdin")
+    rc.add_argument("query", nargs="*", help="words to find; read from standard input when absent")
+    rc.add_argument("--limit", type=_positive, default=8)
+
+    h = sub.add_parser("hook", parents=[common], help="run a Claude Code hook (JSON on stdin)")
+    h.add_argument("event", choices=["session-start", "stop", "pre-compact"])
+
     sub.add_parser("status", parents=[common], help="what is indexed, pending, warnings")
     q = sub.add_parser("quickstart", parents=[common],
                        help="index this folder (or a demo history) and show what it found")
@@ -88,8 +96,33 @@ def _attach_slices(argv: list[str]) -> list[str]:
     return out
 
 
+def _hook_call(argv: list[str]) -> tuple[str, str | None] | None:
+    """(event, workspace) for `[--workspace DIR] hook EVENT`: hooks skip argparse, whose errors
+    exit 2, which Claude Code reads as "block"."""
+    ws = None
+    rest = list(argv)
+    while rest and rest[0].startswith("--workspace"):
+        if "=" in rest[0]:
+            ws = rest.pop(0).split("=", 1)[1]
+        elif len(rest) > 1:
+            rest.pop(0)
+            ws = rest.pop(0)
+        else:
+            return None
+    if len(rest) >= 2 and rest[0] == "hook":
+        return rest[1], ws
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = _attach_slices(sys.argv[1:] if argv is None else argv)
+    hook = _hook_call(argv)
+    if hook is not None:
+        from . import hooks
+        if hook[0] not in hooks.EVENTS:
+            print(f"prima-memory: unknown hook event {hook[0]!r}", file=sys.stderr)
+            return 0
+        return hooks.run(hook[0], hook[1])
     try:
         args = _parser().parse_args(argv)
     except UsageError as e:

@@ -14,6 +14,7 @@ import time
 from .sources import claude_code
 from .store import SHIFT, Store
 
+PROVISIONAL_KEY = "~last-assistant-message"  # see Indexer.note_reply
 HEAD_BYTES = 1024  # a file whose first bytes changed was rewritten, not appended to
 BATCH_BYTES = 16 << 20  # commit at least this often, and bound what one delta holds in memory
 BATCH_SECONDS = 2.0  # and at least this often, so readers see progress
@@ -57,6 +58,7 @@ class Indexer:
         self._terms_seen: set[str] = set()
         self._last_scan = None  # pending()'s look at the files, reused by the run that follows
         self.bulk = False  # a big run: worth orjson's import time
+        self.deadline: float | None = None
 
     # -- public ----------------------------------------------------------------------------------
 
@@ -65,6 +67,7 @@ class Indexer:
         """Index what changed. `budget` (seconds) stops before the next file once spent; the
         newest files go first so what is left waiting is the oldest."""
         t0 = time.monotonic()
+        self.deadline = None if budget is None else t0 + budget
         rep = Report()
         store = self.store
         scan, self._last_scan = self._last_scan, None
@@ -124,7 +127,7 @@ class Indexer:
         batch = _Batch(store)
         try:
             for i, (_, sf, st, row) in enumerate(work):
-                if budget is not None and time.monotonic() - t0 > budget:
+                if self._out_of_time():
                     rep.pending_files = len(work) - i
                     break
                 try:
@@ -170,6 +173,9 @@ class Indexer:
         return files, size
 
     # -- one file ------------------------------------------------------------------------------
+
+    def _out_of_time(self) -> bool:
+        return self.deadline is not None and time.monotonic() > self.deadline
 
     def _tick(self, done: int, total: int) -> None:
         if self.progress:
@@ -217,9 +223,34 @@ class Indexer:
             tick(end - start)
             if status != "ok" or end >= st.st_size or end == offset:
                 break
+            if self._out_of_time():  # a huge file: the rest waits for the next run
+                rep.pending_files += 1
+                break
             offset = end
         rep.files_read += 1
         return st.st_size - start
+
+    def note_reply(self, session_id: str, text: str) -> None:
+        """Keep a reply the transcript does not show yet as the session's provisional message."""
+        from .records import Message, SessionDelta
+        from .redact import scrub
+        text = scrub(text.strip())
+        store = self.store
+        row = store.session_by_session_id(session_id, claude_code.SOURCE)
+        if row is not None and any(t.strip() == text or t.strip().endswith(text)
+                                   for _ts, t in store.last_messages(row.id, "assistant", 3)):
+            with store.transaction():
+                store.drop_message(row.id, PROVISIONAL_KEY)
+            return  # the transcript has it already
+        d = SessionDelta(session_id, claude_code.SOURCE, claude_code.LABEL)
+        now = time.time()
+        d.messages.append(Message(PROVISIONAL_KEY, "assistant", text, now))
+        d.seen(now)
+        with store.transaction():
+            if row is not None:
+                store.drop_message(row.id, PROVISIONAL_KEY)
+            self._apply(d)
+            store.index_terms()
 
     def _session(self, d) -> "_Session":
         key = (d.source, d.session_id)
@@ -278,6 +309,8 @@ class Indexer:
         store.add_messages(inserts)
         if updates:
             store.set_message_texts(updates)
+        if not entry.fresh and texts_seen and PROVISIONAL_KEY not in merged:
+            store.drop_message(sid, PROVISIONAL_KEY)  # the transcript caught up with the Stop hook
         joined = "\n".join(texts_seen)
         new_terms = store.tokens(joined) if joined else set()
         d.tags |= tagging.text_tags(joined, new_terms)

@@ -114,6 +114,21 @@ class Memory:
         finally:
             self.lock().release()
 
+    def note_last_reply(self, session_id: str, text: str, *, lock_timeout: float) -> None:
+        """Claude's last reply as the Stop hook saw it, for a transcript that lags behind: kept
+        as one provisional message until the transcript's own lines bring it."""
+        from .indexer import Indexer
+        from .locking import LockTimeout
+        store = self.store()
+        try:
+            self.lock().acquire(timeout=lock_timeout)
+        except LockTimeout:
+            return
+        try:
+            Indexer(self.ws, store, self.log).note_reply(session_id, text)
+        finally:
+            self.lock().release()
+
     def pending(self) -> tuple[int, int]:
         """(files, bytes) changed on disk since they were indexed, without indexing them."""
         from .indexer import Indexer

@@ -380,6 +380,10 @@ class Store:
         rows = self._session_where("id = ?", (rowid,))
         return rows[0] if rows else None
 
+    def session_by_session_id(self, session_id: str, source: str = "claude-code") -> SessionRow | None:
+        rows = self._session_where("source = ? AND session_id = ?", (source, session_id))
+        return rows[0] if rows else None
+
     def find_sessions(self, session_id_prefix: str) -> list[SessionRow]:
         """Sessions whose id starts with the given text (ids are long; a prefix is enough)."""
         return self._session_where("session_id >= ? AND session_id < ?",
@@ -393,6 +397,16 @@ class Store:
         return list(self.db.execute(
             "SELECT id, role, ts, sidechain, text FROM messages WHERE session = ? AND text != '' "
             "ORDER BY sidechain, ts, id", (session,)))
+
+    def last_messages(self, session: int, role: str, n: int, min_chars: int = 0) -> list[tuple]:
+        """(ts, text) of the last n main-thread messages of a role, newest first."""
+        lo, hi = session << SHIFT, ((session + 1) << SHIFT) - 1
+        return list(self.db.execute(
+            "SELECT ts, text FROM messages WHERE id BETWEEN ? AND ? AND role = ? AND sidechain = 0 "
+            "AND length(text) > ? ORDER BY id DESC LIMIT ?", (lo, hi, role, min_chars, n)))
+
+    def drop_message(self, session: int, key: str) -> None:
+        self.db.execute("DELETE FROM messages WHERE session = ? AND key = ?", (session, key))
 
     def message_texts(self, ids) -> dict[int, str]:
         ids = list(ids)

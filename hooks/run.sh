@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Launcher for prima-memory's hooks and slash commands. Claude Code copies the plugin to a cache
+# folder that changes with every update, so the Python environment is found by a stable record,
+# not relative to this file: PRIMA_PYTHON, then the one install.sh recorded, then a .venv beside
+# this checkout, then python3 / python / py -3. With none, it exits 0 at once: a hook must never
+# break a session.
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." 2>/dev/null && pwd)"
+recorded="${XDG_CONFIG_HOME:-$HOME/.config}/prima-memory/python"
+
+run() { exec "$@" "$root/hooks/entry.py" "${args[@]}"; }
+args=("$@")
+
+if [ -n "${PRIMA_PYTHON:-}" ] && command -v "$PRIMA_PYTHON" >/dev/null 2>&1; then run "$PRIMA_PYTHON"; fi
+if [ -r "$recorded" ]; then
+  py="$(head -n 1 "$recorded")"
+  [ -n "$py" ] && [ -x "$py" ] && run "$py"
+fi
+[ -x "$root/.venv/bin/python" ] && run "$root/.venv/bin/python"
+for py in python3 python; do
+  command -v "$py" >/dev/null 2>&1 && run "$py"
+done
+command -v py >/dev/null 2>&1 && run py -3
+echo "prima-memory: no Python found (run install.sh from the prima-memory folder, or set PRIMA_PYTHON)" >&2
+exit 0

@@ -1,0 +1,145 @@
+"""`prima-memory hook session-start|stop|pre-compact`: Claude Code's hooks, failing open.
+
+Whatever happens (bad stdin, a missing or corrupt index, a busy lock, a missing package, any
+exception, running out of time) a hook exits 0, prints nothing but the briefing, and logs the
+problem. It never exits 2 (that would block Claude Code) and never loads the embedding model.
+"""
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import sys
+import time
+
+# (seconds to wait for the writer lock, indexing budget, hard deadline); hooks.json allows more
+LIMITS = {"session-start": (0.3, 1.0, 8), "stop": (3.0, 5.0, 20), "pre-compact": (3.0, 8.0, 25)}
+
+
+class _Deadline(BaseException):
+    """Raised by the alarm: unwinds everything (transactions roll back), then exit 0."""
+
+
+def read_input(timeout: float = 2.0) -> dict:
+    """The hook's JSON from stdin; {} for empty, partial, invalid or absent input."""
+    try:
+        if sys.stdin is None or sys.stdin.isatty():
+            return {}
+        fd = sys.stdin.fileno()
+        chunks, deadline = [], time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                break
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                break
+            chunks.append(chunk)
+        data = json.loads(b"".join(chunks).decode("utf-8", "replace") or "{}")
+        return data if isinstance(data, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def run(event: str, workspace: str | None = None) -> int:
+    lock_wait, index_budget, hard = LIMITS.get(event, (0.3, 1.0, 8))
+    log = None
+    try:
+        signal.signal(signal.SIGALRM, _on_alarm)
+        signal.alarm(hard)
+    except (AttributeError, ValueError):
+        pass  # no SIGALRM (Windows): the budgets still bound the work
+    try:
+        data = read_input()
+        from . import workspace as wsmod
+        from .memory import Memory
+        ws = wsmod.resolve_workspace(workspace, hook_cwd=data.get("cwd") if isinstance(
+            data.get("cwd"), str) else None)
+        try:
+            wsmod.check_host(ws)
+        except wsmod.WorkspaceError:
+            return 0  # host mode: not a Claude Code workspace, stay silent
+        mem = Memory(ws)
+        log = mem.log
+        session_id = data.get("session_id") if isinstance(data.get("session_id"), str) else None
+        try:
+            out = _HANDLERS[event](mem, data, session_id, lock_wait, index_budget)
+        finally:
+            mem.close()
+        if out:
+            sys.stdout.write(out if out.endswith("\n") else out + "\n")
+            sys.stdout.flush()
+    except _Deadline:
+        _log(log, f"hook {event}: stopped at its {hard}s deadline")
+    except BaseException as e:  # noqa: BLE001 - a hook must never fail Claude Code
+        _log(log, f"hook {event} failed: {type(e).__name__}: {e}")
+    finally:
+        try:
+            signal.alarm(0)
+        except (AttributeError, ValueError):
+            pass
+    return 0
+
+
+def _on_alarm(_signum, _frame):
+    raise _Deadline()
+
+
+def _log(log, msg: str) -> None:
+    try:
+        if log is None or log.path is None:
+            print(f"prima-memory: {msg}", file=sys.stderr)
+        else:
+            log.error(msg)
+    except Exception:  # noqa: BLE001
+        pass
+
+
+def _update(mem, lock_wait: float, index_budget: float, **kw):
+    from .memory import IndexBusy
+    try:
+        return mem.update(lock_timeout=lock_wait, budget=index_budget, **kw)
+    except IndexBusy:
+        mem.log.info("hook: index busy, leaving the update to the next run")
+        return None
+
+
+def session_start(mem, data: dict, session_id, lock_wait, index_budget) -> str:
+    from . import briefing, checkpoints
+    if data.get("source") == "compact" and session_id:
+        path = checkpoints.latest(mem.ws, session_id)
+        if path:
+            return checkpoints.inject(path)
+    _update(mem, lock_wait, index_budget, extracts=False)  # extracts: Stop writes them
+    if not mem.exists():
+        return ""
+    return briefing.render(mem.store(), exclude_session=session_id)
+
+
+def stop(mem, data: dict, session_id, lock_wait, index_budget) -> str:
+    _update(mem, lock_wait, index_budget, only_session=session_id)
+    last = data.get("last_assistant_message")
+    if session_id and isinstance(last, str) and last.strip():
+        # The transcript may lag behind the hook: keep Claude's last reply searchable now.
+        mem.note_last_reply(session_id, last, lock_timeout=lock_wait)
+    return ""
+
+
+def pre_compact(mem, data: dict, session_id, lock_wait, index_budget) -> str:
+    from . import checkpoints
+    if not session_id:
+        return ""
+    _update(mem, lock_wait, index_budget, only_session=session_id)
+    row = mem.store().session_by_session_id(session_id)
+    if row is None:
+        mem.log.warn(f"pre-compact: session {session_id} is not in the index; no checkpoint")
+        return ""
+    trigger = data.get("trigger") if isinstance(data.get("trigger"), str) else None
+    path = checkpoints.write(mem.store(), row, mem.ws, trigger)
+    mem.log.info(f"checkpoint written: {path}")
+    return ""
+
+
+_HANDLERS = {"session-start": session_start, "stop": stop, "pre-compact": pre_compact}
+EVENTS = tuple(_HANDLERS)
