@@ -50,6 +50,22 @@ conf="${XDG_CONFIG_HOME:-$HOME/.config}/prima-memory"
 mkdir -p "$conf" && printf '%s\n' "$vpy" > "$conf/python"
 say "ok: $("$venv/bin/prima-memory" --version)"
 
+# The Claude Code plugin: this repository is a one-plugin marketplace.
+if [ "${PRIMA_SKIP_PLUGIN:-0}" != 1 ] && command -v claude >/dev/null 2>&1; then
+  say "adding the Claude Code plugin (marketplace: $here)"
+  if claude plugin marketplace add "$here" >/dev/null 2>&1 || claude plugin marketplace update prima-memory >/dev/null 2>&1; then
+    claude plugin install prima-memory@prima-memory --scope user >/dev/null 2>&1 \
+      && say "plugin installed; restart Claude Code (or run /reload-plugins) to load it" \
+      || say "warning: 'claude plugin install prima-memory@prima-memory' failed; run it inside Claude Code as /plugin install prima-memory@prima-memory"
+  else
+    say "warning: could not add the marketplace; inside Claude Code run: /plugin marketplace add $here"
+  fi
+else
+  say "to use it inside Claude Code, run these two commands there:"
+  say "  /plugin marketplace add $here"
+  say "  /plugin install prima-memory@prima-memory"
+fi
+
 if [ "$run_after" = 1 ]; then
-  "$venv/bin/prima-memory" quickstart
+  "$venv/bin/prima-memory" --workspace "$PWD" quickstart
 fi

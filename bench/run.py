@@ -76,6 +76,25 @@ print(n, size, time.perf_counter() - t)
 """
 
 
+def prepare(size: str, out_root: str):
+    """The benchmark history of a size (generated once, deterministic): (out, config, ws, pdir)."""
+    from prima_memory.synthetic import generate_history
+    from prima_memory.workspace import encode_project_dir
+
+    sessions, target = SIZES[size]
+    out = Path(out_root) / size
+    config = out / "claude"
+    ws = out / "work space" / "bench project"
+    pdir = config / "projects" / encode_project_dir(str(ws))
+    if not pdir.is_dir():
+        print(f"generating {size}: {sessions} sessions, ~{target / 1e6:.0f} MB ...", file=sys.stderr)
+        t = time.perf_counter()
+        generate_history(config, str(ws), sessions, seed=7, target_bytes=target, now=NOW)
+        print(f"  generated in {time.perf_counter() - t:.1f}s", file=sys.stderr)
+    ws.mkdir(parents=True, exist_ok=True)
+    return out, config, ws, pdir
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--size", choices=SIZES, default="M")
@@ -83,20 +102,8 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3, help="cold index runs (best and median kept)")
     args = ap.parse_args()
 
-    from prima_memory.synthetic import generate_history
-    from prima_memory.workspace import encode_project_dir
-
-    sessions, target = SIZES[args.size]
-    out = Path(args.out) / args.size
-    config = out / "claude"
-    ws = out / "work space" / "bench project"
-    pdir = config / "projects" / encode_project_dir(str(ws))
-    if not pdir.is_dir():
-        print(f"generating {args.size}: {sessions} sessions, ~{target / 1e6:.0f} MB ...", file=sys.stderr)
-        t = time.perf_counter()
-        generate_history(config, str(ws), sessions, seed=7, target_bytes=target, now=NOW)
-        print(f"  generated in {time.perf_counter() - t:.1f}s", file=sys.stderr)
-    ws.mkdir(parents=True, exist_ok=True)
+    sessions = SIZES[args.size][0]
+    out, config, ws, pdir = prepare(args.size, args.out)
     files = [p for p in pdir.rglob("*.jsonl")]
     corpus = sum(p.stat().st_size for p in files)
     env = dict(os.environ, CLAUDE_CONFIG_DIR=str(config), HOME=str(out / "home"))
@@ -137,14 +144,14 @@ def main() -> None:
     mem.update()
     inproc = []
     for i in range(20):
-        _append_exchange(target_file, i)
+        append_exchange(target_file, i)
         t = time.perf_counter()
         rep = mem.update()
         inproc.append((time.perf_counter() - t) * 1000)
         assert rep.files_read == 1, rep
     cli = []
     for i in range(10):
-        _append_exchange(target_file, 100 + i)
+        append_exchange(target_file, 100 + i)
         wall, _, _ = run_child([py, "-m", "prima_memory", "--workspace", str(ws), "index", "--json"], env)
         cli.append(wall * 1000)
     noop = []
@@ -218,7 +225,8 @@ def main() -> None:
     print(json.dumps(report, indent=2))
 
 
-def _append_exchange(path: Path, i: int) -> None:
+def append_exchange(path: Path, i: int) -> str:
+    """Append one prompt and one reply to a session file; returns its session id."""
     import orjson
     last = None
     with open(path, "rb") as f:
@@ -237,6 +245,7 @@ def _append_exchange(path: Path, i: int) -> None:
                      "content": [{"type": "text", "text": f"benchmark appended answer {i}"}]}}
     with open(path, "ab") as f:
         f.write(orjson.dumps(u) + b"\n" + orjson.dumps(a) + b"\n")
+    return sid
 
 
 def _cpu_name() -> str:

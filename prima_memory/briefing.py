@@ -57,8 +57,8 @@ def _short_path(path: str, cwd: str | None) -> str:
 
 
 def render(store, *, exclude_session: str | None = None, chars: int | None = None) -> str:
-    """The briefing, or "" when there is nothing to tell. Never longer than `chars`."""
-    from .redact import scrub
+    """The briefing, or "" when there is nothing to tell. Never longer than `chars`.
+    (Everything in the index was redacted before it was stored.)"""
     chars = budget("PRIMA_BRIEFING_CHARS", DEFAULT_CHARS) if chars is None else min(chars, HARD_CAP)
     rows = [r for r in store.recent_sessions(MAX_SESSIONS + 1) if r.session_id != exclude_session]
     if not rows:
@@ -76,4 +76,4 @@ def render(store, *, exclude_session: str | None = None, chars: int | None = Non
     if not out:
         return ""
     text = "\n".join([OPEN, HEADER, "", *out, "", FOOTER, CLOSE])
-    return scrub(text)[:chars]
+    return text[:chars]

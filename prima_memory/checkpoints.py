@@ -69,11 +69,11 @@ def latest(ws: str, session_id: str) -> str | None:
 
 
 def inject(path: str) -> str:
-    """The checkpoint as SessionStart context, cut to its budget at a line boundary."""
-    from .redact import scrub
+    """The checkpoint as SessionStart context, cut to its budget at a line boundary (its text
+    comes from the index, redacted before it was stored)."""
     chars = budget("PRIMA_CHECKPOINT_CHARS", DEFAULT_CHARS)
     with open(path, encoding="utf-8") as f:
-        body = scrub(f.read())
+        body = f.read()
     note = f"\n… (cut to fit; the whole checkpoint is in {path})"
     room = chars - len(OPEN) - len(INJECT_HEADER) - len(CLOSE) - 6
     if len(body) > room:

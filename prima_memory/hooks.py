@@ -105,14 +105,19 @@ def _update(mem, lock_wait: float, index_budget: float, **kw):
         return None
 
 
+def enabled(name: str) -> bool:
+    """PRIMA_BRIEFING=0 / PRIMA_CHECKPOINTS=0 (or off, false, no) turn a part off."""
+    return os.environ.get(name, "").strip().lower() not in ("0", "off", "false", "no")
+
+
 def session_start(mem, data: dict, session_id, lock_wait, index_budget) -> str:
     from . import briefing, checkpoints
-    if data.get("source") == "compact" and session_id:
+    if data.get("source") == "compact" and session_id and enabled("PRIMA_CHECKPOINTS"):
         path = checkpoints.latest(mem.ws, session_id)
         if path:
             return checkpoints.inject(path)
     _update(mem, lock_wait, index_budget, extracts=False)  # extracts: Stop writes them
-    if not mem.exists():
+    if not mem.exists() or not enabled("PRIMA_BRIEFING"):
         return ""
     return briefing.render(mem.store(), exclude_session=session_id)
 
@@ -128,7 +133,7 @@ def stop(mem, data: dict, session_id, lock_wait, index_budget) -> str:
 
 def pre_compact(mem, data: dict, session_id, lock_wait, index_budget) -> str:
     from . import checkpoints
-    if not session_id:
+    if not session_id or not enabled("PRIMA_CHECKPOINTS"):
         return ""
     _update(mem, lock_wait, index_budget, only_session=session_id)
     row = mem.store().session_by_session_id(session_id)

@@ -13,7 +13,7 @@ from collections import namedtuple
 
 import apsw
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: sessions.unfinished
 SHIFT = 24  # ordinals per session: 16M fragments, far past any real transcript
 _TOKENIZER_ARGS = ["remove_diacritics", "0"]
 
