@@ -50,19 +50,29 @@ conf="${XDG_CONFIG_HOME:-$HOME/.config}/prima-memory"
 mkdir -p "$conf" && printf '%s\n' "$vpy" > "$conf/python"
 say "ok: $("$venv/bin/prima-memory" --version)"
 
-# The Claude Code plugin: this repository is a one-plugin marketplace.
+# The Claude Code plugin: this repository is a one-plugin marketplace. Claude Code copies a local
+# marketplace folder whole (.venv and all, 1.5 GB), so it is given a copy of the plugin's files.
+plugin_dir="${XDG_DATA_HOME:-$HOME/.local/share}/prima-memory/plugin"
+rm -rf "$plugin_dir.new" && mkdir -p "$plugin_dir.new"
+cp -R "$here/.claude-plugin" "$here/hooks" "$here/commands" "$here/prima_memory" "$here/README.md" "$plugin_dir.new/"
+find "$plugin_dir.new" -name __pycache__ -prune -exec rm -rf {} +
+rm -rf "$plugin_dir" && mv "$plugin_dir.new" "$plugin_dir"
 if [ "${PRIMA_SKIP_PLUGIN:-0}" != 1 ] && command -v claude >/dev/null 2>&1; then
-  say "adding the Claude Code plugin (marketplace: $here)"
-  if claude plugin marketplace add "$here" >/dev/null 2>&1 || claude plugin marketplace update prima-memory >/dev/null 2>&1; then
-    claude plugin install prima-memory@prima-memory --scope user >/dev/null 2>&1 \
-      && say "plugin installed; restart Claude Code (or run /reload-plugins) to load it" \
-      || say "warning: 'claude plugin install prima-memory@prima-memory' failed; run it inside Claude Code as /plugin install prima-memory@prima-memory"
+  say "adding the Claude Code plugin (marketplace: $plugin_dir)"
+  if claude plugin marketplace add "$plugin_dir" >/dev/null 2>&1 \
+     || claude plugin marketplace update prima-memory >/dev/null 2>&1; then
+    if claude plugin install prima-memory@prima-memory --scope user >/dev/null 2>&1 \
+       || claude plugin update prima-memory@prima-memory >/dev/null 2>&1; then
+      say "plugin installed; restart Claude Code (or run /reload-plugins) to load it"
+    else
+      say "warning: the plugin did not install; inside Claude Code run: /plugin install prima-memory@prima-memory"
+    fi
   else
-    say "warning: could not add the marketplace; inside Claude Code run: /plugin marketplace add $here"
+    say "warning: could not add the marketplace; inside Claude Code run: /plugin marketplace add $plugin_dir"
   fi
 else
   say "to use it inside Claude Code, run these two commands there:"
-  say "  /plugin marketplace add $here"
+  say "  /plugin marketplace add $plugin_dir"
   say "  /plugin install prima-memory@prima-memory"
 fi
 
