@@ -85,9 +85,9 @@ class Indexer:
 
         # A rewritten file (shrunk, replaced, new first bytes) or one that came back is read again
         # from the start, with every other file of its session.
-        resets = {known[p].session for p, st in stats.items()
-                  if p in known and known[p].session is not None and changed(p, st)
-                  and _rewritten(p, st, known[p])}
+        rewritten = {p for p, st in stats.items()
+                     if p in known and changed(p, st) and _rewritten(p, st, known[p])}
+        resets = {known[p].session for p in rewritten if known[p].session is not None}
         # A main file the index has no record of, for a session it holds (recovered from an old
         # index, or kept through a rebuild): read it afresh rather than on top.
         for sf in found:
@@ -100,18 +100,16 @@ class Indexer:
                 for session in resets:
                     self.log.info(f"session {session}: a file was rewritten; reading it again")
                     store.clear_session(session)
-            known = store.files()
+            known = store.files()  # the session's files now start at 0
             self._sessions.clear()
         work = []
         for sf in found:
             st = stats.get(sf.path)
             if st is None or not changed(sf.path, st):
                 continue
-            row = known.get(sf.path)
+            row = None if sf.path in rewritten else known.get(sf.path)
             if st.st_size == 0 and row is None:
                 self.log.warn(f"{sf.path}: empty file")
-            if row is not None and _rewritten(sf.path, st, row):
-                row = None  # a file with no session yet (foreign or empty): start again
             work.append((st.st_mtime_ns, sf, st, row))
         present = {sf.path for sf in found}
         missing = [p for p, row in known.items() if p not in present and row.status != "missing"]
