@@ -696,3 +696,13 @@ def test_recall_json_with_an_empty_query_still_prints_one_json_document(env):
     except ValueError:
         pytest.fail(f"recall --json with an empty query printed text, not JSON: {p.stdout!r}")
     assert isinstance(data, dict)
+
+
+@pytest.mark.skipif(shutil.which("claude") is None, reason="the Claude Code CLI is not installed")
+def test_claude_code_itself_validates_the_plugin_and_marketplace(tmp_path):
+    env = dict(os.environ, HOME=str(tmp_path))  # never the real ~/.claude
+    for target in (REPO, REPO / ".claude-plugin" / "plugin.json"):
+        p = subprocess.run(["claude", "plugin", "validate", str(target)], env=env,
+                           capture_output=True, text=True, timeout=120)
+        assert p.returncode == 0, p.stdout + p.stderr
+        assert "Validation passed" in p.stdout and "warning" not in p.stdout.lower(), p.stdout
