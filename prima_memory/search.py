@@ -56,50 +56,30 @@ def normalize_query(query: str) -> tuple[str, list[str]]:
     return whole, words
 
 
-class WordMatch:
-    """Where one query word occurs (case-insensitive substring of a message's text).
+def messages_containing(store: Store, word: str) -> dict[int, int]:
+    """session -> number of its messages containing the word (case-insensitive substring).
 
     The word's tokens are looked up among the index terms that contain them; a word that is one
     token is then exact, one with punctuation is checked against the candidates' text, and one
     with no usable token (or inside too many terms to list) is matched by reading the texts.
     """
-
-    def __init__(self, store: Store, word: str):
-        self.store = store
-        self.word = word
-        toks = store.token_list(word)
-        self.exact = toks == [word]
-        self.exprs: list[str] | None = []
-        for run in dict.fromkeys(toks):
-            terms = store.terms_containing(run, TERMS_LIMIT)
-            if terms is None:
-                self.exprs = None
-                break
-            if not terms:  # no index term contains it: no message does either
-                self.exprs, self.counts = [], {}
-                return
-            self.exprs.append(" OR ".join(f'"{t}"' for t in terms))
-        if not self.exprs:
-            self.exprs = None
-        self.counts = self._count()
-
-    def _count(self) -> dict[int, int]:
-        """session -> number of its messages containing the word."""
-        if self.exprs is None:
-            return _per_session(mid for mid, text in self.store.all_message_texts()
-                                if self.word in text.lower())
-        if self.exact:
-            return self.store.count_matching(self.exprs[0])
-        return _per_session(self._ids())
-
-    def _ids(self) -> list[int]:
-        """Ids of every message containing a word that is not a single token."""
-        ids = None
-        for expr in self.exprs:
-            got = self.store.message_ids_matching(expr)
-            ids = got if ids is None else ids & got
-        texts = self.store.message_texts(sorted(ids))
-        return [mid for mid, text in texts.items() if self.word in text.lower()]
+    toks = store.token_list(word)
+    exprs: list[str] | None = []
+    for run in dict.fromkeys(toks):
+        terms = store.terms_containing(run, TERMS_LIMIT)
+        if terms is None:
+            exprs = None
+            break
+        if not terms:  # no index term contains it: no message does either
+            return {}
+        exprs.append(" OR ".join(f'"{t}"' for t in terms))
+    if not exprs:
+        return _per_session(mid for mid, text in store.all_message_texts() if word in text.lower())
+    if toks == [word]:
+        return store.count_matching(exprs[0])
+    ids = set.intersection(*(store.message_ids_matching(e) for e in exprs))
+    texts = store.message_texts(sorted(ids))
+    return _per_session(mid for mid, text in texts.items() if word in text.lower())
 
 
 def _per_session(ids) -> dict[int, int]:
@@ -126,16 +106,16 @@ def keyword(store: Store, query: str, *, limit: int = 10, filters: Filters | Non
         return []
     now = time.time() if now is None else now
     filters = filters or Filters()
-    found = [WordMatch(store, w) for w in words]
+    counts = [messages_containing(store, w) for w in words]
     in_title = store.sessions_with_title_containing(whole)
     in_paths = store.sessions_with_path_containing(whole)
-    matched = set.intersection(*(set(f.counts) for f in found)) | in_title | set(in_paths)
+    matched = set.intersection(*(set(c) for c in counts)) | in_title | set(in_paths)
     scored = []
     for sid, started, ended, branch, tags, source, files_count in store.session_facts():
         if sid not in matched or not filters.admit(started, ended, branch, tags, source):
             continue
         score = (20 * (sid in in_title) + 10 * in_paths.get(sid, 0)
-                 + 2 * sum(f.counts.get(sid, 0) for f in found)
+                 + 2 * sum(c.get(sid, 0) for c in counts)
                  + recency_points(started, now) + min(5, files_count))
         scored.append((round(score, 2), -(ended or 0), sid))
     scored.sort()
@@ -143,17 +123,16 @@ def keyword(store: Store, query: str, *, limit: int = 10, filters: Filters | Non
     rows = {r.id: r for r in store.sessions_by_id([sid for _, _, sid in scored[:limit]])}
     hits = [Hit(rows[sid], score, rows[sid].title) for score, _, sid in scored[:limit]]
     for hit in hits:
-        _decorate(store, hit, found)
+        _decorate(store, hit, words)
     return hits
 
 
 _SNIPPET = 220
 
 
-def _decorate(store: Store, hit: Hit, found: list[WordMatch]) -> None:
+def _decorate(store: Store, hit: Hit, words: list[str]) -> None:
     """The lines that matched, for the reader to judge the hit at a glance: read the session's
     newest messages first and stop once enough are found (no index query per hit)."""
-    words = [f.word for f in found]
     hit.files = store.changed_paths(hit.row.id)
     best, best_n, seen = None, 0, 0
     for _mid, text in store.session_message_texts(hit.row.id, newest_first=True):
