@@ -35,7 +35,7 @@ def session_block(store, row, width: int) -> list[str]:
     lines = [f"{head} \"{one_line(row.title, 90)}\" [session {row.session_id}]"]
     files = store.changed_paths(row.id)
     if files:
-        shown = [_short_path(f, row.cwd) for f in files[:4]]
+        shown = [_short_path(f, row.cwd)[-70:] for f in files[:4]]
         more = f" (+{len(files) - 4} more)" if len(files) > 4 else ""
         lines.append(f"  files changed: {', '.join(shown)}{more}")
     if row.tags:
@@ -71,8 +71,6 @@ def render(store, *, exclude_session: str | None = None, chars: int | None = Non
             if fixed + sum(len(b) + 1 for b in out) + len(block) <= chars:
                 out.append(block)
                 break
-        else:
-            break
     if not out:
         return ""
     text = "\n".join([OPEN, HEADER, "", *out, "", FOOTER, CLOSE])

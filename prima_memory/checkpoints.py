@@ -62,20 +62,34 @@ def write(store, row, ws: str, trigger: str | None = None) -> str:
 
 
 def latest(ws: str, session_id: str) -> str | None:
-    """The newest checkpoint file of a session, in any project folder of this workspace."""
-    pattern = os.path.join(ws, ".prima-memory", "extracts", "*", f"*-{glob.escape(session_id)}-checkpoint*.md")
+    """The newest checkpoint file of a session, in any project folder of this workspace: by the
+    time in its name, then its -N suffix (mtimes can tie)."""
+    pattern = os.path.join(ws, ".prima-memory", "extracts", "*",
+                           f"*-{glob.escape(session_id)}-checkpoint*.md")
+
+    def order(path: str):
+        name = os.path.basename(path)
+        suffix = name[:-3].rsplit("-checkpoint", 1)[-1].lstrip("-")
+        return name[:15], int(suffix) if suffix.isdigit() else 1, os.path.getmtime(path)
+
     found = glob.glob(pattern)
-    return max(found, key=lambda p: (os.path.getmtime(p), p)) if found else None
+    return max(found, key=order) if found else None
 
 
 def inject(path: str) -> str:
-    """The checkpoint as SessionStart context, cut to its budget at a line boundary (its text
-    comes from the index, redacted before it was stored)."""
+    """The checkpoint as SessionStart context, cut at a line boundary to its budget, the closing
+    tag always kept (its text comes from the index, redacted before it was stored)."""
     chars = budget("PRIMA_CHECKPOINT_CHARS", DEFAULT_CHARS)
     with open(path, encoding="utf-8") as f:
-        body = f.read()
-    note = f"\n… (cut to fit; the whole checkpoint is in {path})"
-    room = chars - len(OPEN) - len(INJECT_HEADER) - len(CLOSE) - 6
+        body = f.read().rstrip()
+    head, tail = f"{OPEN}\n{INJECT_HEADER}\n\n", f"\n{CLOSE}"
+    room = chars - len(head) - len(tail)
+    if room <= 0:
+        return ""
     if len(body) > room:
+        note = f"\n… (cut to fit; the whole checkpoint is in {path})"
+        if len(note) > room // 2:
+            note = "\n… (cut to fit)"
         body = body[: max(0, room - len(note))].rsplit("\n", 1)[0] + note
-    return "\n".join([OPEN, INJECT_HEADER, "", body.rstrip(), CLOSE])[:chars]
+        body = body[:room]
+    return head + body + tail

@@ -21,11 +21,12 @@ class _Deadline(BaseException):
     """Raised by the alarm: unwinds everything (transactions roll back), then exit 0."""
 
 
-def read_input(timeout: float = 2.0) -> dict:
-    """The hook's JSON from stdin; {} for empty, partial, invalid or absent input."""
+def read_input(timeout: float = 2.0) -> tuple[dict, str | None]:
+    """The hook's JSON from stdin, and what was wrong with it: ({}, why) for empty, partial,
+    invalid or absent input."""
     try:
         if sys.stdin is None or sys.stdin.isatty():
-            return {}
+            return {}, "no hook input on stdin"
         fd = sys.stdin.fileno()
         chunks, deadline = [], time.monotonic() + timeout
         while True:
@@ -36,32 +37,37 @@ def read_input(timeout: float = 2.0) -> dict:
             if not chunk:
                 break
             chunks.append(chunk)
-        data = json.loads(b"".join(chunks).decode("utf-8", "replace") or "{}")
-        return data if isinstance(data, dict) else {}
-    except (OSError, ValueError):
-        return {}
+        raw = b"".join(chunks).decode("utf-8", "replace")
+        if not raw.strip():
+            return {}, "empty hook input"
+        data = json.loads(raw)
+        return (data, None) if isinstance(data, dict) else ({}, "hook input is not a JSON object")
+    except (OSError, ValueError) as e:
+        return {}, f"unreadable hook input ({type(e).__name__})"
 
 
 def run(event: str, workspace: str | None = None) -> int:
     lock_wait, index_budget, hard = LIMITS.get(event, (0.3, 1.0, 8))
-    log = None
+    ws = mem = None
     try:
         signal.signal(signal.SIGALRM, _on_alarm)
         signal.alarm(hard)
     except (AttributeError, ValueError):
         pass  # no SIGALRM (Windows): the budgets still bound the work
     try:
-        data = read_input()
+        data, problem = read_input()
         from . import workspace as wsmod
-        from .memory import Memory
         ws = wsmod.resolve_workspace(workspace, hook_cwd=data.get("cwd") if isinstance(
             data.get("cwd"), str) else None)
         try:
             wsmod.check_host(ws)
         except wsmod.WorkspaceError:
             return 0  # host mode: not a Claude Code workspace, stay silent
+        from .memory import Memory
         mem = Memory(ws)
-        log = mem.log
+        if problem:
+            mem.store()  # opens the log file too
+            mem.log.warn(f"hook {event}: {problem}; going on without it")
         session_id = data.get("session_id") if isinstance(data.get("session_id"), str) else None
         try:
             out = _HANDLERS[event](mem, data, session_id, lock_wait, index_budget)
@@ -71,9 +77,9 @@ def run(event: str, workspace: str | None = None) -> int:
             sys.stdout.write(out if out.endswith("\n") else out + "\n")
             sys.stdout.flush()
     except _Deadline:
-        _log(log, f"hook {event}: stopped at its {hard}s deadline")
+        _log(mem, ws, f"hook {event}: stopped at its {hard}s deadline")
     except BaseException as e:  # noqa: BLE001 - a hook must never fail Claude Code
-        _log(log, f"hook {event} failed: {type(e).__name__}: {e}")
+        _log(mem, ws, f"hook {event} failed: {type(e).__name__}: {e}")
     finally:
         try:
             signal.alarm(0)
@@ -86,9 +92,15 @@ def _on_alarm(_signum, _frame):
     raise _Deadline()
 
 
-def _log(log, msg: str) -> None:
+def _log(mem, ws: str | None, msg: str) -> None:
+    """To the workspace's log when it has one (even if the failure came before the index could
+    be opened: Log needs only the standard library), else to stderr."""
     try:
-        if log is None or log.path is None:
+        from .logs import Log
+        log = mem.log if mem is not None and mem.log.path else None
+        if log is None and ws and os.path.isdir(os.path.join(ws, ".prima-memory")):
+            log = Log(os.path.join(ws, ".prima-memory"))
+        if log is None:
             print(f"prima-memory: {msg}", file=sys.stderr)
         else:
             log.error(msg)
@@ -127,7 +139,7 @@ def stop(mem, data: dict, session_id, lock_wait, index_budget) -> str:
     last = data.get("last_assistant_message")
     if session_id and isinstance(last, str) and last.strip():
         # The transcript may lag behind the hook: keep Claude's last reply searchable now.
-        mem.note_last_reply(session_id, last, lock_timeout=lock_wait)
+        mem.note_last_reply(session_id, last, lock_timeout=0.5)
     return ""
 
 

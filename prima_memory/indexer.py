@@ -236,7 +236,8 @@ class Indexer:
         store = self.store
         row = store.session_by_session_id(session_id, claude_code.SOURCE)
         if row is not None and any(t.strip() == text or t.strip().endswith(text)
-                                   for _ts, t in store.last_messages(row.id, "assistant", 3)):
+                                   for _ts, t in store.last_messages(row.id, "assistant", 3,
+                                                                     skip_key=PROVISIONAL_KEY)):
             with store.transaction():
                 store.drop_message(row.id, PROVISIONAL_KEY)
             return  # the transcript has it already

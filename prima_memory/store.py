@@ -398,12 +398,14 @@ class Store:
             "SELECT id, role, ts, sidechain, text FROM messages WHERE session = ? AND text != '' "
             "ORDER BY sidechain, ts, id", (session,)))
 
-    def last_messages(self, session: int, role: str, n: int, min_chars: int = 0) -> list[tuple]:
+    def last_messages(self, session: int, role: str, n: int, min_chars: int = 0,
+                      skip_key: str = "") -> list[tuple]:
         """(ts, text) of the last n main-thread messages of a role, newest first."""
         lo, hi = session << SHIFT, ((session + 1) << SHIFT) - 1
         return list(self.db.execute(
             "SELECT ts, text FROM messages WHERE id BETWEEN ? AND ? AND role = ? AND sidechain = 0 "
-            "AND length(text) > ? ORDER BY id DESC LIMIT ?", (lo, hi, role, min_chars, n)))
+            "AND length(text) > ? AND key != ? ORDER BY id DESC LIMIT ?",
+            (lo, hi, role, min_chars, skip_key, n)))
 
     def drop_message(self, session: int, key: str) -> None:
         self.db.execute("DELETE FROM messages WHERE session = ? AND key = ?", (session, key))
