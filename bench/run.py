@@ -92,6 +92,10 @@ def prepare(size: str, out_root: str):
         generate_history(config, str(ws), sessions, seed=7, target_bytes=target, now=NOW)
         print(f"  generated in {time.perf_counter() - t:.1f}s", file=sys.stderr)
     ws.mkdir(parents=True, exist_ok=True)
+    # as install.sh leaves it: compiled modules (PYTHONDONTWRITEBYTECODE would otherwise make
+    # every measured process compile them again)
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(REPO / "prima_memory")],
+                   check=True, stdout=subprocess.DEVNULL)
     return out, config, ws, pdir
 
 

@@ -53,16 +53,12 @@ class Memory:
         self.log.warn(f"{message}: moved it to {old} and rebuilding from the source files")
         store = Store(self.db_path)
         try:
-            n = store.recover_from(old, self._file_exists)
+            n = store.recover_from(old, os.path.exists)
             if n:
                 self.log.warn(f"recovered {n} session(s) whose files are gone from {old}")
         except (apsw.Error, OSError) as e:
             self.log.warn(f"nothing could be recovered from {old}: {e}")
         return store
-
-    @staticmethod
-    def _file_exists(path: str) -> bool:
-        return os.path.exists(path)
 
     def recover_corrupt(self) -> Store:
         """Called when the database turns out corrupt mid-operation."""

@@ -45,6 +45,8 @@ CREATE TABLE files(
 CREATE INDEX files_session ON files(session);
 CREATE VIRTUAL TABLE messages_fts USING fts5(text, content='', contentless_delete=1,
   detail=none, tokenize='unicode61 remove_diacritics 0');
+-- merge segments once two share a level: many small hook commits otherwise slow every query
+INSERT INTO messages_fts(messages_fts, rank) VALUES ('usermerge', 2);
 CREATE TABLE terms(id INTEGER PRIMARY KEY, term TEXT NOT NULL UNIQUE);
 CREATE VIRTUAL TABLE terms_tri USING fts5(term, content='terms', content_rowid='id',
   tokenize='trigram', detail=none);
