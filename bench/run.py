@@ -14,6 +14,7 @@ import argparse
 import json
 import os
 import platform
+import resource
 import shutil
 import statistics
 import subprocess
@@ -46,19 +47,46 @@ def pct(values, p):
     return v[lo] + (v[hi] - v[lo]) * (k - lo)
 
 
+def _tree_rss_kb(pid: int) -> int:
+    """Resident memory of a process and its children (the indexer's reader process)."""
+    total, todo = 0, [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            with open(f"/proc/{p}/status") as f:
+                total += next((int(ln.split()[1]) for ln in f if ln.startswith("VmRSS:")), 0)
+            for task in os.listdir(f"/proc/{p}/task"):
+                with open(f"/proc/{p}/task/{task}/children") as f:
+                    todo += [int(c) for c in f.read().split()]
+        except (OSError, ValueError):
+            pass
+    return total
+
+
 def run_child(cmd, env):
-    """Wall time and peak RSS (MB) of a child process."""
+    """Wall time, peak RSS (MB, the process and its children together, sampled every 20 ms, and
+    never below the kernel's own peak for the process) and stdout of a child process."""
+    import threading
     t = time.perf_counter()
     p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    _, status, ru = os.wait4(p.pid, 0)
+    peak = [0]
+    done = threading.Event()
+
+    def sample():
+        while not done.is_set():
+            peak[0] = max(peak[0], _tree_rss_kb(p.pid))
+            done.wait(0.02)
+
+    th = threading.Thread(target=sample, daemon=True)
+    th.start()
+    out, err = p.communicate()
     wall = time.perf_counter() - t
-    out = p.stdout.read()
-    err = p.stderr.read()
-    p.stdout.close()
-    p.stderr.close()
-    if os.waitstatus_to_exitcode(status) != 0:
+    done.set()
+    th.join()
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if p.returncode != 0:
         raise SystemExit(f"{cmd} failed: {err.decode()[-2000:]}")
-    return wall, ru.ru_maxrss / 1024, out
+    return wall, max(peak[0], ru.ru_maxrss) / 1024, out
 
 
 BASELINE = r"""

@@ -59,6 +59,7 @@ class Indexer:
         self._last_scan = None  # pending()'s look at the files, reused by the run that follows
         self.bulk = False  # a big run: worth orjson's import time
         self.deadline: float | None = None
+        self.lock_fd: int | None = None  # the writer lock's descriptor, closed in a reader child
 
     # -- public ----------------------------------------------------------------------------------
 
@@ -122,20 +123,33 @@ class Indexer:
         total = sum(max(0, st.st_size - (row.offset if row else 0)) for _, _, st, row in work)
         self.bulk = total > BULK_BYTES
         done = 0
+        starts = [self._start(sf, row) for _, sf, _st, row in work]
+        jobs = [None if a is None else (sf, a[0], a[1], st.st_mtime_ns / 1e9, st.st_size)
+                for (_, sf, st, _row), a in zip(work, starts)]
+        feed = (_ReaderProcess(jobs, self.bulk, self.lock_fd)
+                if self.bulk and len(jobs) >= 8 and _CAN_FORK else None)
         batch = _Batch(store)
         try:
             for i, (_, sf, st, row) in enumerate(work):
                 if self._out_of_time():
                     rep.pending_files = len(work) - i
                     break
+                if jobs[i] is None:  # a foreign file: not read again
+                    continue
+                chunks = feed.chunks(i) if feed else read_chunks(*jobs[i], self.bulk)
                 try:
-                    done += self._index_file(sf, st, row, rep, batch,
+                    done += self._index_file(sf, st, starts[i], chunks, rep, batch,
                                              lambda n: self._tick(done + n, total))
                 except OSError as e:
                     self.log.warn(f"cannot read {sf.path}: {e}")
+                if feed:
+                    feed.skip(i)  # whatever the reader still holds of this file
         except BaseException:
             batch.close(commit=False)
             raise
+        finally:
+            if feed:
+                feed.stop()
         batch.close(commit=True)
         if self.progress:
             self.progress.finish()
@@ -179,20 +193,20 @@ class Indexer:
         if self.progress:
             self.progress.update(done, total)
 
-    def _index_file(self, sf, st, row, rep: Report, batch, tick) -> int:
+    def _start(self, sf, row):
+        """(offset, parser state, session) a file resumes from; None for a foreign file."""
+        if row is None:
+            return 0, None, None
+        if row.status == "foreign":
+            return None
+        raw = self.store.file_state(sf.path)
+        return row.offset, (json.loads(raw) if raw else None), row.session
+
+    def _index_file(self, sf, st, start_at, chunks, rep: Report, batch, tick) -> int:
         store = self.store
-        offset, state, session = 0, None, None
-        if row is not None:
-            if row.status == "foreign":
-                return 0
-            session, offset = row.session, row.offset
-            raw = store.file_state(sf.path)
-            state = json.loads(raw) if raw else None
-        mtime = st.st_mtime_ns / 1e9
+        offset, _state, session = start_at
         start = offset
-        while True:
-            delta, end, state, problems = claude_code.read(sf, offset, state, mtime,
-                                                           max_bytes=BATCH_BYTES, bulk=self.bulk)
+        for delta, end, state, problems in chunks:
             for p in problems:
                 self.log.warn(f"{sf.path}: {p}")
             head_len = min(HEAD_BYTES, end)
@@ -219,12 +233,12 @@ class Indexer:
             batch.added(end - offset, session)
             rep.bytes_read += end - offset
             tick(end - start)
-            if status != "ok" or end >= st.st_size or end == offset:
+            offset = end
+            if status != "ok":
                 break
-            if self._out_of_time():  # a huge file: the rest waits for the next run
+            if end < st.st_size and self._out_of_time():  # a huge file: the rest waits
                 rep.pending_files += 1
                 break
-            offset = end
         rep.files_read += 1
         return st.st_size - start
 
@@ -357,6 +371,119 @@ class Indexer:
                 self.store.mark_finished(sid)
                 if path:
                     rep.extracts.append(path)
+
+
+def read_chunks(sf, offset, state, mtime, size, bulk):
+    """Successive (delta, end, state, problems) of a file from `offset`, BATCH_BYTES at a time."""
+    while True:
+        delta, end, state, problems = claude_code.read(sf, offset, state, mtime,
+                                                       max_bytes=BATCH_BYTES, bulk=bulk)
+        yield delta, end, state, problems
+        if end >= size or end == offset:
+            return
+        offset = end
+
+
+try:  # a cold index parses in a second process while this one writes: two cores, half the time
+    import multiprocessing
+    _FORK = multiprocessing.get_context("fork") if os.name == "posix" and \
+        os.uname().sysname == "Linux" else None
+except (ImportError, ValueError, AttributeError):
+    _FORK = None
+_CAN_FORK = _FORK is not None
+
+
+def _read_all(jobs, queue, bulk, lock_fd) -> None:
+    if lock_fd is not None:
+        os.close(lock_fd)  # the writer lock is the parent's alone: a killed parent frees it
+    parent = os.getppid()
+
+    def put(item) -> None:
+        while True:  # never outlive the parent (a SIGKILLed indexer leaves no reader behind)
+            try:
+                queue.put(item, timeout=1)
+                return
+            except Exception:  # queue.Full
+                if os.getppid() != parent:
+                    os._exit(0)
+
+    for i, job in enumerate(jobs):
+        if job is not None:
+            try:
+                for chunk in read_chunks(*job, bulk):
+                    put((i, chunk))
+            except OSError as e:
+                put((i, e))
+            except BaseException as e:  # noqa: BLE001 - the parent reads on by itself
+                put((i, RuntimeError(f"{type(e).__name__}: {e}")))
+                return
+        put((i, None))
+
+
+class _ReaderProcess:
+    """Parses the run's files, in order, in a forked process while the parent applies the chunks
+    (items arrive as (file number, chunk), each file closed by (number, None)). Only the parent
+    writes, so a kill still leaves what it committed consistent. If the reader fails or dies,
+    the parent reads the rest itself, from where the applied chunks ended."""
+
+    def __init__(self, jobs, bulk: bool, lock_fd: int | None):
+        self.jobs, self.bulk = jobs, bulk
+        self.queue = _FORK.Queue(maxsize=32)
+        self.proc = _FORK.Process(target=_read_all, args=(jobs, self.queue, bulk, lock_fd),
+                                  daemon=True)
+        self.proc.start()
+        self.next = 0  # every item of the files before this one has been taken
+        self.failed = False
+
+    def _get(self):
+        while not self.failed:
+            try:
+                return self.queue.get(timeout=1)
+            except Exception:  # queue.Empty
+                if not self.proc.is_alive():
+                    self.failed = True
+        return None
+
+    def chunks(self, i: int):
+        self._drain_to(i)
+        job = self.jobs[i]
+        while not self.failed:
+            got = self._get()
+            if got is None:
+                break
+            j, item = got
+            if item is None:
+                self.next = j + 1
+                return
+            if isinstance(item, OSError):
+                raise item
+            if isinstance(item, RuntimeError):
+                self.failed = True
+                break
+            job = (job[0], item[1], item[2], job[3], job[4])  # resume point if the reader fails
+            yield item
+        if job[1] < job[4]:  # the reader is gone: go on from what was applied
+            yield from read_chunks(*job, self.bulk)
+        self.next = i + 1
+
+    def skip(self, i: int) -> None:
+        """Discard whatever is left of file i (and any before it)."""
+        self._drain_to(i + 1)
+
+    def _drain_to(self, i: int) -> None:
+        while self.next < i and not self.failed:
+            got = self._get()
+            if got is None:
+                break
+            j, item = got
+            if item is None:
+                self.next = j + 1
+        self.next = max(self.next, i)
+
+    def stop(self) -> None:
+        if self.proc.is_alive():
+            self.proc.terminate()
+        self.proc.join(timeout=5)
 
 
 class _Session:

@@ -47,6 +47,11 @@ class WriterLock:
         except Timeout:
             raise LockTimeout(self.path) from None
 
+    @property
+    def fd(self) -> int | None:
+        """The descriptor holding the lock (fcntl only): a forked child must close its copy."""
+        return self._fd
+
     def release(self) -> None:
         if self._fd is not None:
             os.close(self._fd)  # closing the descriptor drops the flock

@@ -106,6 +106,7 @@ class Memory:
                 with store.transaction():
                     store.clear_live()
                 indexer = Indexer(self.ws, store, self.log, progress=progress, extracts=extracts)
+            indexer.lock_fd = self.lock().fd
             return indexer.run(budget=budget, only_session=only_session, prune=prune)
         finally:
             self.lock().release()

@@ -639,10 +639,10 @@ def test_sigkill_at_any_point_then_the_next_run_completes_it(env, tmp_path):
 
     # Kill again and again: a little later each time a kill found nothing new committed, at the
     # same moment while each run still commits something (each run resumes the one before).
-    delay, last_done = 0.3, 0
+    delay, last_done = 0.15, 0
     mid = partial = 0
     trace = []
-    for i in range(16):
+    for i in range(30):
         p = subprocess.Popen(cmd, cwd=str(env.ws), env=env.env, stdout=subprocess.DEVNULL,
                              stderr=subprocess.PIPE, preexec_fn=lambda: os.umask(0))
         time.sleep(delay)
@@ -676,7 +676,7 @@ def test_sigkill_at_any_point_then_the_next_run_completes_it(env, tmp_path):
         mid += done > 0
         partial += 0 < done < total
         if done <= last_done:
-            delay += 0.25
+            delay += 0.1
         last_done = done
     assert mid >= 2 and partial >= 1, (
         f"{mid} kills after a commit, {partial} with files left (clean index "
