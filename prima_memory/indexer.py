@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import zlib
 import time
 
@@ -384,13 +385,9 @@ def read_chunks(sf, offset, state, mtime, size, bulk):
         offset = end
 
 
-try:  # a cold index parses in a second process while this one writes: two cores, half the time
-    import multiprocessing
-    _FORK = multiprocessing.get_context("fork") if os.name == "posix" and \
-        os.uname().sysname == "Linux" else None
-except (ImportError, ValueError, AttributeError):
-    _FORK = None
-_CAN_FORK = _FORK is not None
+# A cold index parses in a second process while this one writes: two cores, half the time.
+# Linux only (fork is unsafe on macOS); multiprocessing is imported only for such a run.
+_CAN_FORK = sys.platform.startswith("linux")
 
 
 def _read_all(jobs, queue, bulk, lock_fd) -> None:
@@ -427,9 +424,11 @@ class _ReaderProcess:
     the parent reads the rest itself, from where the applied chunks ended."""
 
     def __init__(self, jobs, bulk: bool, lock_fd: int | None):
+        import multiprocessing
+        fork = multiprocessing.get_context("fork")
         self.jobs, self.bulk = jobs, bulk
-        self.queue = _FORK.Queue(maxsize=32)
-        self.proc = _FORK.Process(target=_read_all, args=(jobs, self.queue, bulk, lock_fd),
+        self.queue = fork.Queue(maxsize=32)
+        self.proc = fork.Process(target=_read_all, args=(jobs, self.queue, bulk, lock_fd),
                                   daemon=True)
         self.proc.start()
         self.next = 0  # every item of the files before this one has been taken
