@@ -121,10 +121,24 @@ class Store:
                 _create_private(path)
                 self.db = apsw.Connection(path)
             self.db.setbusytimeout(5000)
-            self._init()
+            self._init_with_retry()
         except (apsw.CorruptError, apsw.NotADBError) as e:
             raise CorruptIndex(f"{path}: {e}") from e
         self._tokenizer = None
+
+    def _init_with_retry(self) -> None:
+        """Several processes opening a brand-new index at once: switching it to WAL can answer
+        "locked" without waiting, so try again for a few seconds."""
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                return self._init()
+            except apsw.BusyError:
+                if self.db.in_transaction:
+                    self.db.execute("ROLLBACK")
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
 
     def _init(self) -> None:
         db = self.db
