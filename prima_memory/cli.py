@@ -7,7 +7,7 @@ import sys
 
 from . import __version__
 
-EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
+EXIT_ERROR, EXIT_USAGE = 1, 2
 
 
 class UsageError(Exception):

@@ -5,6 +5,7 @@ import os
 import re
 import time
 
+from .timeparse import local
 from .workspace import data_dir
 
 MIN_MESSAGES = 50
@@ -66,10 +67,6 @@ def maybe_write(store, session: int, ws: str) -> str | None:
     return path
 
 
-def fmt_time(ts: float | None) -> str:
-    return time.strftime("%Y-%m-%d %H:%M", time.localtime(ts)) if ts else "unknown"
-
-
 def fmt_duration(seconds: float) -> str:
     minutes = int(max(0, seconds) // 60)
     return f"{minutes // 60}h {minutes % 60:02d}m" if minutes >= 60 else f"{minutes}m"
@@ -92,7 +89,7 @@ def session_header(row) -> list[str]:
     duration = (row.ended_at or 0) - (row.started_at or 0)
     return [
         f"- Session ID: `{row.session_id}`",
-        f"- Date: {fmt_time(row.started_at)}",
+        f"- Date: {local(row.started_at)}",
         f"- Duration: {fmt_duration(duration)}",
         f"- Project folder: {row.cwd or 'unknown'}",
         f"- Branch: {row.branch or '—'}",
@@ -112,12 +109,12 @@ def render(store, row) -> str:
     long_replies = [m for m in store.messages(row.id)
                     if m[1] == "assistant" and not m[3] and len(m[4]) > 200][-5:]
     for _id, _role, ts, _side, text in reversed(long_replies):
-        out += [f"### {fmt_time(ts)}", "", text.strip(), ""]
+        out += [f"### {local(ts)}", "", text.strip(), ""]
     if not long_replies:
         out += ["None.", ""]
     out += ["## Last ten exchanges", ""]
     for _id, ts, prompt, reply in store.exchanges(row.id)[-10:]:
-        out += [f"### {fmt_time(ts)}", ""]
+        out += [f"### {local(ts)}", ""]
         if prompt:
             out += ["**User:**", "", prompt.strip(), ""]
         out += ["**Claude:**", "", (reply or "").strip() or "(tool use only)", ""]

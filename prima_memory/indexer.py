@@ -35,10 +35,6 @@ class Report:
         self.pending_files = 0  # left for the next run (time budget)
         self.extracts: list[str] = []
 
-    @property
-    def complete(self) -> bool:
-        return self.pending_files == 0
-
 
 def _head_hash(path: str, n: int) -> str | None:
     try:

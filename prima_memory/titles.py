@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import re
 
-UNTITLED = "Untitled Session"
 MAX_TITLE = 80
 
 _TAG_BLOCK = re.compile(r"<([A-Za-z][\w:-]*)(?:\s[^>]*)?>.*?</\1\s*>", re.S)
