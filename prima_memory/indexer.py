@@ -386,10 +386,26 @@ def read_chunks(sf, offset, state, mtime, size, bulk):
 _CAN_FORK = sys.platform.startswith("linux")
 
 
+def _die_with(parent: int) -> None:
+    """Have the kernel kill this reader when its parent dies. Without it a reader whose chunks
+    fill the pipe after a SIGKILLed parent waits forever at exit (multiprocessing joins the
+    queue's writer thread), holding the parent's stdout and stderr open."""
+    import ctypes
+    import signal
+    try:
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass  # the put() loop below still notices a dead parent
+    if os.getppid() != parent:  # died before prctl took hold
+        os._exit(0)
+
+
 def _read_all(jobs, queue, bulk, lock_fd) -> None:
     if lock_fd is not None:
         os.close(lock_fd)  # the writer lock is the parent's alone: a killed parent frees it
-    parent = os.getppid()
+    import multiprocessing
+    parent = multiprocessing.parent_process().pid  # known before the fork, unlike getppid()
+    _die_with(parent)
 
     def put(item) -> None:
         while True:  # never outlive the parent (a SIGKILLed indexer leaves no reader behind)

@@ -19,6 +19,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -104,7 +105,7 @@ def spawn(env: Env, event: str, data, *, extra_env=None, unset=(), cwd=None, roo
     t0 = time.monotonic()
     p = subprocess.Popen(["bash", "-c", cmd], stdin=stdin, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, cwd=str(cwd or env.ws),
-                         env=hook_env(env, extra_env, unset))
+                         env=hook_env(env, extra_env, unset), start_new_session=True)
     return p, _stdin_bytes(data), t0
 
 
@@ -113,7 +114,7 @@ def finish(started, timeout: float = 60) -> HookRun:
     try:
         out, err = p.communicate(data, timeout=timeout)
     except subprocess.TimeoutExpired:
-        p.kill()
+        os.killpg(p.pid, signal.SIGKILL)
         out, err = p.communicate()
         raise AssertionError(f"hook still running after {timeout}s: {err!r}") from None
     return HookRun(p.returncode, out.decode("utf-8", "replace"), err.decode("utf-8", "replace"),

@@ -2,6 +2,9 @@
 from __future__ import annotations
 
 import os
+import select
+import signal
+import subprocess
 import sys
 
 import pytest
@@ -70,3 +73,31 @@ def test_index_equals_a_one_process_index(history, monkeypatch, tmp_path, reader
         monkeypatch.setattr(indexer, "_read_all", reader)
     forked = _index(env, monkeypatch, env.ws)
     assert forked == alone and len(alone) >= 12
+
+
+_KILLED_WHILE_READER_IS_AHEAD = """
+import os, signal, sys, time
+from prima_memory import indexer
+from prima_memory.sources import claude_code
+found = claude_code.discover(sys.argv[1])
+jobs = [(sf, 0, None, None, os.stat(sf.path).st_size) for sf in found]
+feed = indexer._ReaderProcess(jobs, True, None)
+print(feed.proc.pid, flush=True)
+time.sleep(2)  # the reader parses everything; nothing takes its chunks, so its pipe is full
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def test_a_killed_indexer_leaves_no_reader_behind(history):
+    """A reader left behind holds the indexer's stdout open: whoever waits for the indexer's
+    output (a hook runner, a shell pipe) would wait forever."""
+    env = history
+    p = subprocess.Popen([sys.executable, "-c", _KILLED_WHILE_READER_IS_AHEAD, str(env.ws)],
+                         env=env.env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    reader = int(p.stdout.readline())
+    assert p.wait(timeout=60) == -signal.SIGKILL
+    closed = select.select([p.stdout], [], [], 30)[0] and p.stdout.read() == b""
+    p.stdout.close()
+    if not closed:
+        os.kill(reader, signal.SIGKILL)
+        pytest.fail(f"reader {reader} outlived its killed parent and kept its output open")

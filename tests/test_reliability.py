@@ -649,7 +649,11 @@ def test_sigkill_at_any_point_then_the_next_run_completes_it(env, tmp_path):
         alive = p.poll() is None
         if alive:
             p.send_signal(signal.SIGKILL)
-        err = p.communicate()[1].decode()
+        try:
+            err = p.communicate(timeout=60)[1].decode()
+        except subprocess.TimeoutExpired:
+            p.kill()
+            pytest.fail(f"a killed index run still holds its output open after 60s: {trace}")
         if not alive:
             assert p.returncode == 0, err
             trace.append((round(delay, 2), "finished"))
