@@ -105,23 +105,33 @@ def keyword(store: Store, query: str, *, limit: int = 10, filters: Filters | Non
     if not words:
         return []
     now = time.time() if now is None else now
-    filters = filters or Filters()
     counts = [messages_containing(store, w) for w in words]
     in_title = store.sessions_with_title_containing(whole)
     in_paths = store.sessions_with_path_containing(whole)
-    matched = set.intersection(*(set(c) for c in counts)) | in_title | set(in_paths)
+    matched = set(counts[0]).intersection(*counts[1:]) | in_title | set(in_paths)
+    if not matched:
+        return []
+    f = filters or Filters()
+    total = counts[0] if len(counts) == 1 else {
+        sid: sum(c.get(sid, 0) for c in counts) for sid in matched}
+    recent = now - WEEK
     scored = []
-    for sid, started, ended, branch, tags, source, files_count in store.session_facts():
-        if sid not in matched or not filters.admit(started, ended, branch, tags, source):
+    for sid, started, ended, files_count in store.session_facts(f.since, f.until, f.branch,
+                                                                 f.tag, f.source):
+        if sid not in matched:
             continue
-        score = (20 * (sid in in_title) + 10 * in_paths.get(sid, 0)
-                 + 2 * sum(c.get(sid, 0) for c in counts)
-                 + recency_points(started, now) + min(5, files_count))
-        scored.append((round(score, 2), -(ended or 0), sid))
-    scored.sort()
-    scored.sort(key=lambda x: -x[0])
-    rows = {r.id: r for r in store.sessions_by_id([sid for _, _, sid in scored[:limit]])}
-    hits = [Hit(rows[sid], score, rows[sid].title) for score, _, sid in scored[:limit]]
+        score = 2 * total.get(sid, 0) + min(5, files_count)
+        if sid in in_title:
+            score += 20
+        if sid in in_paths:
+            score += 10 * in_paths[sid]
+        if started > recent:
+            score += recency_points(started, now)
+        scored.append((-round(score, 2), -(ended or 0), sid))
+    scored.sort()  # best first; a tie goes to the session that ended last
+    scored = [(-negscore, sid) for negscore, _, sid in scored[:limit]]
+    rows = {r.id: r for r in store.sessions_by_id([sid for _, sid in scored])}
+    hits = [Hit(rows[sid], score, rows[sid].title) for score, sid in scored]
     for hit in hits:
         _decorate(store, hit, words)
     return hits

@@ -13,7 +13,7 @@ from collections import namedtuple
 
 import apsw
 
-SCHEMA_VERSION = 2  # 2: sessions.unfinished
+SCHEMA_VERSION = 3  # 2: sessions.unfinished; 3: changed paths searchable from an index
 SHIFT = 24  # ordinals per session: 16M fragments, far past any real transcript
 _TOKENIZER_ARGS = ["remove_diacritics", "0"]
 
@@ -37,7 +37,8 @@ CREATE TABLE messages(
 CREATE TABLE file_changes(
   id INTEGER PRIMARY KEY, session INTEGER NOT NULL, path TEXT NOT NULL, tool TEXT,
   explanation TEXT, ts REAL, message_key TEXT);
-CREATE INDEX file_changes_session ON file_changes(session);
+-- (session, path) covers the path search: it scans the index, not the rows and explanations
+CREATE INDEX file_changes_session ON file_changes(session, path);
 CREATE TABLE files(
   path TEXT PRIMARY KEY, source TEXT NOT NULL, session INTEGER, sidechain INTEGER NOT NULL,
   size INTEGER, mtime_ns INTEGER, inode INTEGER, head_len INTEGER, head_hash TEXT,
@@ -472,10 +473,20 @@ class Store:
         return {r[0] for r in self.db.execute(
             "SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?", (match_expr,))}
 
-    def session_facts(self):
-        """(id, started_at, ended_at, branch, tags, source, files_count) of every session."""
-        return self.db.execute("SELECT id, started_at, ended_at, branch, tags, source, files_count "
-                               "FROM sessions WHERE started_at IS NOT NULL")
+    def session_facts(self, since=None, until=None, branch=None, tag=None, source=None):
+        """(id, started_at, ended_at, files_count) of each session that a search may return:
+        overlapping since..until, on the branch, carrying the tag, from the source."""
+        where, args = ["started_at IS NOT NULL"], []
+        for value, test in ((since, "COALESCE(ended_at, started_at) >= ?"),
+                            (until, "started_at <= ?"), (branch, "COALESCE(branch, '') = ?"),
+                            (tag and tag.lower(), "instr(' ' || COALESCE(tags, '') || ' ', "
+                                                  "' ' || ? || ' ') > 0"),
+                            (source, "source = ?")):
+            if value is not None:
+                where.append(test)
+                args.append(value)
+        return self.db.execute("SELECT id, started_at, ended_at, files_count FROM sessions "
+                               "WHERE " + " AND ".join(where), args)
 
     def sessions_with_title_containing(self, text: str) -> set[int]:
         """Sessions whose title contains `text` (lower case), ignoring case."""
