@@ -395,7 +395,7 @@ def _die_with(parent: int) -> None:
     try:
         ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
     except (OSError, AttributeError):
-        pass  # the put() loop below still notices a dead parent
+        pass  # then only put() in _read_all notices a dead parent
     if os.getppid() != parent:  # died before prctl took hold
         os._exit(0)
 

@@ -644,7 +644,8 @@ def test_sigkill_at_any_point_then_the_next_run_completes_it(env, tmp_path):
     trace = []
     for i in range(30):
         p = subprocess.Popen(cmd, cwd=str(env.ws), env=env.env, stdout=subprocess.DEVNULL,
-                             stderr=subprocess.PIPE, preexec_fn=lambda: os.umask(0))
+                             stderr=subprocess.PIPE, preexec_fn=lambda: os.umask(0),
+                             start_new_session=True)
         time.sleep(delay)
         alive = p.poll() is None
         if alive:
@@ -652,7 +653,7 @@ def test_sigkill_at_any_point_then_the_next_run_completes_it(env, tmp_path):
         try:
             err = p.communicate(timeout=60)[1].decode()
         except subprocess.TimeoutExpired:
-            p.kill()
+            os.killpg(p.pid, signal.SIGKILL)
             pytest.fail(f"a killed index run still holds its output open after 60s: {trace}")
         if not alive:
             assert p.returncode == 0, err
