@@ -447,24 +447,26 @@ class _ReaderProcess:
         self.failed = False
 
     def _get(self):
+        """The reader's next (file number, item), noting where each file ends; None once the
+        reader is gone."""
         while not self.failed:
             try:
-                return self.queue.get(timeout=1)
+                j, item = self.queue.get(timeout=1)
             except Exception:  # queue.Empty
                 if not self.proc.is_alive():
                     self.failed = True
+                continue
+            if item is None:
+                self.next = j + 1
+            return j, item
         return None
 
     def chunks(self, i: int):
         self._drain_to(i)
         job = self.jobs[i]
-        while not self.failed:
-            got = self._get()
-            if got is None:
-                break
-            j, item = got
+        while (got := self._get()) is not None:
+            item = got[1]
             if item is None:
-                self.next = j + 1
                 return
             if isinstance(item, OSError):
                 raise item
@@ -482,13 +484,8 @@ class _ReaderProcess:
         self._drain_to(i + 1)
 
     def _drain_to(self, i: int) -> None:
-        while self.next < i and not self.failed:
-            got = self._get()
-            if got is None:
-                break
-            j, item = got
-            if item is None:
-                self.next = j + 1
+        while self.next < i and self._get() is not None:
+            pass
         self.next = max(self.next, i)
 
     def stop(self) -> None:
