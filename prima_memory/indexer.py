@@ -386,63 +386,50 @@ def read_chunks(sf, offset, state, mtime, size, bulk):
 _CAN_FORK = sys.platform.startswith("linux")
 
 
-def _die_with(parent: int) -> None:
-    """Have the kernel kill this reader when its parent dies. Without it a reader whose chunks
-    fill the pipe after a SIGKILLed parent waits forever at exit (multiprocessing joins the
-    queue's writer thread), holding the parent's stdout and stderr open."""
-    import ctypes
-    import signal
-    try:
-        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass  # then only put() in _read_all notices a dead parent
-    if os.getppid() != parent:  # died before prctl took hold
-        os._exit(0)
-
-
-def _read_all(jobs, queue, bulk, lock_fd) -> None:
+def _read_all(jobs, conn, bulk, lock_fd, parent_end) -> None:
+    parent_end.close()  # only the parent reads: once it is gone, sending fails at once
     if lock_fd is not None:
         os.close(lock_fd)  # the writer lock is the parent's alone: a killed parent frees it
-    import multiprocessing
-    parent = multiprocessing.parent_process().pid  # known before the fork, unlike getppid()
-    _die_with(parent)
 
-    def put(item) -> None:
-        while True:  # never outlive the parent (a SIGKILLed indexer leaves no reader behind)
-            try:
-                queue.put(item, timeout=1)
-                return
-            except Exception:  # queue.Full
-                if os.getppid() != parent:
-                    os._exit(0)
+    def send(item) -> None:
+        try:
+            conn.send(item)
+        except OSError:  # a broken pipe: the parent died, so must this reader
+            os._exit(0)
 
     for i, job in enumerate(jobs):
         if job is not None:
             try:
                 for chunk in read_chunks(*job, bulk):
-                    put((i, chunk))
+                    send((i, chunk))
             except OSError as e:
-                put((i, e))
+                send((i, e))
             except BaseException as e:  # noqa: BLE001 - the parent reads on by itself
-                put((i, RuntimeError(f"{type(e).__name__}: {e}")))
+                send((i, RuntimeError(f"{type(e).__name__}: {e}")))
                 return
-        put((i, None))
+        send((i, None))
 
 
 class _ReaderProcess:
     """Parses the run's files, in order, in a forked process while the parent applies the chunks
     (items arrive as (file number, chunk), each file closed by (number, None)). Only the parent
     writes, so a kill still leaves what it committed consistent. If the reader fails or dies,
-    the parent reads the rest itself, from where the applied chunks ended."""
+    the parent reads the rest itself, from where the applied chunks ended.
+
+    A plain one-way pipe, not a multiprocessing.Queue: each end is held by one process only, so
+    a reader that dies mid-message is an end of file to the parent (not a read that waits
+    forever) and a dead parent breaks the reader's next send (no writer thread left waiting at
+    exit, holding the parent's stdout open)."""
 
     def __init__(self, jobs, bulk: bool, lock_fd: int | None):
         import multiprocessing
         fork = multiprocessing.get_context("fork")
         self.jobs, self.bulk = jobs, bulk
-        self.queue = fork.Queue(maxsize=32)
-        self.proc = fork.Process(target=_read_all, args=(jobs, self.queue, bulk, lock_fd),
-                                  daemon=True)
+        self.conn, child_end = fork.Pipe(duplex=False)
+        self.proc = fork.Process(target=_read_all,
+                                 args=(jobs, child_end, bulk, lock_fd, self.conn), daemon=True)
         self.proc.start()
+        child_end.close()
         self.next = 0  # every item of the files before this one has been taken
         self.failed = False
 
@@ -451,10 +438,12 @@ class _ReaderProcess:
         reader is gone."""
         while not self.failed:
             try:
-                j, item = self.queue.get(timeout=1)
-            except Exception:  # queue.Empty
-                if not self.proc.is_alive():
-                    self.failed = True
+                if not self.conn.poll(1):
+                    self.failed = not self.proc.is_alive()
+                    continue
+                j, item = self.conn.recv()
+            except (EOFError, OSError):  # the reader ended, or died mid-message
+                self.failed = True
                 continue
             if item is None:
                 self.next = j + 1
@@ -492,6 +481,7 @@ class _ReaderProcess:
         if self.proc.is_alive():
             self.proc.terminate()
         self.proc.join(timeout=5)
+        self.conn.close()
 
 
 class _Session:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 import select
 import signal
+import struct
 import subprocess
 import sys
 
@@ -32,34 +33,59 @@ def _index(env, monkeypatch, ws) -> dict:
         mem.close()
 
 
+def _within(seconds: int, run):
+    """A run stuck waiting on its reader fails the test instead of hanging the whole suite."""
+    def stuck(_signum, _frame):
+        pytest.fail(f"still waiting on the reader after {seconds}s")
+    old = signal.signal(signal.SIGALRM, stuck)
+    signal.alarm(seconds)
+    try:
+        return run()
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+
+
 @pytest.fixture
 def history(env):
     generate_history(env.claude, str(env.ws), 12, seed=3, target_bytes=12_000_000, images=0)
     return env
 
 
-def _dies_after_first_chunk(jobs, queue, bulk, lock_fd):
+def _dies_after_first_chunk(jobs, conn, bulk, lock_fd, parent_end):
     for i, job in enumerate(jobs):
         if job is not None:
             for chunk in indexer.read_chunks(*job, bulk):
-                queue.put((i, chunk))
+                conn.send((i, chunk))
                 if i >= 2:
                     os._exit(1)  # the reader dies mid-run, mid-file
-            queue.put((i, None))
+            conn.send((i, None))
 
 
-def _fails_on_third_file(jobs, queue, bulk, lock_fd):
+def _dies_mid_message(jobs, conn, bulk, lock_fd, parent_end):
+    for i, job in enumerate(jobs):
+        if i == 2:  # the length of a message, a few of its bytes, then death
+            os.write(conn.fileno(), struct.pack("!i", 100_000) + b"\x80\x04")
+            os._exit(1)
+        if job is not None:
+            for chunk in indexer.read_chunks(*job, bulk):
+                conn.send((i, chunk))
+        conn.send((i, None))
+
+
+def _fails_on_third_file(jobs, conn, bulk, lock_fd, parent_end):
     for i, job in enumerate(jobs):
         if i == 2:
-            queue.put((i, RuntimeError("boom")))
+            conn.send((i, RuntimeError("boom")))
             return
         if job is not None:
             for chunk in indexer.read_chunks(*job, bulk):
-                queue.put((i, chunk))
-        queue.put((i, None))
+                conn.send((i, chunk))
+        conn.send((i, None))
 
 
-@pytest.mark.parametrize("reader", [None, _dies_after_first_chunk, _fails_on_third_file])
+@pytest.mark.parametrize("reader", [None, _dies_after_first_chunk, _dies_mid_message,
+                                    _fails_on_third_file])
 def test_index_equals_a_one_process_index(history, monkeypatch, tmp_path, reader):
     env = history
     monkeypatch.setattr(indexer, "_CAN_FORK", False)
@@ -71,7 +97,7 @@ def test_index_equals_a_one_process_index(history, monkeypatch, tmp_path, reader
     monkeypatch.setattr(indexer, "_CAN_FORK", True)
     if reader is not None:
         monkeypatch.setattr(indexer, "_read_all", reader)
-    forked = _index(env, monkeypatch, env.ws)
+    forked = _within(60, lambda: _index(env, monkeypatch, env.ws))
     assert forked == alone and len(alone) >= 12
 
 
