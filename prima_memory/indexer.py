@@ -196,8 +196,7 @@ class Indexer:
             return 0, None, None
         if row.status == "foreign":
             return None
-        raw = self.store.file_state(sf.path)
-        return row.offset, (json.loads(raw) if raw else None), row.session
+        return row.offset, _loads(self.store.file_state(sf.path)), row.session
 
     def _index_file(self, sf, st, start_at, chunks, rep: Report, batch, tick) -> int:
         store = self.store
@@ -246,7 +245,11 @@ class Indexer:
         text = scrub(text.strip())
         store = self.store
         row = store.session_by_session_id(session_id, claude_code.SOURCE)
-        if row is not None and any(t.strip() == text or t.strip().endswith(text)
+        if row is None or row.started_at is None:
+            return  # none of the session's prompts is indexed: a reply alone is no session
+        if claude_code.answering_command(_loads(store.main_file_state(row.id))):
+            return  # Claude's answer to one of prima-memory's own commands
+        if any(t.strip() == text or t.strip().endswith(text)
                                    for _ts, t in store.last_messages(row.id, "assistant", 3,
                                                                      skip_key=PROVISIONAL_KEY)):
             with store.transaction():
@@ -257,8 +260,7 @@ class Indexer:
         d.messages.append(Message(PROVISIONAL_KEY, "assistant", text, now))
         d.seen(now)
         with store.transaction():
-            if row is not None:
-                store.drop_message(row.id, PROVISIONAL_KEY)
+            store.drop_message(row.id, PROVISIONAL_KEY)
             self._apply(d)
             store.index_terms()
 
@@ -539,6 +541,10 @@ class _Batch:
             if commit:
                 self._seal()
             self.store.db.execute("COMMIT" if commit else "ROLLBACK")
+
+
+def _loads(state: str | None) -> dict | None:
+    return json.loads(state) if state else None
 
 
 def _rewritten(path: str, st, row) -> bool:

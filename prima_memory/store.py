@@ -13,7 +13,9 @@ from collections import namedtuple
 
 import apsw
 
-SCHEMA_VERSION = 3  # 2: sessions.unfinished; 3: changed paths searchable from an index
+# 2: sessions.unfinished; 3: changed paths searchable from an index; 4: no "HEAD" branches, and
+# prima-memory's own command runs are no longer sessions (a migration, see _MIGRATIONS)
+SCHEMA_VERSION = 4
 SHIFT = 24  # ordinals per session: 16M fragments, far past any real transcript
 _TOKENIZER_ARGS = ["remove_diacritics", "0"]
 
@@ -157,9 +159,28 @@ class Store:
             except BaseException:
                 db.execute("ROLLBACK")
                 raise
-        version = db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
-        if not version or int(version[0]) != SCHEMA_VERSION:
-            raise SchemaMismatch(version[0] if version else None)
+        version = self._version()
+        if version in _MIGRATIONS and not self.readonly:
+            db.execute("BEGIN IMMEDIATE")  # one process migrates; the others see it done
+            try:
+                version = self._version()
+                while version in _MIGRATIONS:
+                    _MIGRATIONS[version](self)
+                    version += 1
+                    self.set_meta("schema_version", version)
+                db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+        if version != SCHEMA_VERSION:
+            raise SchemaMismatch(version)
+
+    def _version(self) -> int | None:
+        row = self.db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+        try:
+            return int(row[0]) if row else None
+        except ValueError:
+            return None
 
     def close(self) -> None:
         self.db.close()
@@ -364,6 +385,12 @@ class Store:
 
     def file_state(self, path: str) -> str | None:
         row = self.db.execute("SELECT state FROM files WHERE path = ?", (path,)).fetchone()
+        return row[0] if row else None
+
+    def main_file_state(self, session: int) -> str | None:
+        """The parser state of a session's main file (not a subagent's)."""
+        row = self.db.execute("SELECT state FROM files WHERE session = ? AND sidechain = 0 "
+                              "AND status = 'ok'", (session,)).fetchone()
         return row[0] if row else None
 
     def save_file(self, path, source, session, sidechain, size, mtime_ns, inode, head_len,
@@ -602,6 +629,20 @@ class Store:
                 "GROUP BY source"):
             out[source] = {"sessions": n, "archived": archived or 0}
         return out
+
+
+def _to_v4(store: Store) -> None:
+    """Claude Code records the branch "HEAD" outside git: no branch. Sessions where one of
+    prima-memory's commands was typed are read again, so the command runs drop out."""
+    store.db.execute("UPDATE sessions SET branch = NULL WHERE branch = 'HEAD'")
+    for (session,) in list(store.db.execute(
+            "SELECT DISTINCT session FROM messages WHERE role = 'user' "
+            "AND text LIKE '/prima-memory:%'")):
+        store.clear_session(session)
+
+
+# version -> the step that brings an index of that version to the next; older ones are rebuilt
+_MIGRATIONS = {3: _to_v4}
 
 
 class SchemaMismatch(StoreError):

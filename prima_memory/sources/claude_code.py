@@ -35,6 +35,12 @@ _COMMAND_ARGS = re.compile(r"<command-args>(.*?)</command-args>", re.S)
 _COMMAND_TAGS = re.compile(r"<(command-message|command-args|command-name|command-contents)>.*?</\1>", re.S)
 _BASH_INPUT = re.compile(r"<bash-input>(.*?)</bash-input>", re.S)
 _INTERRUPTED = re.compile(r"\[Request interrupted by user[^\]]*\]")
+# prima-memory's own slash commands: their runs (the command, its injected output, Claude's answer)
+# are memory being read, not work done, and indexing them would make memories feed on themselves.
+PLUGIN = "prima-memory"
+_PLUGIN_COMMAND = re.compile(r"<command-name>\s*/" + PLUGIN + r":")
+# What Claude Code records as the branch outside a git repository (and on a detached HEAD).
+_NO_BRANCH = ("", "HEAD")
 _EXPLANATION_MAX = 1000
 
 
@@ -79,6 +85,11 @@ def discover(ws: str, log=None) -> list[SourceFile]:
                 if log:
                     log.warn(f"claude-code: skipped {entry.path}: {e}")
     return out
+
+
+def answering_command(state: dict | None) -> bool:
+    """True when a file's parser state says its main thread is inside one of our commands' runs."""
+    return bool(state and state.get("main", {}).get("cmd"))
 
 
 def parse_ts(value) -> float | None:
@@ -132,6 +143,14 @@ def _needless(line: bytes) -> bool:
     if b'"type":"thinking"' in line:
         return b'"type":"text"' not in line and b'"type":"tool_use"' not in line
     return False
+
+
+def _is_plugin_command(content) -> bool:
+    if isinstance(content, list):
+        content = "\n".join(b["text"] for b in content
+                            if isinstance(b, dict) and isinstance(b.get("text"), str))
+    return isinstance(content, str) and "<command-name>" in content \
+        and _PLUGIN_COMMAND.search(content) is not None
 
 
 def _user_text(content) -> str | None:
@@ -229,7 +248,7 @@ def _take_message(obj: dict, kind: str, d, state: dict, file_sidechain: bool, sc
         d.cwd = cwd
         state["cwd"] = cwd
     branch = obj.get("gitBranch")
-    if isinstance(branch, str) and branch:
+    if isinstance(branch, str) and branch not in _NO_BRANCH:
         d.branch = branch
     msg = obj.get("message")
     if not isinstance(msg, dict):
@@ -237,9 +256,15 @@ def _take_message(obj: dict, kind: str, d, state: dict, file_sidechain: bool, sc
     if kind == "user":
         if obj.get("isMeta") or obj.get("isCompactSummary") or obj.get("isVisibleInTranscriptOnly"):
             return
-        text = _user_text(msg.get("content"))
+        content = msg.get("content")
+        if _is_plugin_command(content):
+            th["cmd"] = True  # until the next real prompt, replies answer the command
+            th.pop("u", None)
+            return
+        text = _user_text(content)
         if text is None:
             return
+        th.pop("cmd", None)
         d.seen(ts)
         text = scrub(text)
         key = obj.get("uuid") or f"u{ts}"
@@ -252,6 +277,8 @@ def _take_message(obj: dict, kind: str, d, state: dict, file_sidechain: bool, sc
         return
     if msg.get("model") == "<synthetic>":
         return  # Claude Code's own placeholders ("No response requested.")
+    if th.get("cmd") or obj.get("attributionPlugin") == PLUGIN:
+        return  # Claude's answer to one of our commands: it restates memories
     d.seen(ts)
     key = msg.get("id") or obj.get("uuid")
     if not isinstance(key, str):
