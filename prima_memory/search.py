@@ -155,8 +155,10 @@ def _decorate(store: Store, hit: Hit, words: list[str]) -> None:
             best, best_n = text, n
         if len(hit.matches) < 3:  # words hold no white space, so one line holds the match
             line = next((ln for ln in text.splitlines() if any(w in ln.lower() for w in words)), text)
-            hit.matches.append(_around(line, line.lower(), words, 160))
-        if best_n == len(words) and seen >= 3:
+            line = _around(line, line.lower(), words, 160)
+            if line not in hit.matches:  # a prompt quoted back in replies is shown once
+                hit.matches.append(line)
+        if best_n == len(words) and (len(hit.matches) >= 3 or seen >= 12):
             break
     if best is not None:
         hit.snippet = _around(best, best.lower(), words, _SNIPPET)
@@ -164,11 +166,19 @@ def _decorate(store: Store, hit: Hit, words: list[str]) -> None:
         hit.snippet = next((f for f in hit.files if " ".join(words) in f.lower()), hit.files[0])
 
 
+# A run of one repeated symbol (rules, leaders, `·` shown for white space) says nothing in a
+# snippet and would fill it: it is cut to one character.
+_FILLER = re.compile(r"([^\w\s])\1{3,}")
+
+
 def _around(text: str, low: str, words, width: int) -> str:
+    """About `width` characters around the first query word, on one line, filler cut."""
     pos = min((p for p in (low.find(w) for w in words) if p >= 0), default=0)
     start = max(0, pos - width // 3)
-    piece = " ".join(text[start:start + width].split())
-    return ("…" if start > 0 else "") + piece + ("…" if start + width < len(text) else "")
+    end = start + 2 * width  # room for filler that collapses
+    piece = " ".join(_FILLER.sub(r"\1", text[start:end]).split())
+    more = end < len(text) or len(piece) > width
+    return ("…" if start > 0 else "") + piece[:width].rstrip() + ("…" if more else "")
 
 
 def run(store: Store, query: str, *, mode: str = "combined", limit: int = 10,

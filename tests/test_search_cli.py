@@ -133,3 +133,34 @@ def test_sql_wildcards_in_paths_and_titles_are_literal(env):
     u.tool("Write", {"file_path": str(env.ws / "pkg" / "myXmodule.py"), "content": "x"})
     assert [r["session_id"][:4] for r in env.search("my_module")] == ["gggg"]
     assert [r["session_id"][:4] for r in env.search("100%")] == ["gggg"]
+
+
+def test_each_hit_says_how_to_go_back_to_it(env):
+    a, _b, _c = _setup(env)
+    r = env.search("bedroom")[0]
+    assert r["show"] == f"prima-memory show {a.session_id}"
+    assert r["resume"] == f"claude --resume {a.session_id}"
+    p = env.run("recall", "bedroom")
+    assert f"prima-memory show {a.session_id} | claude --resume {a.session_id}" in p.stdout
+    assert "run in this folder" in p.stdout
+
+
+def test_a_line_repeated_in_a_session_is_shown_once(env):
+    t = env.transcript("dddd4444-0000-4000-8000-000000000004", start=OLD)
+    t.exchange("Why does the quokkaflux stall?", "Looking at why the quokkaflux stalls.")
+    for _ in range(3):  # the same line quoted back again and again
+        t.exchange("ok", "> Why does the quokkaflux stall?\nStill checking.")
+    p = env.run("recall", "quokkaflux")
+    lines = [ln.strip() for ln in p.stdout.splitlines() if ln.strip().startswith(">")]
+    assert len(lines) == len(set(lines)) >= 2, p.stdout
+    r = env.search("quokkaflux")[0]
+    assert len(r["matches"]) == len(set(r["matches"]))
+
+
+def test_a_snippet_is_not_filled_with_a_run_of_one_symbol(env):
+    t = env.transcript("eeee5555-0000-4000-8000-000000000005", start=OLD)
+    t.exchange("Show the diff", "·" * 60 + " wombatization fixed in the " + "-" * 40 + " loader")
+    r = env.search("wombatization")[0]
+    for run in ("····", "----"):
+        assert run not in r["snippet"] and all(run not in m for m in r["matches"]), r
+    assert "wombatization fixed in the" in r["snippet"]
