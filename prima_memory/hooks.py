@@ -134,7 +134,25 @@ def session_start(mem, data: dict, session_id, lock_wait, index_budget) -> str:
     return briefing.render(mem.store(), exclude_session=session_id)
 
 
+TRANSCRIPT_WAIT = 0.5  # seconds Stop waits for a transcript Claude Code has not written yet
+
+
+def _await_transcript(mem, path) -> None:
+    """Claude Code writes transcripts asynchronously: in `claude -p` a new session's file appears
+    some tens of milliseconds after its Stop hook starts. Wait a moment for it, or the session
+    would only be indexed by the next session's start."""
+    if not isinstance(path, str) or not path or os.path.exists(path):
+        return
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < TRANSCRIPT_WAIT:
+        time.sleep(0.02)
+        if os.path.exists(path):
+            mem.log.info(f"stop: waited {time.monotonic() - t0:.2f}s for the transcript")
+            return
+
+
 def stop(mem, data: dict, session_id, lock_wait, index_budget) -> str:
+    _await_transcript(mem, data.get("transcript_path"))
     _update(mem, lock_wait, index_budget, only_session=session_id)
     last = data.get("last_assistant_message")
     if session_id and isinstance(last, str) and last.strip():

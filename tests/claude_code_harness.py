@@ -79,7 +79,7 @@ def claude_env(base: dict, claude: Path, api_url: str, home: Path) -> dict:
 
 def session_start_hook_ms(debug_log: Path) -> float | None:
     """How long the SessionStart hook took as Claude Code logged it: from its
-    hook_execution_start line to its "Hook SessionStart:… success" line."""
+    hook_execution_start line to the line where Claude Code reads the hook's output."""
     start = end = None
     try:
         lines = debug_log.read_text(encoding="utf-8", errors="replace").splitlines()
@@ -91,7 +91,8 @@ def session_start_hook_ms(debug_log: Path) -> float | None:
             continue
         if start is None and "hook_execution_start" in line:
             start = _ts(m.group(1))
-        elif start is not None and re.search(r"Hook SessionStart:\w+ \(SessionStart\)", line):
+        elif start is not None and ("Hook output does not start with" in line
+                                    or re.search(r"Hook SessionStart:\w+ \(SessionStart\)", line)):
             end = _ts(m.group(1))
             break
     return None if start is None or end is None else (end - start) * 1000

@@ -140,7 +140,11 @@ def test_a_session_that_writes_a_file_is_indexed_by_the_stop_hook(cc):
 
 def test_the_next_session_starts_with_a_briefing_naming_the_last(cc):
     out = cc.claude("What should we look at next?")
-    cc.sessions["reader"] = out["session_id"]
+    sid = cc.sessions["reader"] = out["session_id"]
+    # a one-turn `claude -p` session: its transcript appears only after Stop has started, and
+    # Stop still indexes it
+    assert cc.index("SELECT title_first FROM sessions WHERE session_id = ?", (sid,)) == [
+        ("What should we look at next?",)]
     first = cc.api.requests[0]
     briefing = _briefing(first.text)
     assert briefing, "no <prima-memory> briefing in the first request"

@@ -10,7 +10,7 @@ import time
 import apsw
 import pytest
 
-from conftest import Env
+from conftest import Env, Transcript
 from test_hooks import payload, query, run_hook, sid
 
 from prima_memory.sources import claude_code
@@ -142,3 +142,22 @@ def test_no_branch_is_shown_where_claude_code_recorded_none(env, branch):
     s = env.json("show", WORK)["session"]
     assert s["branch"] is None
     assert "branch —" in env.run("show", WORK).stdout
+
+
+def test_stop_waits_a_moment_for_a_transcript_that_is_not_written_yet(env):
+    """In `claude -p` a new session's transcript appears tens of milliseconds after its Stop
+    hook starts: Stop still indexes it (and a transcript that never comes costs it half a
+    second at most)."""
+    import threading
+    t = Transcript(env.project_dir / "staging" / f"{WORK}.jsonl", WORK, str(env.ws), start=OLD)
+    t.exchange("Fix the late wombat parser", "Fixed the late wombat parser.")
+    final = env.project_dir / f"{WORK}.jsonl"
+    threading.Timer(0.15, lambda: t.path.rename(final)).start()
+    r = run_hook(env, "stop", payload(env, "stop", WORK,
+                                      last_assistant_message="Fixed the late wombat parser."))
+    assert r.rc == 0 and final.exists()
+    assert query(env, "SELECT title_first FROM sessions WHERE session_id = ?", (WORK,)) == [
+        ("Fix the late wombat parser",)]
+    assert query(env, "SELECT count(*) FROM messages")[0][0] == 2  # no provisional copy
+    r = run_hook(env, "stop", payload(env, "stop", sid(8), last_assistant_message="never"))
+    assert r.rc == 0 and r.secs < 5
