@@ -250,8 +250,7 @@ class Indexer:
         if claude_code.answering_command(_loads(store.main_file_state(row.id))):
             return  # Claude's answer to one of prima-memory's own commands
         if any(t.strip() == text or t.strip().endswith(text)
-                                   for _ts, t in store.last_messages(row.id, "assistant", 3,
-                                                                     skip_key=PROVISIONAL_KEY)):
+               for _ts, t in store.last_messages(row.id, "assistant", 3, skip_key=PROVISIONAL_KEY)):
             with store.transaction():
                 store.drop_message(row.id, PROVISIONAL_KEY)
             return  # the transcript has it already

@@ -9,13 +9,27 @@ from .. import workspace
 
 
 def _load_parsing() -> None:
-    """Parsing needs records, titles, redact and the JSONL reader: imported on first read, so
-    hooks that only look for changed files (discover) start fast."""
-    global FileChange, Message, SessionDelta, titles, redact, redact_enabled, JsonlReader
+    """Parsing needs records, titles and the JSONL reader: imported on first read, so hooks that
+    only look for changed files (discover) start fast. Redaction loads on the first text."""
+    global FileChange, Message, SessionDelta, titles, JsonlReader
     from .. import titles
     from ..records import FileChange, Message, SessionDelta
-    from ..redact import redact, redact_enabled
     from .jsonl import JsonlReader
+
+
+def _scrubber():
+    """A text -> redacted text function that imports the redactor on its first call: compiling
+    its rules costs 10 ms, and the lines Claude Code appends after a session's Stop (prompt
+    bookkeeping) hold no text at all."""
+    fn = None
+
+    def scrub(text: str) -> str:
+        nonlocal fn
+        if fn is None:
+            from ..redact import redact, redact_enabled
+            fn = redact if redact_enabled() else _unchanged  # decided once per file
+        return fn(text)
+    return scrub
 
 SOURCE = "claude-code"
 LABEL = "[transcript]"
@@ -178,7 +192,7 @@ def read(sf: SourceFile, offset: int, state: dict | None, mtime: float | None = 
     _load_parsing()
 
     state = dict(state or {})
-    scrub = redact if redact_enabled() else _unchanged  # decided once per file, not per line
+    scrub = _scrubber()
     reader = JsonlReader(sf.path, offset, mtime=mtime, skip=_needless, bulk=bulk)
     session_id = sf.session_id or state.get("sid")
     delta = None
