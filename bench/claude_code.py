@@ -63,12 +63,14 @@ def main() -> None:
         env = h.claude_env(dict(os.environ), claude, api.url, home)
         env["CLAUDE_CONFIG_DIR"] = str(config)  # the benchmark history's Claude folder
         env.pop("PRIMA_EXPECTED_HOST", None)
+        settings = config / "settings.json"
+        if not settings.exists():  # Claude Code deletes transcripts older than this at start
+            settings.write_text(json.dumps({"cleanupPeriodDays": 100000}))
         install_env = {k: v for k, v in env.items() if not k.endswith("_PROXY")}
         p = h.run(["bash", str(REPO / "install.sh"), "--no-run"], env=install_env, cwd=str(ws),
                   timeout=900)
         if p.returncode != 0:
             raise SystemExit(p.stdout + p.stderr)
-        settings = config / "settings.json"
         plain = json.loads(settings.read_text())
 
         def cc(*a):

@@ -14,7 +14,6 @@ import re
 import shutil
 import signal
 import subprocess
-import time
 from pathlib import Path
 
 VERSION = os.environ.get("PRIMA_E2E_CLAUDE_CODE_VERSION", "2.1.197")
@@ -106,9 +105,3 @@ def _ts(text: str) -> float:
 def installed_plugins(home: Path) -> dict:
     path = home / ".claude" / "plugins" / "installed_plugins.json"
     return json.loads(path.read_text()) if path.exists() else {}
-
-
-def timed(fn, *args, **kw):
-    t0 = time.perf_counter()
-    out = fn(*args, **kw)
-    return out, time.perf_counter() - t0
