@@ -50,11 +50,9 @@ def main() -> None:
     ap.add_argument("--out", default=str(REPO / "bench" / "out"))
     ap.add_argument("--runs", type=int, default=10)
     args = ap.parse_args()
-    out, config, ws, _pdir = prepare(args.size, args.out)
+    _out, config, ws, _pdir = prepare(args.size, args.out)
     root = Path(args.out) / "claude-code"
-    claude = root / "npm" / "node_modules" / ".bin" / "claude"
-    if not claude.exists():
-        claude = h.install_claude(root / "npm")
+    claude = h.install_claude(root / "npm")  # a few seconds when npm's cache has it
     home = root / "home"
     debug = root / "debug"
     for d in (home, debug):
