@@ -18,6 +18,13 @@ CLI_LOCK_SECONDS = 10.0
 
 
 def run(args) -> int:
+    for k, v in vars(args).items():  # command-line bytes that are not UTF-8 arrive as surrogates
+        if k == "workspace":
+            continue  # a folder name is whatever bytes it is
+        if isinstance(v, str):
+            setattr(args, k, searchmod.clean_text(v))
+        elif isinstance(v, list):
+            setattr(args, k, [searchmod.clean_text(x) if isinstance(x, str) else x for x in v])
     ws = wsmod.resolve_workspace(getattr(args, "workspace", None))
     handler = globals()[f"cmd_{args.command}"]
     mem = Memory(ws)
@@ -125,7 +132,7 @@ def cmd_recall(mem: Memory, args) -> int:
     """What /recall shows Claude: a combined search, compact, framed as data. With no words, the
     recent sessions instead."""
     query = " ".join(args.query) if args.query else sys.stdin.read()
-    query = " ".join(query.split())
+    query = searchmod.clean_text(" ".join(query.split()))
     if not query:
         return _recall_recent(mem, args)
     if args.json:

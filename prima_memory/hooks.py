@@ -37,7 +37,8 @@ def read_input(timeout: float = 2.0) -> tuple[dict, str | None]:
             if not chunk:
                 break
             chunks.append(chunk)
-        raw = b"".join(chunks).decode("utf-8", "replace")
+        from .sources.jsonl import mend_surrogates
+        raw = mend_surrogates(b"".join(chunks)).decode("utf-8", "replace")
         if not raw.strip():
             return {}, "empty hook input"
         data = json.loads(raw)

@@ -50,6 +50,16 @@ class Hit:
         self.files = files or []
 
 
+def clean_text(text: str) -> str:
+    """Text that UTF-8 can hold: a lone surrogate (from a command line with bytes that are not
+    UTF-8, or a cut emoji) becomes U+FFFD."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
 def normalize_query(query: str) -> tuple[str, list[str]]:
     whole = " ".join(query.split()).lower()
     words = list(dict.fromkeys(whole.split()))

@@ -3,11 +3,29 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 
 CHUNK = 4 << 20
 MAX_LINE = 64 << 20  # a longer line (a runaway paste) is skipped without being held in memory
 TAIL_GRACE_SECONDS = 30  # an unterminated last line this old is taken as complete
+# A JSON escape of a lone UTF-16 surrogate ("\ud83d": Claude Code cuts strings mid-emoji) is valid
+# JSON, but no UTF-8 text can hold it: SQLite refuses it and orjson refuses the line. It becomes
+# U+FFFD before parsing, so both parsers read the same text. An escaped backslash is matched
+# first, so the text "\\ud83d" stays as it is; a valid pair is kept whole.
+_ESCAPES = re.compile(rb"\\\\|\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}"
+                      rb"|\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
+def _mend(m: re.Match) -> bytes:
+    return b"\\ufffd" if len(m.group()) == 6 else m.group()
+
+
+def mend_surrogates(line: bytes) -> bytes:
+    """JSON bytes with every lone-surrogate escape replaced by the escape of U+FFFD."""
+    if b"\\ud" in line or b"\\uD" in line:
+        return _ESCAPES.sub(_mend, line)
+    return line
 
 
 class JsonlReader:
@@ -38,6 +56,7 @@ class JsonlReader:
             self.problems.append(f"byte {at}: {why}")
 
     def _parse(self, line: bytes, at: int):
+        line = mend_surrogates(line)
         try:
             obj = self.loads(line)
         except ValueError as e:  # both parsers' errors, and UnicodeDecodeError, are ValueErrors
