@@ -2,13 +2,13 @@
 injected back by SessionStart (source "compact"). Each compaction writes a new file."""
 from __future__ import annotations
 
-import glob
 import os
 import time
 
 from .briefing import CLOSE, OPEN, budget
 from .extracts import extracts_dir, files_table, one_line, session_header, write_new
 from .timeparse import local
+from .workspace import data_dir, file_id, open_nofollow
 
 DEFAULT_CHARS = 6000
 INJECT_HEADER = ("The conversation was just compacted. Below is prima-memory's checkpoint of this "
@@ -51,7 +51,7 @@ def render(store, row, trigger: str | None = None) -> str:
 def write(store, row, ws: str, trigger: str | None = None) -> str:
     """A new checkpoint file; never overwrites one (two in a minute get -2, -3 ...)."""
     folder = extracts_dir(ws, row.cwd)
-    stem = time.strftime("%Y-%m-%d-%H%M", time.localtime()) + f"-{row.session_id}-checkpoint"
+    stem = time.strftime("%Y-%m-%d-%H%M", time.localtime()) + f"-{file_id(row.session_id)}-checkpoint"
     text = render(store, row, trigger)
     n = 1
     while True:
@@ -63,24 +63,33 @@ def write(store, row, ws: str, trigger: str | None = None) -> str:
 
 def latest(ws: str, session_id: str) -> str | None:
     """The newest checkpoint file of a session, in any project folder of this workspace: by the
-    time in its name, then its -N suffix (mtimes can tie)."""
-    pattern = os.path.join(ws, ".prima-memory", "extracts", "*",
-                           f"*-{glob.escape(session_id)}-checkpoint*.md")
+    time in its name, then its -N suffix (mtimes can tie). Symbolic links are never followed."""
+    marker = f"-{file_id(session_id)}-checkpoint"
+    found = []
+    try:
+        for folder in os.scandir(os.path.join(data_dir(ws), "extracts")):
+            if not folder.is_dir(follow_symlinks=False):
+                continue
+            for entry in os.scandir(folder.path):
+                if marker in entry.name and entry.name.endswith(".md") \
+                        and entry.is_file(follow_symlinks=False):
+                    found.append(entry)
+    except OSError:
+        return None
 
-    def order(path: str):
-        name = os.path.basename(path)
+    def order(entry):
+        name = entry.name
         suffix = name[:-3].rsplit("-checkpoint", 1)[-1].lstrip("-")
-        return name[:15], int(suffix) if suffix.isdigit() else 1, os.path.getmtime(path)
+        return name[:15], int(suffix) if suffix.isdigit() else 1, entry.stat(follow_symlinks=False).st_mtime
 
-    found = glob.glob(pattern)
-    return max(found, key=order) if found else None
+    return max(found, key=order).path if found else None
 
 
 def inject(path: str) -> str:
     """The checkpoint as SessionStart context, cut at a line boundary to its budget, the closing
     tag always kept (its text comes from the index, redacted before it was stored)."""
     chars = budget("PRIMA_CHECKPOINT_CHARS", DEFAULT_CHARS)
-    with open(path, encoding="utf-8") as f:
+    with os.fdopen(open_nofollow(path), encoding="utf-8", errors="replace") as f:
         body = f.read().rstrip()
     head, tail = f"{OPEN}\n{INJECT_HEADER}\n\n", f"\n{CLOSE}"
     room = chars - len(head) - len(tail)

@@ -6,7 +6,7 @@ import re
 import time
 
 from .timeparse import local
-from .workspace import data_dir
+from .workspace import data_dir, is_real_dir
 
 MIN_MESSAGES = 50
 MIN_FILES = 10
@@ -39,8 +39,12 @@ def _day_taken(folder: str, day: str, session_id: str) -> bool:
 
 
 def write_new(path: str, text: str) -> bool:
-    """Create a file that must never be overwritten; False if it already exists."""
-    os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+    """Create a file that must never be overwritten; False if it already exists. Never through a
+    symbolic link: O_EXCL refuses one in the last place, and the folder must be a real one."""
+    folder = os.path.dirname(path)
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    if not (is_real_dir(folder) and is_real_dir(os.path.dirname(folder))):
+        raise OSError(f"{folder} is not a folder of its own (a symbolic link?): not written")
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except FileExistsError:

@@ -69,7 +69,11 @@ def run(event: str, workspace: str | None = None) -> int:
         if problem:
             mem.store()  # opens the log file too
             mem.log.warn(f"hook {event}: {problem}; going on without it")
-        session_id = data.get("session_id") if isinstance(data.get("session_id"), str) else None
+        session_id = wsmod.safe_session_id(data.get("session_id"))
+        if session_id is None and data.get("session_id") is not None:
+            mem.store()  # opens the log file too
+            mem.log.warn(f"hook {event}: session id {str(data.get('session_id'))[:80]!r} refused; "
+                         "going on without it")
         try:
             out = _HANDLERS[event](mem, data, session_id, lock_wait, index_budget)
         finally:
@@ -98,9 +102,10 @@ def _log(mem, ws: str | None, msg: str) -> None:
     be opened: Log needs only the standard library), else to stderr."""
     try:
         from .logs import Log
+        from .workspace import data_dir, is_real_dir
         log = mem.log if mem is not None and mem.log.path else None
-        if log is None and ws and os.path.isdir(os.path.join(ws, ".prima-memory")):
-            log = Log(os.path.join(ws, ".prima-memory"))
+        if log is None and ws and is_real_dir(data_dir(ws)):
+            log = Log(data_dir(ws))
         if log is None:
             print(f"prima-memory: {msg}", file=sys.stderr)
         else:

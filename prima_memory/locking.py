@@ -25,7 +25,7 @@ class WriterLock:
         except ImportError:
             self._acquire_portable(timeout)
             return
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
         deadline = time.monotonic() + max(0.0, timeout)
         while True:
             try:

@@ -5,6 +5,7 @@ import os
 import time
 
 _MAX_BYTES = 1_000_000
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)  # a log shipped as a link to another file is not written
 
 
 class Log:
@@ -22,7 +23,7 @@ class Log:
         try:
             if os.path.exists(self.path) and os.path.getsize(self.path) > _MAX_BYTES:
                 os.replace(self.path, self.path + ".1")
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | _NOFOLLOW, 0o600)
             with os.fdopen(fd, "a", encoding="utf-8") as f:
                 f.write(line)
         except OSError:
@@ -42,8 +43,8 @@ class Log:
         if not self.path or not os.path.exists(self.path):
             return []
         try:
-            with open(self.path, "rb") as f:
-                f.seek(max(0, os.path.getsize(self.path) - 200_000))
+            with os.fdopen(os.open(self.path, os.O_RDONLY | _NOFOLLOW), "rb") as f:
+                f.seek(max(0, os.fstat(f.fileno()).st_size - 200_000))
                 lines = f.read().decode("utf-8", "replace").splitlines()
         except OSError:
             return []

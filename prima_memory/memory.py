@@ -23,7 +23,7 @@ class Memory:
         self.ws = ws
         self.dir = wsmod.data_dir(ws)
         self.db_path = wsmod.index_path(ws)
-        self.log = log or Log(self.dir if os.path.isdir(self.dir) else None)
+        self.log = log or Log(self.dir if wsmod.is_real_dir(self.dir) else None)
         self._store: Store | None = None
         self._lock = None
 
@@ -32,11 +32,16 @@ class Memory:
     def exists(self) -> bool:
         return os.path.exists(self.db_path)
 
+    def _ensure_dir(self) -> None:
+        notes = wsmod.ensure_data_dir(self.ws)
+        if self.log.path is None:
+            self.log = Log(self.dir)
+        for note in notes:
+            self.log.warn(note)
+
     def store(self) -> Store:
         if self._store is None:
-            wsmod.ensure_data_dir(self.ws)
-            if self.log.path is None:
-                self.log = Log(self.dir)
+            self._ensure_dir()
             self._store = self._open()
         return self._store
 
@@ -68,7 +73,7 @@ class Memory:
             except apsw.Error:
                 pass
             self._store = None
-        wsmod.ensure_data_dir(self.ws)
+        self._ensure_dir()
         self._store = self._replace("corrupt", "index is corrupt")
         return self._store
 
@@ -82,7 +87,7 @@ class Memory:
     def lock(self):
         if self._lock is None:
             from .locking import WriterLock
-            wsmod.ensure_data_dir(self.ws)
+            self._ensure_dir()
             self._lock = WriterLock(os.path.join(self.dir, "index.lock"))
         return self._lock
 

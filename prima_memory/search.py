@@ -12,6 +12,7 @@ import re
 import time
 
 from .store import SHIFT, SessionRow, Store
+from .workspace import data_dir, is_real_dir, open_nofollow
 
 WEEK = 7 * 86400
 TERMS_LIMIT = 4000  # a word inside more index terms than this is matched by reading the texts
@@ -210,17 +211,19 @@ _SESSION_LINE = re.compile(r"Session ID: `([^`]+)`")
 def extract_hits(workspace: str, query: str, filters: Filters | None = None) -> list[Hit]:
     """Deep search: the markdown extracts and checkpoints, scored like messages (per paragraph)."""
     whole, words = normalize_query(query)
-    root = os.path.join(workspace, ".prima-memory", "extracts")
+    root = os.path.join(data_dir(workspace), "extracts")
     out = []
-    for folder, _dirs, names in os.walk(root):
+    if not is_real_dir(root):
+        return out
+    for folder, _dirs, names in os.walk(root):  # never into a linked folder
         for name in sorted(names):
             if not name.endswith(".md"):
                 continue
             path = os.path.join(folder, name)
             try:
-                with open(path, encoding="utf-8") as f:
+                with os.fdopen(open_nofollow(path), encoding="utf-8", errors="replace") as f:
                     text = f.read()
-            except OSError:
+            except OSError:  # a symbolic link among them too
                 continue
             low = text.lower()
             if not all(w in low for w in words):

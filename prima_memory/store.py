@@ -106,11 +106,13 @@ def _like(text: str) -> str:
 
 
 def _create_private(path: str) -> None:
+    """Create the database file private to the user (SQLite gives the -wal and -shm files its
+    mode), never through a symbolic link: the mode is set on what was opened."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
     try:
-        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
-    except FileExistsError:
-        pass
-    os.chmod(path, 0o600)  # SQLite gives the -wal and -shm files the database's mode
+        os.fchmod(fd, 0o600)
+    finally:
+        os.close(fd)
 
 
 class Store:

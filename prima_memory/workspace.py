@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import os
 import re
+import stat
+import time
 
 DATA_DIR_NAME = ".prima-memory"
 _NON_ALNUM = re.compile(r"[^A-Za-z0-9]")
@@ -116,17 +118,89 @@ def check_host(workspace: str) -> None:
             f"{workspace}; refusing to create an index there")
 
 
-def ensure_data_dir(workspace: str) -> str:
-    """Create .prima-memory/ private to the user, with a .gitignore so git never sees it."""
+# Names prima-memory opens in its folder. A cloned repository can ship any of them, or the folder
+# itself, as a symbolic link: none is ever followed (DESIGN §8).
+_OWN_NAMES = (".gitignore", "index.db", "index.db-wal", "index.db-shm", "index.db-journal",
+              "index.lock", "prima-memory.log", "prima-memory.log.1", "extracts")
+O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+
+
+def is_real_dir(path: str) -> bool:
+    """A folder, and not a symbolic link to one."""
+    try:
+        return stat.S_ISDIR(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
+def _set_aside(path: str, notes: list[str]) -> None:
+    """Rename a symbolic link out of the way: the link itself moves, its target is untouched."""
+    try:
+        target = f" (to {os.readlink(path)})"
+    except OSError:
+        target = ""
+    dest = f"{path}.moved-aside-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
+    os.rename(path, dest)
+    notes.append(f"{path} was a symbolic link{target}: moved it to {dest}; nothing in "
+                 ".prima-memory is followed out of it")
+
+
+def ensure_data_dir(workspace: str) -> list[str]:
+    """Create .prima-memory/ private to the user, with a .gitignore so git never sees it, and set
+    aside any symbolic link where prima-memory keeps its files. Returns warnings for the log."""
     check_host(workspace)
+    notes: list[str] = []
     d = data_dir(workspace)
-    os.makedirs(d, mode=0o700, exist_ok=True)
+    if os.path.islink(d):
+        _set_aside(d, notes)
+    try:
+        os.mkdir(d, 0o700)
+    except FileExistsError:
+        pass
+    if not is_real_dir(d):  # a file of the user's, or a link put back in between: refuse
+        raise OSError(f"{d} is not a folder")
     try:
         os.chmod(d, 0o700)
     except OSError:
         pass
-    gi = os.path.join(d, ".gitignore")
-    if not os.path.exists(gi):
-        with open(gi, "w") as f:
+    for name in _OWN_NAMES:
+        p = os.path.join(d, name)
+        if os.path.islink(p):
+            _set_aside(p, notes)
+    try:  # the project folders of extracts/ (their files are opened without following links)
+        for entry in os.scandir(os.path.join(d, "extracts")):
+            if entry.is_symlink():
+                _set_aside(entry.path, notes)
+    except OSError:
+        pass
+    try:
+        fd = os.open(os.path.join(d, ".gitignore"), os.O_WRONLY | os.O_CREAT | os.O_EXCL | O_NOFOLLOW,
+                     0o600)
+    except FileExistsError:
+        pass
+    else:
+        with os.fdopen(fd, "w") as f:
             f.write("*\n")
-    return d
+    return notes
+
+
+_SAFE_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,199}")
+
+
+def safe_session_id(value) -> str | None:
+    """A session id as a hook payload gives it, if it is one: Claude Code's are UUIDs; anything
+    outside a conservative set (a path, `..`, an empty or huge string) is refused."""
+    if isinstance(value, str) and _SAFE_ID.fullmatch(value) and ".." not in value:
+        return value
+    return None
+
+
+def file_id(session_id: str) -> str:
+    """The id as a part of a file name: the id itself where it is safe, else a sanitised copy
+    (ids read from transcripts are not checked like a hook's)."""
+    return safe_session_id(session_id) or re.sub(r"[^A-Za-z0-9_-]", "_", session_id)[:100] or "_"
+
+
+def open_nofollow(path: str, flags: int = os.O_RDONLY, mode: int = 0o600) -> int:
+    """os.open that refuses a symbolic link in the last place (ELOOP) instead of following it."""
+    return os.open(path, flags | O_NOFOLLOW, mode)

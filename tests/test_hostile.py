@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import json
 import time
+from pathlib import Path
 
-from conftest import Env
+import pytest
+
+from conftest import Env, Transcript
 from test_hooks import payload, query, run_hook, sid
 
 from prima_memory.sources import claude_code
@@ -66,3 +69,128 @@ def test_a_lone_surrogate_in_a_hook_payload_or_a_query(env):
     assert json.loads(p.stdout)["query"] == "rocketship\ufffd"
     p = env.run("recall", "rocketship", "\udcff")
     assert p.stdout.splitlines()[0].startswith('prima-memory: past sessions matching "rocketship \ufffd"')
+
+
+# -- symbolic links in .prima-memory (a cloned repository can ship any) ---------------------------
+
+def _victim(env: Env):
+    """Files outside the workspace's memory that a link in .prima-memory points at."""
+    v = env.root / "victim"
+    (v / "folder").mkdir(parents=True)
+    (v / "passwd").write_text("root:x:0:0\n")
+    (v / "passwd").chmod(0o644)
+    (v / "other.db").write_bytes(b"not yours\n")
+    (v / "other.db").chmod(0o644)
+    return v
+
+
+def _state(root) -> dict:
+    return {str(p.relative_to(root)): (p.read_bytes() if p.is_file() else None, p.stat().st_mode)
+            for p in sorted(root.rglob("*"))}
+
+
+def _busy_session(env: Env) -> None:
+    t = env.transcript(A, start=OLD)
+    for i in range(30):  # 60 messages: substantial, so an extract is written
+        t.exchange(f"step {i} of the linkwatch migration", f"Did step {i} of the linkwatch work.")
+
+
+LINKS = {
+    ".prima-memory": lambda v: v / "folder",
+    "index.db": lambda v: v / "other.db",
+    "prima-memory.log": lambda v: v / "passwd",
+    ".gitignore": lambda v: v / "created-by-gitignore",
+    "extracts": lambda v: v / "folder",
+    "index.lock": lambda v: v / "passwd",
+    "index.db-wal": lambda v: v / "created-by-wal",
+}
+
+
+@pytest.mark.parametrize("name", list(LINKS))
+def test_a_symbolic_link_in_the_memory_folder_is_never_followed(env, name):
+    victim = _victim(env)
+    _busy_session(env)
+    data = env.data
+    if name == ".prima-memory":
+        data.symlink_to(LINKS[name](victim), target_is_directory=True)
+    else:
+        data.mkdir()
+        (data / name).symlink_to(LINKS[name](victim))
+    before = _state(victim)
+    env.run("index")
+    for event in ("session-start", "stop", "pre-compact"):
+        assert run_hook(env, event, payload(env, event, A)).rc == 0
+    assert run_hook(env, "session-start", payload(env, "session-start", A, source="compact")).rc == 0
+    assert [r["session_id"] for r in env.search("linkwatch")] == [A]
+    assert _state(victim) == before, "something outside .prima-memory was written or chmodded"
+    assert not data.is_symlink() and data.is_dir()
+    assert (data / "index.db").is_file() and not (data / "index.db").is_symlink()
+    assert list((data / "extracts").rglob("*-checkpoint.md")) and list(
+        (data / "extracts").rglob("*-session-extract.md"))
+    aside = list(env.ws.glob(".prima-memory.moved-aside-*")) if name == ".prima-memory" else \
+        list(data.glob(f"{name}.moved-aside-*"))
+    assert len(aside) == 1 and aside[0].is_symlink()  # the link moved, its target untouched
+    log = (data / "prima-memory.log").read_text()
+    assert "symbolic link" in log and "moved it to" in log
+
+
+def test_a_linked_project_folder_or_checkpoint_in_extracts_is_never_followed(env):
+    victim = _victim(env)
+    _busy_session(env)
+    env.run("index")
+    extracts = env.data / "extracts"
+    (project,) = [p for p in extracts.iterdir()]
+    # a checkpoint-looking link to a secret file, in a real project folder, and a linked folder
+    (project / f"2099-01-01-0000-{A}-checkpoint.md").symlink_to(victim / "passwd")
+    (extracts / "elsewhere").symlink_to(victim / "folder", target_is_directory=True)
+    before = _state(victim)
+    r = run_hook(env, "session-start", payload(env, "session-start", A, source="compact"))
+    assert r.rc == 0 and "root:x" not in r.out
+    assert "root:x" not in env.run("search", "root", "--deep").stdout
+    assert run_hook(env, "pre-compact", payload(env, "pre-compact", A)).rc == 0
+    assert _state(victim) == before
+    assert not (extracts / "elsewhere").exists()  # set aside
+
+
+# -- session ids from hook payloads ---------------------------------------------------------------
+
+@pytest.mark.parametrize("bad", ["../../../../x", "..", "a/b", "/etc/passwd", "", " ", "x" * 300,
+                                 "abc\x00def", "..\\..\\x"])
+def test_a_hostile_session_id_creates_nothing_anywhere(env, bad):
+    _busy_session(env)
+    env.run("index")
+    before = {str(p) for p in env.root.rglob("*")}
+    for event in ("stop", "pre-compact", "session-start"):
+        data = payload(env, event, A, last_assistant_message="phantom reply")
+        data["session_id"] = bad
+        r = run_hook(env, event, data)
+        assert r.rc == 0 and "root:x" not in r.out
+    after = {str(p) for p in env.root.rglob("*")}
+    new = sorted(p for p in after - before if "/.prima-memory/" not in p + "/")
+    assert new == [], new
+    assert query(env, "SELECT count(*) FROM sessions WHERE session_id != ?", (A,))[0][0] == 0
+    assert query(env, "SELECT count(*) FROM messages WHERE text = 'phantom reply'")[0][0] == 0
+    assert not list((env.data / "extracts").rglob("*checkpoint*"))
+
+
+def test_a_session_id_read_from_a_transcript_never_leaves_the_extracts_folder(env):
+    """Flat agent files name their session inside: a crafted one can carry any id. The index
+    keeps it as data; a file name built from it stays inside the extracts folder."""
+    from prima_memory import checkpoints
+    from prima_memory.memory import Memory
+    evil = "../../../../evil"
+    t = Transcript(env.project_dir / "agent-deadbeef.jsonl", evil, str(env.ws), start=OLD,
+                   sidechain=True, agent_id="deadbeef")
+    for i in range(3):
+        t.exchange(f"subagent linkwatch step {i}", "done")
+    env.run("index")
+    mem = Memory(str(env.ws))
+    try:
+        row = mem.store().session_by_session_id(evil)
+        assert row is not None and row.session_id == evil
+        path = checkpoints.write(mem.store(), row, str(env.ws))
+    finally:
+        mem.close()
+    extracts = (env.data / "extracts").resolve()
+    assert extracts in Path(path).resolve().parents, path
+    assert checkpoints.latest(str(env.ws), evil) == path
