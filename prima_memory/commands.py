@@ -30,14 +30,11 @@ def run(args) -> int:
     mem = Memory(ws)
     try:
         try:
-            return handler(mem, args)
-        except (apsw.CorruptError, apsw.NotADBError):
-            mem.recover_corrupt()  # moved aside and rebuilt; the command runs once more
-            return handler(mem, args)
+            return mem.guarded(lambda: handler(mem, args))
         except apsw.BusyError:  # another process held SQLite past its busy timeout: once more
             import time
             time.sleep(0.5)
-            return handler(mem, args)
+            return mem.guarded(lambda: handler(mem, args))
     finally:
         mem.close()
 

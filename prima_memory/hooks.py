@@ -75,7 +75,8 @@ def run(event: str, workspace: str | None = None) -> int:
             mem.log.warn(f"hook {event}: session id {str(data.get('session_id'))[:80]!r} refused; "
                          "going on without it")
         try:
-            out = _HANDLERS[event](mem, data, session_id, lock_wait, index_budget)
+            out = mem.guarded(lambda: _HANDLERS[event](mem, data, session_id, lock_wait,
+                                                        index_budget))
         finally:
             mem.close()
         if out:

@@ -11,7 +11,7 @@ import apsw
 
 from . import workspace as wsmod
 from .logs import Log
-from .store import CorruptIndex, SchemaMismatch, Store, move_aside
+from .store import CorruptIndex, SchemaMismatch, Store, is_corruption, move_aside
 
 
 class IndexBusy(Exception):
@@ -65,7 +65,18 @@ class Memory:
             self.log.warn(f"nothing could be recovered from {old}: {e}")
         return store
 
-    def recover_corrupt(self) -> Store:
+    def guarded(self, fn):
+        """fn(), run once more on a fresh index if it finds the index damaged on the way (moved
+        aside and rebuilt): the same recovery for every command and every hook."""
+        try:
+            return fn()
+        except Exception as e:
+            if not is_corruption(e):
+                raise
+            self.recover_corrupt(f"{type(e).__name__}: {e}")
+            return fn()
+
+    def recover_corrupt(self, why: str = "") -> Store:
         """Called when the database turns out corrupt mid-operation."""
         if self._store is not None:
             try:
@@ -74,7 +85,8 @@ class Memory:
                 pass
             self._store = None
         self._ensure_dir()
-        self._store = self._replace("corrupt", "index is corrupt")
+        self._store = self._replace("corrupt", f"index is corrupt ({why[:200]})" if why
+                                    else "index is corrupt")
         return self._store
 
     def close(self) -> None:

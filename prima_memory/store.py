@@ -546,15 +546,17 @@ class Store:
         return out
 
     def all_message_texts(self):
-        """(id, text) of every message with text: the slow path for queries with no usable token."""
-        return self.db.execute("SELECT id, text FROM messages WHERE text != ''")
+        """(id, text) of every message with text: the slow path for queries with no usable token.
+        (A generator here, not a cursor, so a text that fails to decode fails in this module:
+        see is_corruption.)"""
+        yield from self.db.execute("SELECT id, text FROM messages WHERE text != ''")
 
     def session_message_texts(self, session: int, newest_first: bool = False):
         """(id, text) of a session's messages: its rowid range, in id order."""
         lo, hi = session << SHIFT, ((session + 1) << SHIFT) - 1
         order = "DESC" if newest_first else "ASC"
-        return self.db.execute(f"SELECT id, text FROM messages WHERE id BETWEEN ? AND ? "
-                               f"AND text != '' ORDER BY id {order}", (lo, hi))
+        yield from self.db.execute(f"SELECT id, text FROM messages WHERE id BETWEEN ? AND ? "
+                                   f"AND text != '' ORDER BY id {order}", (lo, hi))
 
     # -- recovery ------------------------------------------------------------------------------
 
@@ -564,26 +566,26 @@ class Store:
         # A truncated file is refused outright unless SQLite is told to trust what it can read.
         old.execute("PRAGMA writable_schema=ON")
         try:
-            sessions = list(old.execute(f"SELECT {SESSION_COLUMNS} FROM sessions"))
+            sessions = _lenient(old, f"SELECT {_BLOB_SESSION_COLUMNS}, NULL FROM sessions")
             try:
                 mains = dict(old.execute("SELECT session, path FROM files WHERE sidechain = 0"))
             except apsw.Error:
                 mains = {}  # unreadable: treat every session as one that may be gone
             n = 0
             for r in sessions:
-                row = SessionRow(*r)
+                row = SessionRow(*r[:-1], next(filter(None, r[7:10]), "Untitled Session"))
                 if not row.archived and (not mains or (row.id in mains
                                                        and file_exists(mains[row.id]))):
                     continue  # its file is still there: the rebuild reads it
                 try:
-                    msgs = list(old.execute(
-                        "SELECT m.key, m.role, m.ts, m.sidechain, u.key, m.text FROM messages m "
-                        "LEFT JOIN messages u ON u.id = m.pair WHERE m.session = ? ORDER BY m.id",
-                        (row.id,)))
-                    changes = list(old.execute(
-                        "SELECT path, tool, explanation, ts, message_key FROM file_changes "
-                        "WHERE session = ? ORDER BY id", (row.id,)))
-                except apsw.Error:
+                    msgs = _lenient(old, "SELECT m.key, m.role, m.ts, m.sidechain, u.key, "
+                                         "CAST(m.text AS BLOB) FROM messages m LEFT JOIN messages u "
+                                         "ON u.id = m.pair WHERE m.session = ? ORDER BY m.id",
+                                    (row.id,))
+                    changes = _lenient(old, "SELECT CAST(path AS BLOB), tool, CAST(explanation AS "
+                                            "BLOB), ts, message_key FROM file_changes "
+                                            "WHERE session = ? ORDER BY id", (row.id,))
+                except (apsw.Error, UnicodeDecodeError):
                     continue  # this session's pages are unreadable
                 with self.db:
                     new = self.session_for(row.source, row.session_id, row.label)
@@ -645,6 +647,33 @@ def _to_v4(store: Store) -> None:
 
 # version -> the step that brings an index of that version to the next; older ones are rebuilt
 _MIGRATIONS = {3: _to_v4}
+
+
+# The sessions' columns with every text one read as bytes (see _lenient), for recovery.
+_BLOB_SESSION_COLUMNS = ", ".join(
+    c if c in ("id", "started_at", "ended_at", "message_count", "files_count", "archived")
+    else f"CAST({c} AS BLOB)" for c in _SESSION_FIELDS.split()[:-1])
+
+
+def _lenient(db, sql: str, args=()) -> list[tuple]:
+    """Rows of a query that selects its text columns AS BLOB, decoded here: bytes a damaged page
+    left in a text become U+FFFD instead of failing the whole read."""
+    return [tuple(v.decode("utf-8", "replace") if isinstance(v, bytes) else v for v in r)
+            for r in db.execute(sql, args)]
+
+
+def is_corruption(e: BaseException) -> bool:
+    """An error that says the index itself is damaged: SQLite's own, or text that is no longer
+    UTF-8 (random bytes in a text page pass SQLite's checks and fail only when a row is read).
+    A decode error counts only where it came from reading the index, in this module."""
+    if isinstance(e, (CorruptIndex, apsw.CorruptError, apsw.NotADBError)):
+        return True
+    if isinstance(e, UnicodeDecodeError):
+        tb = e.__traceback__
+        while tb is not None and tb.tb_next is not None:
+            tb = tb.tb_next
+        return tb is not None and tb.tb_frame.f_code.co_filename == __file__
+    return False
 
 
 class SchemaMismatch(StoreError):

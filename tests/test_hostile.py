@@ -194,3 +194,54 @@ def test_a_session_id_read_from_a_transcript_never_leaves_the_extracts_folder(en
     extracts = (env.data / "extracts").resolve()
     assert extracts in Path(path).resolve().parents, path
     assert checkpoints.latest(str(env.ws), evil) == path
+
+
+# -- damaged text pages -----------------------------------------------------------------------------
+
+def _damage_text(env: Env) -> None:
+    """Random bytes in a text page: SQLite's structure stays valid, the text is no longer UTF-8."""
+    db = env.data / "index.db"
+    raw = db.read_bytes()
+    assert raw.count(b"DAMAGEDTEXTMARKER") >= 1
+    db.write_bytes(raw.replace(b"DAMAGEDTEXTMARKER", b"\xff\xfe\xc3(\xa0\xe2\x28\xa1\xf0\x90\x28"
+                                                      b"\xbc\xff\xfe\xfd\xfc\xfb"))
+
+
+CALLS = {
+    "search": ("search", "zanzibarite", "--mode", "keyword"),
+    "recall": ("recall", "zanzibarite"),
+    "recent": ("recent",),
+    "show": ("show", A),
+    "files": ("files",),
+    "status": ("status",),
+    "index": ("index",),
+}
+
+
+@pytest.mark.parametrize("call", list(CALLS) + ["session-start", "stop", "pre-compact"])
+def test_damaged_text_in_the_index_is_recovered_on_every_path(env, call):
+    t = env.transcript(A, start=OLD)
+    t.exchange("Fix the zanzibarite parser DAMAGEDTEXTMARKER today", "Fixed the zanzibarite parser.")
+    t.tool("Edit", {"file_path": str(env.ws / "zanzibarite.py"), "old_string": "a", "new_string": "b"},
+           text="Editing the zanzibarite module.")
+    env.transcript(B, start=OLD + DAY).exchange("Tune the quokka cache", "Tuned.")
+    env.run("index")
+    _damage_text(env)
+    if call in CALLS:
+        p = env.run(*CALLS[call], check=False)
+        assert p.returncode == 0, p.stderr
+        assert "Traceback" not in p.stderr and "UnicodeDecodeError" not in p.stderr
+        if call in ("search", "recall", "recent", "show"):
+            assert A in p.stdout
+    else:
+        r = run_hook(env, call, payload(env, call, A))
+        assert r.rc == 0 and r.err == ""
+        if call == "session-start":
+            assert A in r.out or B in r.out  # the briefing, from the rebuilt index
+    moved = [p for p in env.data.glob("index.db.corrupt-*") if not p.name.endswith(("-wal", "-shm"))]
+    if call not in ("status", "index", "files", "stop"):  # these never read the damaged text
+        assert len(moved) == 1, "the damaged index was not moved aside"
+        assert "index is corrupt" in (env.data / "prima-memory.log").read_text()
+    # whatever path met it, the next user finds a whole index
+    texts = [m["text"] for m in env.json("show", A)["session"]["messages"]]
+    assert texts[0] == "Fix the zanzibarite parser DAMAGEDTEXTMARKER today"
