@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import time
 
-from .briefing import CLOSE, OPEN, budget
+from .briefing import budget, escape, frame
 from .extracts import extracts_dir, files_table, one_line, session_header, write_new
 from .timeparse import local
 from .workspace import data_dir, file_id, open_nofollow
@@ -91,14 +91,14 @@ def inject(path: str) -> str:
     chars = budget("PRIMA_CHECKPOINT_CHARS", DEFAULT_CHARS)
     with os.fdopen(open_nofollow(path), encoding="utf-8", errors="replace") as f:
         body = f.read().rstrip()
-    head, tail = f"{OPEN}\n{INJECT_HEADER}\n\n", f"\n{CLOSE}"
-    room = chars - len(head) - len(tail)
+    room = chars - len(frame(INJECT_HEADER, ""))
     if room <= 0:
         return ""
+    body = escape(body)  # before cutting: escaping lengthens it
     if len(body) > room:
         note = f"\n… (cut to fit; the whole checkpoint is in {path})"
         if len(note) > room // 2:
             note = "\n… (cut to fit)"
         body = body[: max(0, room - len(note))].rsplit("\n", 1)[0] + note
         body = body[:room]
-    return head + body + tail
+    return frame(INJECT_HEADER, body)
