@@ -11,7 +11,7 @@ import os
 import re
 import time
 
-from .store import SHIFT, SessionRow, Store
+from .store import SHIFT, SessionRow, Store, fold, index_text
 from .workspace import data_dir, is_real_dir, open_nofollow
 
 WEEK = 7 * 86400
@@ -62,7 +62,7 @@ def clean_text(text: str) -> str:
 
 
 def normalize_query(query: str) -> tuple[str, list[str]]:
-    whole = " ".join(query.split()).lower()
+    whole = fold(" ".join(query.split()))
     words = list(dict.fromkeys(whole.split()))
     return whole, words
 
@@ -85,12 +85,12 @@ def messages_containing(store: Store, word: str) -> dict[int, int]:
             return {}
         exprs.append(" OR ".join(f'"{t}"' for t in terms))
     if not exprs:
-        return _per_session(mid for mid, text in store.all_message_texts() if word in text.lower())
+        return _per_session(mid for mid, text in store.all_message_texts() if word in fold(text))
     if toks == [word]:
         return store.count_matching(exprs[0])
     ids = set.intersection(*(store.message_ids_matching(e) for e in exprs))
     texts = store.message_texts(sorted(ids))
-    return _per_session(mid for mid, text in texts.items() if word in text.lower())
+    return _per_session(mid for mid, text in texts.items() if word in fold(text))
 
 
 def _per_session(ids) -> dict[int, int]:
@@ -157,24 +157,26 @@ def _decorate(store: Store, hit: Hit, words: list[str]) -> None:
     hit.files = store.changed_paths(hit.row.id)
     best, best_n, seen = None, 0, 0
     for _mid, text in store.session_message_texts(hit.row.id, newest_first=True):
-        low = text.lower()
+        low = fold(text)
         n = sum(w in low for w in words)
         if not n:
             continue
+        if len(low) != len(text):  # not NFC: shown as folded, so positions agree
+            text = index_text(text)
         seen += 1
         if n > best_n:
             best, best_n = text, n
         if len(hit.matches) < 3:  # words hold no white space, so one line holds the match
-            line = next((ln for ln in text.splitlines() if any(w in ln.lower() for w in words)), text)
-            line = _around(line, line.lower(), words, 160)
+            line = next((ln for ln in text.splitlines() if any(w in fold(ln) for w in words)), text)
+            line = _around(line, fold(line), words, 160)
             if line not in hit.matches:  # a prompt quoted back in replies is shown once
                 hit.matches.append(line)
         if best_n == len(words) and (len(hit.matches) >= 3 or seen >= 12):
             break
     if best is not None:
-        hit.snippet = _around(best, best.lower(), words, _SNIPPET)
+        hit.snippet = _around(best, fold(best), words, _SNIPPET)
     elif hit.files:
-        hit.snippet = next((f for f in hit.files if " ".join(words) in f.lower()), hit.files[0])
+        hit.snippet = next((f for f in hit.files if " ".join(words) in fold(f)), hit.files[0])
 
 
 # A run of one repeated symbol (rules, leaders, `·` shown for white space) says nothing in a
@@ -225,7 +227,7 @@ def extract_hits(workspace: str, query: str, filters: Filters | None = None) -> 
                     text = f.read()
             except OSError:  # a symbolic link among them too
                 continue
-            low = text.lower()
+            low = fold(text)
             if not all(w in low for w in words):
                 continue
             paragraphs = low.split("\n\n")

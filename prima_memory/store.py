@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import os
 import time
+import unicodedata
 from collections import namedtuple
 
 import apsw
 
 # 2: sessions.unfinished; 3: changed paths searchable from an index; 4: no "HEAD" branches, and
-# prima-memory's own command runs are no longer sessions (a migration, see _MIGRATIONS)
-SCHEMA_VERSION = 4
+# prima-memory's own command runs are no longer sessions; 5: text folded alike on both sides of
+# matching (4 and 5 are migrations, see _MIGRATIONS)
+SCHEMA_VERSION = 5
 SHIFT = 24  # ordinals per session: 16M fragments, far past any real transcript
 _TOKENIZER_ARGS = ["remove_diacritics", "0"]
 
@@ -75,6 +77,22 @@ _INSERT_MESSAGE = ("INSERT INTO messages(id, session, key, role, ts, sidechain, 
                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
 
 
+_NON_ASCII = "*[^\x01-\x7f]*"  # a GLOB for text with a character beyond ASCII
+
+
+def index_text(text: str) -> str:
+    """Text as the keyword index sees it: Unicode NFC (so "café" typed either way is one word) and
+    Turkish İ as I, whose lower case SQLite's tokenizer and Python disagree on. ASCII as it is."""
+    if text.isascii():
+        return text
+    return unicodedata.normalize("NFC", text).replace("\u0130", "I")
+
+
+def fold(text: str) -> str:
+    """What matching compares, on both sides: index_text, lower case (length kept)."""
+    return index_text(text).lower()
+
+
 class StoreError(Exception):
     pass
 
@@ -119,6 +137,7 @@ class Store:
     def __init__(self, path: str, *, readonly: bool = False):
         self.path = path
         self.readonly = readonly
+        self._tokenizer = None
         try:
             if readonly:
                 self.db = apsw.Connection(path, flags=apsw.SQLITE_OPEN_READONLY)
@@ -129,7 +148,6 @@ class Store:
             self._init_with_retry()
         except (apsw.CorruptError, apsw.NotADBError) as e:
             raise CorruptIndex(f"{path}: {e}") from e
-        self._tokenizer = None
 
     def _init_with_retry(self) -> None:
         """Several processes opening a brand-new index at once: switching it to WAL can answer
@@ -198,14 +216,14 @@ class Store:
             self._tokenizer = self.db.fts5_tokenizer("unicode61", _TOKENIZER_ARGS)
         # White space separates tokens, so the distinct words give the same tokens as the whole
         # text, with far fewer to build.
-        words = "\n".join(set(text.split()))
+        words = index_text("\n".join(set(text.split())))
         return {t[0] for t in self._tokenizer(words.encode("utf-8"), apsw.FTS5_TOKENIZE_DOCUMENT,
                                                None, include_offsets=False)}
 
     def token_list(self, text: str) -> list[str]:
         if self._tokenizer is None:
             self._tokenizer = self.db.fts5_tokenizer("unicode61", _TOKENIZER_ARGS)
-        return [t[0] for t in self._tokenizer(text.encode("utf-8"), apsw.FTS5_TOKENIZE_QUERY,
+        return [t[0] for t in self._tokenizer(index_text(text).encode("utf-8"), apsw.FTS5_TOKENIZE_QUERY,
                                                None, include_offsets=False)]
 
     def add_terms(self, terms) -> None:
@@ -263,14 +281,14 @@ class Store:
         """New messages: rows of (id, session, key, role, ts, sidechain, pair id, text)."""
         self.db.executemany(_INSERT_MESSAGE, rows)
         self.db.executemany("INSERT INTO messages_fts(rowid, text) VALUES (?, ?)",
-                            ((r[0], r[7]) for r in rows if r[7]))
+                            ((r[0], index_text(r[7])) for r in rows if r[7]))
 
     def set_message_texts(self, rows) -> None:
         """Grown messages (a reply continued on later lines): rows of (id, new text)."""
         self.db.executemany("DELETE FROM messages_fts WHERE rowid = ?", ((r[0],) for r in rows))
         self.db.executemany("UPDATE messages SET text = ? WHERE id = ?", ((t, i) for i, t in rows))
         self.db.executemany("INSERT INTO messages_fts(rowid, text) VALUES (?, ?)",
-                            ((i, t) for i, t in rows if t))
+                            ((i, index_text(t)) for i, t in rows if t))
 
     def messages_by_key(self, session: int, keys) -> dict[str, tuple[int, str]]:
         """key -> (id, text) for those of `keys` this session already has."""
@@ -358,7 +376,9 @@ class Store:
         live = [r[0] for r in db.execute("SELECT id FROM sessions WHERE archived = 0")]
         db.execute("INSERT INTO messages_fts(messages_fts) VALUES ('delete-all')")
         db.execute("DELETE FROM messages WHERE session IN (SELECT id FROM sessions WHERE archived = 0)")
-        db.execute("INSERT INTO messages_fts(rowid, text) SELECT id, text FROM messages WHERE text != ''")
+        db.executemany("INSERT INTO messages_fts(rowid, text) VALUES (?, ?)",
+                       [(i, index_text(t)) for i, t in db.execute(
+                           "SELECT id, text FROM messages WHERE text != ''")])
         db.execute("DELETE FROM file_changes WHERE session IN (SELECT id FROM sessions WHERE archived = 0)")
         # archived sessions keep their rows: a file that comes back is then read afresh
         db.execute("DELETE FROM files WHERE session IS NULL OR session NOT IN "
@@ -518,22 +538,31 @@ class Store:
                                "WHERE " + " AND ".join(where), args)
 
     def sessions_with_title_containing(self, text: str) -> set[int]:
-        """Sessions whose title contains `text` (lower case), ignoring case."""
-        if text.isascii():  # LIKE ignores case for ASCII only, which is then exact
-            return {r[0] for r in self.db.execute(
+        """Sessions whose title contains `text` (folded), compared folded."""
+        out: set[int] = set()
+        where = ""
+        if text.isascii():  # LIKE ignores ASCII case: exact for ASCII titles, which are most
+            out = {r[0] for r in self.db.execute(
                 f"SELECT id FROM sessions WHERE {_TITLE} LIKE ? ESCAPE '\\'", (_like(text),))}
-        return {i for i, t in self.db.execute(f"SELECT id, {_TITLE} FROM sessions")
-                if text in t.lower()}
+            where = f"WHERE {_TITLE} GLOB ?"
+        rows = self.db.execute(f"SELECT id, {_TITLE} FROM sessions {where}",
+                               (_NON_ASCII,) if where else ())
+        return out | {i for i, t in rows if text in fold(t)}
 
     def sessions_with_path_containing(self, text: str) -> dict[int, int]:
-        """session -> number of distinct changed paths containing `text`, ignoring case."""
+        """session -> number of distinct changed paths containing `text` (folded), compared
+        folded."""
+        out: dict[int, int] = {}
+        where = ""
         if text.isascii():
-            return dict(self.db.execute(
+            out = dict(self.db.execute(
                 "SELECT session, count(DISTINCT path) FROM file_changes "
                 "WHERE path LIKE ? ESCAPE '\\' GROUP BY session", (_like(text),)))
-        out: dict[int, int] = {}
-        for sid, path in self.db.execute("SELECT DISTINCT session, path FROM file_changes"):
-            if text in path.lower():
+            where = "WHERE path GLOB ? AND NOT path LIKE ? ESCAPE '\\'"
+        rows = self.db.execute(f"SELECT DISTINCT session, path FROM file_changes {where}",
+                               (_NON_ASCII, _like(text)) if where else ())
+        for sid, path in rows:
+            if text in fold(path):
                 out[sid] = out.get(sid, 0) + 1
         return out
 
@@ -645,8 +674,24 @@ def _to_v4(store: Store) -> None:
         store.clear_session(session)
 
 
+def _to_v5(store: Store) -> None:
+    """Matching folds text the same way on both sides now (index_text): messages beyond ASCII
+    are indexed again as folded, and their words join the vocabulary."""
+    db = store.db
+    rows = [(i, t, f) for i, t in db.execute("SELECT id, text FROM messages WHERE text GLOB ?",
+                                               (_NON_ASCII,)) if (f := index_text(t)) != t]
+    db.executemany("DELETE FROM messages_fts WHERE rowid = ?", ((i,) for i, _t, _f in rows))
+    db.executemany("INSERT INTO messages_fts(rowid, text) VALUES (?, ?)",
+                   ((i, f) for i, _t, f in rows))
+    terms: set[str] = set()
+    for _i, t, _f in rows:
+        terms |= store.tokens(t)
+    store.add_terms(terms)
+    store.index_terms()
+
+
 # version -> the step that brings an index of that version to the next; older ones are rebuilt
-_MIGRATIONS = {3: _to_v4}
+_MIGRATIONS = {3: _to_v4, 4: _to_v5}
 
 
 # The sessions' columns with every text one read as bytes (see _lenient), for recovery.

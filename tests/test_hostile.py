@@ -272,3 +272,44 @@ def test_quoted_text_cannot_close_or_open_the_briefing_or_checkpoint_frame(env):
     r = run_hook(env, "session-start", payload(env, "session-start", A, source="compact"),
                  extra_env={"PRIMA_CHECKPOINT_CHARS": "700"})
     assert len(r.out.rstrip("\n")) <= 700 and r.out.rstrip().endswith("</prima-memory>")
+
+
+# -- one folding on both sides of matching --------------------------------------------------------
+
+def test_turkish_dotted_i_and_both_unicode_forms_are_found_either_way(env):
+    import unicodedata
+    nfd = unicodedata.normalize("NFD", "café")
+    t = env.transcript(A, start=OLD)
+    t.exchange("Plan the İstanbul office move", "Booked movers for İSTANBUL and İzmir.")
+    t.exchange(f"Order from the {nfd} downstairs", "Ordered from the café.")
+    env.transcript(B, start=OLD + DAY).exchange("Tune the quokka cache", "Tuned.")
+    env.run("index")
+    for q in ("İstanbul", "istanbul", "ISTANBUL", "izmir", "İzmir", "stanbul office", "café", nfd,
+              "CAFÉ", "cafe" + "\u0301" + " downstairs"):
+        assert [r["session_id"] for r in env.search(q)] == [A], q
+    r = env.search("istanbul")[0]
+    assert "İstanbul" in r["snippet"] or "İSTANBUL" in r["snippet"], r["snippet"]
+    # "cafe" without the accent is another word: diacritics are kept (DESIGN §4: exact matching)
+    assert env.search("cafe downstairs") == []
+    # titles and changed paths fold alike
+    env.transcript(B, start=OLD + DAY).tool("Write", {"file_path": str(env.ws / "İzmir" / "notes.md"),
+                                                     "content": "x"}, text="Notes.")
+    assert [r["session_id"] for r in env.search("izmir/notes")] == [B]
+    assert [r["session_id"] for r in env.search("the istanbul office")] == [A]  # title match
+
+
+def test_an_index_of_schema_4_is_folded_in_place(env):
+    import apsw
+    env.transcript(A, start=OLD).exchange("Plan the İstanbul office move", "Booked movers.")
+    env.run("index")
+    db = apsw.Connection(str(env.data / "index.db"))
+    with db:  # as schema 4 indexed it: the text as written
+        for i, text in list(db.execute("SELECT id, text FROM messages")):
+            db.execute("DELETE FROM messages_fts WHERE rowid = ?", (i,))
+            db.execute("INSERT INTO messages_fts(rowid, text) VALUES (?, ?)", (i, text))
+        db.execute("UPDATE meta SET value = '4' WHERE key = 'schema_version'")
+    assert db.execute("SELECT count(*) FROM messages_fts WHERE messages_fts MATCH '\"istanbul\"'"
+                      ).fetchone()[0] == 0
+    db.close()
+    assert [r["session_id"] for r in env.search("istanbul")] == [A]
+    assert not [p for p in env.data.glob("index.db.*")], "migrated, not rebuilt"
