@@ -73,13 +73,16 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+MAX_COUNT = 1_000_000  # SQLite's integers end at 2**63; no listing needs more
+
+
 def _positive(text: str) -> int:
     try:
         n = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"must be 1 or more: {text}")
+    if not 1 <= n <= MAX_COUNT:
+        raise argparse.ArgumentTypeError(f"must be from 1 to {MAX_COUNT:,}: {text[:30]}")
     return n
 
 

@@ -194,11 +194,27 @@ def _around(text: str, low: str, words, width: int) -> str:
     return ("…" if start > 0 else "") + piece[:width].rstrip() + ("…" if more else "")
 
 
+MAX_QUERY_CHARS = 2000  # SQLite refuses LIKE patterns past 50,000 bytes; no one types more
+MAX_QUERY_WORDS = 64
+
+
+def _bounded(query: str, warnings: list[str]) -> str:
+    """A pasted page as a query is answered on its start, with a warning saying so."""
+    words = query.split()
+    if len(query) <= MAX_QUERY_CHARS and len(words) <= MAX_QUERY_WORDS:
+        return query
+    cut = " ".join(words[:MAX_QUERY_WORDS])[:MAX_QUERY_CHARS]
+    warnings.append(f"the query was cut to its first {len(cut.split())} words "
+                    f"({len(cut)} characters) of {len(words)} ({len(query)} characters)")
+    return cut
+
+
 def run(store: Store, query: str, *, mode: str = "combined", limit: int = 10,
         filters: Filters | None = None, deep: bool = False, workspace: str | None = None,
         now: float | None = None) -> tuple[list[Hit], list[str]]:
     """Search in a mode; returns hits and warnings (the seed's fallback says so at the top)."""
     warnings: list[str] = []
+    query = _bounded(query, warnings)
     hits = keyword(store, query, limit=limit, filters=filters, now=now)
     if mode in ("combined", "semantic"):
         warnings.append(SEMANTIC_UNAVAILABLE)

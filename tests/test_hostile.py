@@ -313,3 +313,26 @@ def test_an_index_of_schema_4_is_folded_in_place(env):
     db.close()
     assert [r["session_id"] for r in env.search("istanbul")] == [A]
     assert not [p for p in env.data.glob("index.db.*")], "migrated, not rebuilt"
+
+
+# -- sizes past what anyone types ------------------------------------------------------------------
+
+def test_any_query_length_is_answered(env):
+    env.transcript(A, start=OLD).exchange("Fix the zanzibarite parser", "Fixed it.")
+    env.run("index")
+    for query in ("zanzibarite " + "x" * 60_000, "zanzibarite " + "word " * 12_000,
+                  "zanzibarite" * 6000):
+        p = env.run("search", query, "--mode", "keyword", "--json", check=False)
+        assert p.returncode == 0, p.stderr[-500:]
+        data = json.loads(p.stdout)
+        assert any("cut" in w for w in data["warnings"]), data["warnings"]
+        p = env.run("recall", input=query, check=False)
+        assert p.returncode == 0 and "note: the query was cut" in p.stdout, p.stderr[-500:]
+
+
+@pytest.mark.parametrize("args", [("recent", "-n", "99999999999999999999"),
+                                  ("search", "x", "--limit", "9223372036854775808"),
+                                  ("recent", "-n", "0"), ("recall", "--limit", "-1", "x")])
+def test_a_count_out_of_range_is_a_usage_error(env, args):
+    p = env.run(*args, check=False)
+    assert p.returncode == 2 and p.stderr.count("\n") == 1 and "must be from 1 to" in p.stderr
