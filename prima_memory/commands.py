@@ -11,7 +11,7 @@ from . import search as searchmod
 from . import workspace as wsmod
 from .cli import CliError, UsageError
 from .extracts import one_line
-from .memory import IndexBusy, Memory
+from .memory import IndexBusy, IndexReadOnly, Memory
 from .timeparse import iso_utc, local, parse_when
 
 CLI_LOCK_SECONDS = 10.0
@@ -54,6 +54,8 @@ def refresh(mem: Memory, warnings: list[str], *, progress=None) -> None:
     except IndexBusy as e:
         warnings.append(f"{e} for more than {CLI_LOCK_SECONDS:.0f}s: "
                         "answering from the index as it stands")
+    except IndexReadOnly as e:
+        warnings.append(f"{e}: answering from the index as it stands")
 
 
 def way_back(row) -> dict:
@@ -323,6 +325,8 @@ def cmd_index(mem: Memory, args) -> int:
                          progress=_progress(args))
     except IndexBusy as e:
         raise CliError(f"{e}; try again in a moment") from None
+    except IndexReadOnly as e:
+        raise CliError(str(e)) from None
     data = {"workspace": mem.ws, "files_seen": rep.files_seen, "files_read": rep.files_read,
             "bytes_read": rep.bytes_read, "sessions_updated": len(rep.sessions_touched),
             "archived": rep.archived, "pruned": rep.pruned, "extracts_written": rep.extracts,

@@ -116,12 +116,14 @@ def _log(mem, ws: str | None, msg: str) -> None:
 
 
 def _update(mem, lock_wait: float, index_budget: float, **kw):
-    from .memory import IndexBusy
+    from .memory import IndexBusy, IndexReadOnly
     try:
         return mem.update(lock_timeout=lock_wait, budget=index_budget, **kw)
     except IndexBusy:
         mem.log.info("hook: index busy, leaving the update to the next run")
-        return None
+    except IndexReadOnly as e:
+        mem.log.info(f"hook: {e}")
+    return None
 
 
 def enabled(name: str) -> bool:

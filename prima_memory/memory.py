@@ -18,6 +18,13 @@ class IndexBusy(Exception):
     """Another process holds the writer lock."""
 
 
+class IndexReadOnly(Exception):
+    """The index can be read but not written (a read-only folder or file system)."""
+
+    def __init__(self, path: str):
+        super().__init__(f"{path} is read-only: not updated")
+
+
 class Memory:
     def __init__(self, ws: str, *, log: Log | None = None):
         self.ws = ws
@@ -48,6 +55,12 @@ class Memory:
     def _open(self) -> Store:
         try:
             return Store(self.db_path)
+        except (OSError, apsw.ReadOnlyError, apsw.CantOpenError) as e:
+            if not os.path.isfile(self.db_path):
+                raise
+            # readable, not writable: answer from it as it stands (updates are skipped)
+            self.log.warn(f"{self.db_path} cannot be written ({e}): reading it as it stands")
+            return Store(self.db_path, readonly=True)
         except CorruptIndex as e:
             return self._replace("corrupt", f"index is corrupt ({e})")
         except SchemaMismatch as e:
@@ -110,6 +123,8 @@ class Memory:
         from .indexer import Indexer, Report
         from .locking import LockTimeout
         store = self.store()
+        if store.readonly:
+            raise IndexReadOnly(self.db_path)
         indexer = Indexer(self.ws, store, self.log, progress=progress, extracts=extracts)
         if not (rebuild or prune) and indexer.pending() == (0, 0) \
                 and not store.unfinished_sessions():
@@ -134,6 +149,8 @@ class Memory:
         from .indexer import Indexer
         from .locking import LockTimeout
         store = self.store()
+        if store.readonly:
+            return
         try:
             self.lock().acquire(timeout=lock_timeout)
         except LockTimeout:

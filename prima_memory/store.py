@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import time
 import unicodedata
+import urllib.parse
 from collections import namedtuple
 
 import apsw
@@ -140,7 +141,11 @@ class Store:
         self._tokenizer = None
         try:
             if readonly:
-                self.db = apsw.Connection(path, flags=apsw.SQLITE_OPEN_READONLY)
+                # immutable: no -shm to create and no lock to take, in a folder that refuses
+                # both (what the last writer committed and checkpointed is what is read)
+                uri = "file:" + urllib.parse.quote(os.path.abspath(path)) + "?immutable=1"
+                self.db = apsw.Connection(uri, flags=apsw.SQLITE_OPEN_READONLY
+                                          | apsw.SQLITE_OPEN_URI)
             else:
                 _create_private(path)
                 self.db = apsw.Connection(path)

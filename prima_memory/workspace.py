@@ -176,7 +176,7 @@ def ensure_data_dir(workspace: str) -> list[str]:
     try:
         fd = os.open(os.path.join(d, ".gitignore"), os.O_WRONLY | os.O_CREAT | os.O_EXCL | O_NOFOLLOW,
                      0o600)
-    except FileExistsError:
+    except OSError:  # there already, or a read-only folder
         pass
     else:
         with os.fdopen(fd, "w") as f:

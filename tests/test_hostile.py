@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from conftest import Env, Transcript
+from conftest import REPO, Env, Transcript
 from test_hooks import payload, query, run_hook, sid
 
 from prima_memory.sources import claude_code
@@ -336,3 +337,46 @@ def test_any_query_length_is_answered(env):
 def test_a_count_out_of_range_is_a_usage_error(env, args):
     p = env.run(*args, check=False)
     assert p.returncode == 2 and p.stderr.count("\n") == 1 and "must be from 1 to" in p.stderr
+
+
+# -- a read-only memory folder --------------------------------------------------------------------
+
+def _read_only(env: Env, argv: list[str], input: str | None = None):
+    """argv with .prima-memory mounted read-only (a private mount namespace: EROFS for real)."""
+    import shutil
+    import subprocess
+    if shutil.which("unshare") is None:
+        pytest.skip("unshare is not installed")
+    d = str(env.data)
+    script = 'mount --bind "$0" "$0" && mount -o remount,bind,ro "$0" && exec "$@"'
+    p = subprocess.run(["unshare", "-m", "sh", "-c", script, d, *argv], input=input,
+                       capture_output=True, text=True, cwd=str(env.ws), env=dict(
+                           env.env, PRIMA_PYTHON=sys.executable, CLAUDE_PROJECT_DIR=str(env.ws)),
+                       timeout=60)
+    if "mount" in p.stderr and p.returncode != 0 and "prima-memory" not in p.stderr:
+        pytest.skip(f"cannot make a read-only mount here: {p.stderr.strip()[:200]}")
+    return p
+
+
+def test_a_read_only_memory_folder_still_answers_reads(env):
+    env.transcript(A, start=OLD).exchange("Fix the zanzibarite parser", "Fixed it.")
+    env.run("index")
+    env.transcript(B, start=OLD + DAY).exchange("Tune the quokka cache", "Tuned.")  # pending
+    cli = [sys.executable, "-m", "prima_memory"]
+    p = _read_only(env, cli + ["search", "zanzibarite", "--json"])
+    assert p.returncode == 0, p.stderr
+    data = json.loads(p.stdout)
+    assert [r["session_id"] for r in data["results"]] == [A]
+    assert any("read-only" in w for w in data["warnings"]), data["warnings"]
+    for args in (["recent"], ["status"], ["show", A], ["files"], ["recall", "zanzibarite"]):
+        p = _read_only(env, cli + args)
+        assert p.returncode == 0 and p.stderr == "", (args, p.stderr)
+    p = _read_only(env, ["bash", str(REPO / "hooks" / "run.sh"), "hook", "session-start"],
+                   input=json.dumps(payload(env, "session-start", sid(9))))
+    assert p.returncode == 0 and A in p.stdout, p.stderr
+    for event in ("stop", "pre-compact"):
+        p = _read_only(env, ["bash", str(REPO / "hooks" / "run.sh"), "hook", event],
+                       input=json.dumps(payload(env, event, B)))
+        assert p.returncode == 0 and p.stdout == "", p.stderr
+    p = _read_only(env, cli + ["index"])
+    assert p.returncode == 1 and "read-only" in p.stderr and p.stderr.count("\n") == 1
