@@ -83,6 +83,11 @@ _PEM_RE = re.compile(
     r"|(?:(?:\r?\n|\\r?\\n)[ \t]*(?:[A-Za-z0-9+/=]{16,}|[A-Za-z-]+:[^\r\n\\]*))+)"
 )
 
+# Incoming-webhook URLs are credentials in their path: Slack (services/T…/B…/…, workflows,
+# triggers) and Discord (api/webhooks/<id>/<token>).
+_WEBHOOK_RE = re.compile(r"(?:hooks\.slack\.com/(?:services|workflows|triggers)/"
+                         r"|discord(?:app)?\.com/api/webhooks/)([A-Za-z0-9_/-]{16,})")
+
 # scheme://user:PASSWORD@host -- the scheme is checked in code, the password
 # runs to the last '@' of the authority.
 _URL_RE = re.compile(r"://([^\s:@/?#\[\]\"'<>]*):([^\s/?#\"'<>]+)@(?=[A-Za-z0-9\[._-])")
@@ -97,6 +102,27 @@ _K_GATE_RE = re.compile(
     r"|(?<=privatekey)|(?<=private_key)|(?<=private key)))"
 )
 _PASS_GATE_RE = re.compile(r"pass(?:w|phrase)")
+
+# Passwords told in prose: "my password is hunter2", "the wifi passphrase was: …", "pw: …".
+# (1) password/passphrase + is/was, (2) the short keys pw/pwd + : or =, (3) passphrase + : or =;
+# then a quoted value (4, 5) or the rest of the line (6).
+# (It starts with the literal "p", the word boundary checked just after: twice as fast.)
+_PROSE_PW_RE = re.compile(
+    r"p(?<![\w-]p)(?:(ass(?:word|wd)|ass ?phrase)[ \t]+(?:is|was|will be)\b"
+    r"|(wd?)[ \t]*[:=]|(ass ?phrase)[ \t]*[:=])[ \t]*(?::[ \t]*)?"
+    r"""(?:(["'`])([^\n]{1,200}?)\4|([^\s"'`][^\n]{0,199}))""")
+# What follows "password is" in prose when no password is told.
+_PROSE_STOP = frozenset(
+    """a an the not no in on at to of for from by with into under stored saved set kept
+    required needed incorrect wrong invalid correct empty missing blank too very still now
+    also being used same different changed reset expired hashed encrypted visible shown hidden
+    ok okay fine right long short weak strong secure insecure case sensitive least only
+    what where which that this it there here see below above given sent""".split())
+# A secret assignment whose value starts on the next line: export API_TOKEN=\n  abc…
+_NEXT_LINE_RE = re.compile(
+    r"(?m)^[ \t]*(?:export[ \t]+|set[ \t]+|declare -x[ \t]+)?"
+    r"[a-z_][a-z0-9_]*(?:token|key|secret|password|passwd|pwd|pass)[a-z0-9_]*[ \t]*=[ \t]*\\?"
+    r"[ \t]*\r?\n[ \t]*([^\s\"'`]{6,})")
 
 _AUTH_RE = re.compile(
     r"authorization\\?[\"']?[ \t]*[:=][ \t]*\\?[\"']?"
@@ -232,6 +258,50 @@ def _find_url_passwords(text: str, out: list) -> None:
         pw = m.group(2)
         if s and text[s - 1].isalnum() and not _is_placeholder(pw) and pw.lower() not in _STOP:
             out.append((m.start(2), m.end(2), tag))
+
+
+def _find_webhooks(text: str, out: list) -> None:
+    tag = _tag("webhook")
+    for m in _WEBHOOK_RE.finditer(text):
+        out.append((m.start(1), m.end(1), tag))
+
+
+def _find_prose_passwords(text: str, low: str, out: list) -> None:
+    """A password told in a sentence or a short `pw:` note. A passphrase is the rest of its
+    line; a password is its first word, unless that word just goes on with the sentence."""
+    tag = _tag("password")
+    pos = 0
+    while (m := _PROSE_PW_RE.search(low, pos)) is not None:
+        pos = m.start(6) + 1 if m.group(6) is not None else m.end()  # a value may hold the next
+        if m.group(5) is not None:  # quoted
+            vs, ve = m.start(5), m.end(5)
+            if _is_placeholder(text[vs:ve]) or len(text[vs:ve].strip()) < 4:
+                continue
+        elif m.group(3) or "phrase" in (m.group(1) or ""):  # a passphrase: its line
+            vs = m.start(6)
+            ve = vs + len(text[vs:m.end(6)].rstrip(" .;,"))
+            first = low[vs:ve].split(" ", 1)[0]
+            if _is_placeholder(text[vs:ve]) or (m.group(1) and first in _PROSE_STOP):
+                continue
+        else:  # a password: its first word
+            vs = m.start(6)
+            word = text[vs:m.end(6)].split(None, 1)[0].rstrip(".,;:!?)\"'")
+            ve = vs + len(word)
+            lw = word.lower()
+            if (len(word) < 4 or lw in _PROSE_STOP or lw in _STOP or _is_placeholder(word)
+                    or word[0] in "{[(<|>$" or "=" in word or ":" in word):
+                continue  # structure, a reference, or an assignment the rules above judge
+            if m.group(2) and (word[0] in "/~." or not (
+                    _mixed(word) or any(not c.isalnum() for c in word))):
+                continue  # pw/pwd: only what looks like a credential (pwd: /home/x is a folder)
+        out.append((vs, ve, tag))
+
+
+def _find_next_line_values(text: str, low: str, out: list) -> None:
+    for m in _NEXT_LINE_RE.finditer(low):
+        v = text[m.start(1):m.end(1)]
+        if not _is_placeholder(v) and v.lower() not in _STOP:
+            out.append((m.start(1), m.end(1), _tag("secret")))
 
 
 def _find_auth(text: str, low: str, out: list) -> None:
@@ -470,6 +540,8 @@ def redact(text: str) -> str:
         _scan(_GH_RE, text, m.start(), _judge_gh, spans)
     if "xox" in text:
         _scan(_SLACK_RE, text, 0, _judge_slack, spans)
+    if "hooks.slack.com/" in text or "/api/webhooks/" in text:
+        _find_webhooks(text, spans)
     if "J" in text and "eyJ" in text:
         _scan(_JWT_RE, text, 0, _judge_jwt, spans)
     if k_hit:
@@ -497,6 +569,10 @@ def redact(text: str) -> str:
             _find_assignments(_PRIVKEY_RE, "private-key", text, low, spans)
     if _PASS_GATE_RE.search(low):
         _find_assignments(_PASSWORD_RE, "password", text, low, spans)
+    if "pass" in low or "pw" in low:
+        _find_prose_passwords(text, low, spans)
+    if "=\n" in text or "= \n" in text or "=\\\n" in text or "=\r\n" in text:
+        _find_next_line_values(text, low, spans)
     if "secret" in low:
         _find_assignments(_SECRET_RE, "secret", text, low, spans)
     return _splice(text, spans) if spans else text

@@ -380,3 +380,18 @@ def test_a_read_only_memory_folder_still_answers_reads(env):
         assert p.returncode == 0 and p.stdout == "", p.stderr
     p = _read_only(env, cli + ["index"])
     assert p.returncode == 1 and "read-only" in p.stderr and p.stderr.count("\n") == 1
+
+
+def test_secrets_of_the_new_kinds_never_reach_the_index(env):
+    hook = "https://hooks.slack.com/services/" + "T0" + "1ABCDEF/B0" + "2GHIJKL/" + "x9Y8z7" * 4
+    t = env.transcript(A, start=OLD)
+    t.exchange(f"Send deploy alerts to {hook}", "Will do.")
+    t.exchange("my password is gr8tWombat and the passphrase is: violet otter lantern",
+               "Noted, I will not repeat them.")
+    t.exchange("export DEPLOY_TOKEN=\nQ7w9E2r4T6y8U0i1", "Set.")
+    env.run("index")
+    shown = json.dumps(env.json("show", A))
+    for secret in ("x9Y8z7", "gr8tWombat", "violet otter", "Q7w9E2r4T6y8U0i1"):
+        assert secret not in shown, secret
+        assert env.search(secret) == [], secret
+    assert "[REDACTED:webhook]" in shown and "[REDACTED:password]" in shown

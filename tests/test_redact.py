@@ -495,3 +495,41 @@ def test_idempotent_on_random_concatenations():
         text = "".join(rng.choice(pool) for _ in range(rng.randrange(1, 8)))
         once = redact(text)
         assert redact(once) == once, text
+
+
+# --------------------------------------------------------------------------
+# Told in prose, webhooks, values on the next line (the hardening issue)
+# --------------------------------------------------------------------------
+
+SLACK_HOOK = "https://hooks.slack.com/services/" + "T0" + "1ABCDEF/B0" + "2GHIJKL/" + body(24)
+DISCORD_HOOK = "https://discord.com/api/webhooks/" + "123456789012345678/" + body(60)
+
+
+@pytest.mark.parametrize("text, expected", [
+    (f"post alerts to {SLACK_HOOK} please", "post alerts to https://hooks.slack.com/services/"
+                                            "[REDACTED:webhook] please"),
+    (f"webhook_url = '{DISCORD_HOOK}'", "webhook_url = 'https://discord.com/api/webhooks/"
+                                        "[REDACTED:webhook]'"),
+    ("my password is hunter2.", "my password is [REDACTED:password]."),
+    ("My password is swordfish", "My password is [REDACTED:password]"),
+    ("The wifi passphrase was: purple monkey dishwasher.",
+     "The wifi passphrase was: [REDACTED:password]."),
+    ("passphrase: correct horse battery staple", "passphrase: [REDACTED:password]"),
+    ("pw: Tr0ub4dor&3", "pw: [REDACTED:password]"),
+    ("Your password is: 'S3cr3t!!'", "Your password is: '[REDACTED:password]'"),
+    ("export X_TOKEN=\n" + body(32), "export X_TOKEN=\n[REDACTED:secret]"),
+    ("export API_KEY=\\\n    " + body(40) + "\nnext", "export API_KEY=\\\n    [REDACTED:secret]\nnext"),
+])
+def test_secrets_told_in_prose_webhooks_and_next_line_values(text, expected):
+    assert redact(text) == expected
+    assert redact(expected) == expected
+
+
+@pytest.mark.parametrize("text", [
+    "the password is stored in the vault", "the password was wrong, try again",
+    "password: please enter it twice", "Then we ran pwd: /work/main and ls",
+    "the passphrase is see below", "use the --password flag", "Password reset link sent",
+    "pw: short", "export TOKEN_FILE=\n$HOME/.token", "the hooks.slack.com/services page",
+])
+def test_prose_about_passwords_is_left_alone(text):
+    assert redact(text) == text
