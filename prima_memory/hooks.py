@@ -43,7 +43,7 @@ def read_input(timeout: float = 2.0) -> tuple[dict, str | None]:
             return {}, "empty hook input"
         data = json.loads(raw)
         return (data, None) if isinstance(data, dict) else ({}, "hook input is not a JSON object")
-    except (OSError, ValueError) as e:
+    except (OSError, ValueError, RecursionError) as e:
         return {}, f"unreadable hook input ({type(e).__name__})"
 
 
@@ -58,8 +58,9 @@ def run(event: str, workspace: str | None = None) -> int:
     try:
         data, problem = read_input()
         from . import workspace as wsmod
-        ws = wsmod.resolve_workspace(workspace, hook_cwd=data.get("cwd") if isinstance(
-            data.get("cwd"), str) else None)
+        ws = wsmod.hook_workspace(workspace, data.get("cwd"))
+        if ws is None:
+            return 0  # no folder this hook may keep a memory in: nothing to do
         try:
             wsmod.check_host(ws)
         except wsmod.WorkspaceError:
@@ -100,16 +101,15 @@ def _on_alarm(_signum, _frame):
 
 def _log(mem, ws: str | None, msg: str) -> None:
     """To the workspace's log when it has one (even if the failure came before the index could
-    be opened: Log needs only the standard library), else to stderr."""
+    be opened: Log needs only the standard library); without one, nowhere (a hook's stderr is
+    Claude Code's, not ours)."""
     try:
         from .logs import Log
         from .workspace import data_dir, is_real_dir
         log = mem.log if mem is not None and mem.log.path else None
         if log is None and ws and is_real_dir(data_dir(ws)):
             log = Log(data_dir(ws))
-        if log is None:
-            print(f"prima-memory: {msg}", file=sys.stderr)
-        else:
+        if log is not None:
             log.error(msg)
     except Exception:  # noqa: BLE001
         pass

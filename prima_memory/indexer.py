@@ -138,7 +138,7 @@ class Indexer:
                     done += self._index_file(sf, st, starts[i], chunks, rep, batch,
                                              lambda n: self._tick(done + n, total))
                 except OSError as e:
-                    self.log.warn(f"cannot read {sf.path}: {e}")
+                    self.log.warn(f"cannot read {sf.path}: {e}", once=True)
                 if feed:
                     feed.skip(i)  # whatever the reader still holds of this file
         except BaseException:
@@ -162,7 +162,7 @@ class Indexer:
             try:
                 stats[sf.path] = os.stat(sf.path)
             except OSError as e:
-                self.log.warn(f"cannot read {sf.path}: {e}")
+                self.log.warn(f"cannot read {sf.path}: {e}", once=True)
         return found, stats, self.store.files()
 
     def pending(self) -> tuple[int, int]:

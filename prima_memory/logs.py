@@ -12,6 +12,7 @@ class Log:
     def __init__(self, data_dir: str | None):
         self.path = os.path.join(data_dir, "prima-memory.log") if data_dir else None
         self.warnings: list[str] = []  # this run's warnings, for status and --json output
+        self._logged: set[str] | None = None  # messages already in the log, for warn(once=True)
 
     def write(self, level: str, msg: str) -> None:
         msg = " ".join(str(msg).split())[:2000]
@@ -29,7 +30,16 @@ class Log:
         except OSError:
             pass  # logging must never be the thing that fails
 
-    def warn(self, msg: str) -> None:
+    def warn(self, msg: str, *, once: bool = False) -> None:
+        """once: a problem that stays as it is (a symbolic link loop, an unreadable file) is
+        logged when first seen, not by every command and hook after."""
+        if once:
+            msg = " ".join(str(msg).split())[:2000]
+            if self._logged is None:
+                self._logged = {ln.split(" ", 3)[-1] for ln in self.tail(10_000)}
+            if msg in self._logged:
+                return
+            self._logged.add(msg)
         self.write("WARNING", msg)
 
     def info(self, msg: str) -> None:

@@ -15,12 +15,29 @@ class WorkspaceError(Exception):
     """A workspace that must not be served (host mode) or cannot be used."""
 
 
-def resolve_workspace(explicit: str | None = None, hook_cwd: str | None = None) -> str:
-    """--workspace, then CLAUDE_PROJECT_DIR, then the hook's cwd, then the current folder."""
-    for cand in (explicit, os.environ.get("CLAUDE_PROJECT_DIR"), hook_cwd):
+def resolve_workspace(explicit: str | None = None) -> str:
+    """--workspace, then CLAUDE_PROJECT_DIR, then the current folder (hooks: hook_workspace)."""
+    for cand in (explicit, os.environ.get("CLAUDE_PROJECT_DIR")):
         if cand:
             return os.path.abspath(os.path.expanduser(cand))
     return os.path.abspath(os.getcwd())
+
+
+def hook_workspace(explicit: str | None, payload_cwd) -> str | None:
+    """A hook's workspace: --workspace or CLAUDE_PROJECT_DIR (Claude Code always sets it), else
+    the payload's cwd or the current folder, but only an existing absolute folder, not the
+    filesystem root, that Claude Code keeps history for. None: no memory may be made."""
+    if explicit or os.environ.get("CLAUDE_PROJECT_DIR"):
+        return resolve_workspace(explicit)
+    for cand in (payload_cwd, os.getcwd()):
+        try:
+            if (isinstance(cand, str) and os.path.isabs(cand) and os.path.isdir(cand)
+                    and os.path.dirname(os.path.abspath(cand)) != os.path.abspath(cand)
+                    and claude_project_dirs(os.path.abspath(cand))):
+                return os.path.abspath(cand)
+        except (ValueError, OSError):  # a NUL in the path, an unreadable folder
+            continue
+    return None
 
 
 def claude_config_dir() -> str:

@@ -395,3 +395,63 @@ def test_secrets_of_the_new_kinds_never_reach_the_index(env):
         assert secret not in shown, secret
         assert env.search(secret) == [], secret
     assert "[REDACTED:webhook]" in shown and "[REDACTED:password]" in shown
+
+
+# -- smaller items -----------------------------------------------------------------------------------
+
+def test_a_hook_without_claude_project_dir_keeps_memory_only_where_claude_code_has_history(env):
+    import os
+    nowhere = env.root / "no history here"
+    nowhere.mkdir()
+    env.transcript(A, start=OLD).exchange("Fix the zanzibarite parser", "Fixed it.")
+    root_had = os.path.exists("/.prima-memory")
+    try:
+        for cwd in ("/", str(nowhere), "relative/folder", "/no/such/folder", "/tmp/a\x00b", 5):
+            data = payload(env, "stop", A)
+            data["cwd"] = cwd
+            r = run_hook(env, "stop", data, unset=("CLAUDE_PROJECT_DIR",), cwd=nowhere)
+            assert r.rc == 0 and r.err == "" and r.out == "", (cwd, r)
+        assert os.path.exists("/.prima-memory") == root_had
+    finally:
+        if not root_had and os.path.isdir("/.prima-memory"):
+            import shutil
+            shutil.rmtree("/.prima-memory")
+    assert not list(env.root.rglob(".prima-memory")), "a memory was made where none belongs"
+    # the workspace itself, named by the payload, has history: it keeps its memory
+    r = run_hook(env, "stop", payload(env, "stop", A), unset=("CLAUDE_PROJECT_DIR",), cwd=nowhere)
+    assert r.rc == 0 and (env.data / "index.db").is_file()
+
+
+def test_a_huge_message_is_kept_as_a_bounded_prefix(env):
+    from prima_memory.sources.claude_code import MAX_TEXT
+    t = env.transcript(A, start=OLD)
+    t.exchange("zanzibarite " + "log line 0123456789 " * 150_000, "That is a big paste.")
+    env.run("index")
+    (text,) = [m["text"] for m in env.json("show", A)["session"]["messages"] if m["role"] == "user"]
+    assert len(text) <= MAX_TEXT and text.startswith("zanzibarite log line")
+    assert f"first {MAX_TEXT:,} kept" in (env.data / "prima-memory.log").read_text()
+    assert [r["session_id"] for r in env.search("zanzibarite")] == [A]
+
+
+@pytest.mark.parametrize("stdin", ["[" * 200_000, '{"session_id": "' + "{" * 10 + '"}',
+                                   '{"cwd": "/tmp/x\\u0000y", "session_id": "a\\u0000b"}'])
+def test_recursion_and_nul_in_hook_input_stay_out_of_stderr(env, stdin):
+    env.transcript(A, start=OLD).exchange("Fix the zanzibarite parser", "Fixed it.")
+    for event in ("session-start", "stop", "pre-compact"):
+        r = run_hook(env, event, stdin)
+        assert r.rc == 0 and r.err == "", (event, r)
+        r = run_hook(env, event, stdin, unset=("CLAUDE_PROJECT_DIR",))
+        assert r.rc == 0 and r.err == "", (event, r)
+
+
+def test_a_lasting_problem_is_logged_once_and_a_folder_named_jsonl_is_not_pending(env):
+    env.transcript(A, start=OLD).exchange("Fix the zanzibarite parser", "Fixed it.")
+    loop = env.project_dir / "loop.jsonl"
+    loop.symlink_to(loop)  # a symbolic link loop
+    (env.project_dir / A / "subagents" / "agent-x.jsonl").mkdir(parents=True)  # a folder
+    for _ in range(3):
+        env.run("index")
+        run_hook(env, "session-start", payload(env, "session-start", sid(9)))
+    log = (env.data / "prima-memory.log").read_text()
+    assert log.count("skipped") == 1 and "loop" in log, log
+    assert env.json("status")["pending"]["files"] == 0

@@ -17,10 +17,13 @@ def _load_parsing() -> None:
     from .jsonl import JsonlReader
 
 
-def _scrubber():
-    """A text -> redacted text function that imports the redactor on its first call: compiling
-    its rules costs 10 ms, and the lines Claude Code appends after a session's Stop (prompt
-    bookkeeping) hold no text at all."""
+MAX_TEXT = 1_000_000  # characters of one message kept: a 50 MB paste is not memory
+
+
+def _scrubber(problems: list):
+    """A text -> stored text function: cut to MAX_TEXT (noted in `problems`), then redacted. It
+    imports the redactor on its first call: compiling its rules costs 10 ms, and the lines
+    Claude Code appends after a session's Stop (prompt bookkeeping) hold no text at all."""
     fn = None
 
     def scrub(text: str) -> str:
@@ -28,6 +31,9 @@ def _scrubber():
         if fn is None:
             from ..redact import redact, redact_enabled
             fn = redact if redact_enabled() else _unchanged  # decided once per file
+        if len(text) > MAX_TEXT:
+            problems.append(f"a message of {len(text):,} characters: its first {MAX_TEXT:,} kept")
+            text = text[:MAX_TEXT]
         return fn(text)
     return scrub
 
@@ -69,35 +75,46 @@ class SourceFile:
 
 
 def discover(ws: str, log=None) -> list[SourceFile]:
-    """Every transcript of this workspace: main files, subagents/ files and old flat agent files."""
+    """Every transcript of this workspace: main files, subagents/ files and old flat agent files.
+    An entry that cannot be read (a symbolic link loop, permissions) is skipped with a warning,
+    once while it stays so; the rest is found."""
+    def warn(msg: str) -> None:
+        if log:
+            log.warn(f"claude-code: {msg}", once=True)
+
+    def is_file(entry) -> bool:  # following a link, as reading it will
+        try:
+            return entry.is_file()
+        except OSError as e:
+            warn(f"skipped {entry.path}: {e}")
+            return False
+
     out: list[SourceFile] = []
     for pdir in workspace.claude_project_dirs(ws):
         try:
             entries = list(os.scandir(pdir))
         except OSError as e:
-            if log:
-                log.warn(f"claude-code: cannot list {pdir}: {e}")
+            warn(f"cannot list {pdir}: {e}")
             continue
-        if not entries and log:
-            log.warn(f"claude-code: project folder {pdir} is empty")
+        if not entries:
+            warn(f"project folder {pdir} is empty")
         for entry in entries:
             name = entry.name
-            try:
-                if name.endswith(".jsonl") and entry.is_file():
-                    if name.startswith("agent-"):
-                        out.append(SourceFile(entry.path, None, True))
-                    else:
-                        out.append(SourceFile(entry.path, name[:-6], False))
-                elif entry.is_dir(follow_symlinks=False):
-                    try:  # one call where isdir + listdir would take three
-                        agents = [a.path for a in os.scandir(os.path.join(entry.path, "subagents"))
-                                  if a.name.endswith(".jsonl")]
-                    except (FileNotFoundError, NotADirectoryError):
-                        continue
-                    out.extend(SourceFile(a, name, True) for a in sorted(agents))
-            except OSError as e:  # symlink loops, permissions: skip this entry, keep the rest
-                if log:
-                    log.warn(f"claude-code: skipped {entry.path}: {e}")
+            if name.endswith(".jsonl"):
+                if is_file(entry):
+                    out.append(SourceFile(entry.path, None, True) if name.startswith("agent-")
+                               else SourceFile(entry.path, name[:-6], False))
+                continue
+            try:  # one call where isdir + listdir would take three
+                agents = sorted(os.scandir(os.path.join(entry.path, "subagents")),
+                                key=lambda a: a.name) if entry.is_dir(follow_symlinks=False) else []
+            except (FileNotFoundError, NotADirectoryError):
+                continue
+            except OSError as e:
+                warn(f"skipped {entry.path}: {e}")
+                continue
+            out.extend(SourceFile(a.path, name, True) for a in agents
+                       if a.name.endswith(".jsonl") and is_file(a))
     return out
 
 
@@ -192,7 +209,8 @@ def read(sf: SourceFile, offset: int, state: dict | None, mtime: float | None = 
     _load_parsing()
 
     state = dict(state or {})
-    scrub = _scrubber()
+    cut: list[str] = []
+    scrub = _scrubber(cut)
     reader = JsonlReader(sf.path, offset, mtime=mtime, skip=_needless, bulk=bulk)
     session_id = sf.session_id or state.get("sid")
     delta = None
@@ -218,7 +236,7 @@ def read(sf: SourceFile, offset: int, state: dict | None, mtime: float | None = 
             reader.bad(reader.end, f"unreadable record ({type(e).__name__}: {e})")
         if max_bytes is not None and reader.end - offset >= max_bytes:
             break
-    problems = list(reader.problems)
+    problems = list(reader.problems) + cut[:5]
     if reader.bad_lines > len(reader.problems):
         problems.append(f"... {reader.bad_lines} bad lines in all")
     if unknown:
