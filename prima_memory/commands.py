@@ -50,7 +50,7 @@ def emit(args, data: dict, text: str) -> None:
 def refresh(mem: Memory, warnings: list[str], *, progress=None) -> None:
     """Bring the index up to date before answering, so a session written a second ago is found."""
     try:
-        mem.update(lock_timeout=CLI_LOCK_SECONDS, progress=progress)
+        mem.update(lock_timeout=CLI_LOCK_SECONDS, progress=progress, quick=True)
     except IndexBusy as e:
         warnings.append(f"{e} for more than {CLI_LOCK_SECONDS:.0f}s: "
                         "answering from the index as it stands")

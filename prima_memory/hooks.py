@@ -137,7 +137,7 @@ def session_start(mem, data: dict, session_id, lock_wait, index_budget) -> str:
         path = checkpoints.latest(mem.ws, session_id)
         if path:
             return checkpoints.inject(path)
-    _update(mem, lock_wait, index_budget, extracts=False)  # extracts: Stop writes them
+    _update(mem, lock_wait, index_budget, extracts=False, quick=True)  # extracts: Stop writes them
     if not mem.exists() or not enabled("PRIMA_BRIEFING"):
         return ""
     return briefing.render(mem.store(), exclude_session=session_id)

@@ -20,6 +20,8 @@ HEAD_BYTES = 1024  # a file whose first bytes changed was rewritten, not appende
 BATCH_BYTES = 16 << 20  # commit at least this often, and bound what one delta holds in memory
 BATCH_SECONDS = 2.0  # and at least this often, so readers see progress
 BULK_BYTES = 8 << 20  # a run this big parses with orjson and fully merges the index after
+RECENT = 2 * 86400  # a SessionStart looks again at the files changed in the last two days ...
+SWEEP = 500  # ... and at this many of the others, in turn (PRIMA_SWEEP)
 
 
 class Report:
@@ -61,19 +63,22 @@ class Indexer:
     # -- public ----------------------------------------------------------------------------------
 
     def run(self, *, budget: float | None = None, only_session: str | None = None,
-            prune: bool = False) -> Report:
+            prune: bool = False, quick: bool = False) -> Report:
         """Index what changed. `budget` (seconds) stops before the next file once spent; the
-        newest files go first so what is left waiting is the oldest."""
+        newest files go first so what is left waiting is the oldest. `only_session`: that
+        session's files alone (Stop); `quick`: new files, recent files and a slice of the rest
+        (SessionStart), so the cost does not grow with the history."""
         t0 = time.monotonic()
         self.deadline = None if budget is None else t0 + budget
         rep = Report()
         store = self.store
         scan, self._last_scan = self._last_scan, None
-        if scan and not only_session:
+        if scan and scan[3] == (only_session, quick):
             # reuse pending()'s stats, never its file rows: another writer may have moved on
-            found, stats, known = scan[0], scan[1], store.files()
+            found, stats = scan[0], scan[1]
+            known = store.files(list(scan[2])) if (only_session or quick) else store.files()
         else:
-            found, stats, known = self._scan(only_session)
+            found, stats, known = self._scan(only_session, quick)
         rep.files_seen = len(found)
 
         def changed(path, st):
@@ -151,23 +156,83 @@ class Indexer:
         if self.progress:
             self.progress.finish()
         self._finish_sessions(rep)
+        if quick:
+            self.quick_done(complete=not rep.pending_files)
         return rep
 
-    def _scan(self, only_session=None):
-        found = claude_code.discover(self.ws, self.log)
+    def _scan(self, only_session=None, quick=False):
+        """(files found, their stats, what the index knows of them) for a run's scope."""
+        store = self.store
+        if only_session:
+            found = claude_code.session_files(self.ws, only_session)
+            known = store.files([sf.path for sf in found], session_id=only_session)
+        elif quick:
+            found, known = self._quick_scope()
+        else:
+            found, known = claude_code.discover(self.ws, self.log), store.files()
         stats = {}
         for sf in found:
-            if only_session and sf.session_id not in (None, only_session):
-                continue
             try:
                 stats[sf.path] = os.stat(sf.path)
             except OSError as e:
                 self.log.warn(f"cannot read {sf.path}: {e}", once=True)
-        return found, stats, self.store.files()
+        return found, stats, known
 
-    def pending(self) -> tuple[int, int]:
+    def _quick_scope(self):
+        """What a SessionStart looks at: every file of a project folder whose listing changed
+        (new or deleted sessions) that the index does not know, the files changed in the last
+        RECENT seconds, and the next SWEEP known files in turn, so over many starts every file
+        is looked at again. Never a stat of the whole history."""
+        store = self.store
+        paths: set[str] = set()
+        self._dirs = {}
+        for d in claude_code.project_dirs(self.ws):
+            try:
+                mtime = os.stat(d).st_mtime_ns
+            except OSError:
+                continue
+            if store.get_meta(f"dir:{d}") != str(mtime):
+                self._dirs[d] = mtime
+        if self._dirs:
+            indexed = store.file_paths()
+            paths |= {sf.path for sf in claude_code.discover(
+                self.ws, self.log, only_dirs=list(self._dirs), known=indexed)}
+            for d in self._dirs:  # and the transcripts that are gone (Claude Code's clean-up)
+                try:
+                    names = set(os.listdir(d))
+                except OSError:
+                    continue
+                paths |= {p for p in indexed if os.path.dirname(p) == d
+                          and os.path.basename(p) not in names}
+        paths |= store.recent_file_paths(time.time_ns() - RECENT * 10**9)
+        self._owed = store.owed()
+        for sid in self._owed:
+            paths |= {sf.path for sf in claude_code.session_files(self.ws, sid)}
+        after, n = int(store.get_meta("sweep_after", 0)), _sweep_size()
+        swept = store.file_paths_after(after, n) if n else []
+        self._sweep_to = swept[-1][0] if swept and len(swept) == n else 0  # wrap at the end
+        paths |= {p for _rowid, p in swept}
+        known = store.files(list(paths))
+        found = [sf for sf in map(claude_code.source_file, sorted(paths))
+                 if sf is not None and os.path.lexists(sf.path)]
+        return found, known
+
+    def quick_done(self, complete: bool) -> None:
+        """After a quick run: the project folders it listed need no listing until they change
+        (if everything found was indexed), and the sweep moves on."""
+        store = self.store
+        with store.transaction():
+            if complete:
+                for d, mtime in getattr(self, "_dirs", {}).items():
+                    store.set_meta(f"dir:{d}", mtime)
+                store.settle(getattr(self, "_owed", ()))
+            store.set_meta("sweep_after", getattr(self, "_sweep_to", 0))
+
+    def pending(self, only_session: str | None = None, quick: bool = False) -> tuple[int, int]:
         """(files, bytes) changed or gone since indexed, without taking the lock or reading."""
-        found, stats, known = self._last_scan = self._scan()
+        found, stats, known = self._scan(only_session, quick)
+        self._last_scan = (found, stats, {sf.path for sf in found} | set(known),
+                           (only_session, quick))
         files = size = 0
         for path, st in stats.items():
             row = known.get(path)
@@ -540,6 +605,13 @@ class _Batch:
             if commit:
                 self._seal()
             self.store.db.execute("COMMIT" if commit else "ROLLBACK")
+
+
+def _sweep_size() -> int:
+    try:
+        return max(0, int(os.environ.get("PRIMA_SWEEP", SWEEP)))
+    except ValueError:
+        return SWEEP
 
 
 def _loads(state: str | None) -> dict | None:

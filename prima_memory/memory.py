@@ -118,20 +118,25 @@ class Memory:
 
     def update(self, *, lock_timeout: float = 10.0, budget: float | None = None,
                only_session: str | None = None, prune: bool = False, rebuild: bool = False,
-               progress=None, extracts: bool = True):
-        """Index what changed. Raises IndexBusy if the lock is not free within lock_timeout."""
+               progress=None, extracts: bool = True, quick: bool = False):
+        """Index what changed. Raises IndexBusy if the lock is not free within lock_timeout.
+        only_session / quick narrow what is looked at (see Indexer.run)."""
         from .indexer import Indexer, Report
         from .locking import LockTimeout
         store = self.store()
         if store.readonly:
             raise IndexReadOnly(self.db_path)
         indexer = Indexer(self.ws, store, self.log, progress=progress, extracts=extracts)
-        if not (rebuild or prune) and indexer.pending() == (0, 0) \
+        if not (rebuild or prune) and indexer.pending(only_session, quick) == (0, 0) \
                 and not store.unfinished_sessions():
+            if quick:
+                indexer.quick_done(complete=True)
             return Report()  # nothing to do: no lock taken
         try:
             self.lock().acquire(timeout=lock_timeout)
         except LockTimeout:
+            if only_session:
+                self._owe(store, only_session)
             raise IndexBusy(f"another prima-memory process is updating {self.db_path}") from None
         try:
             if rebuild:
@@ -139,9 +144,21 @@ class Memory:
                     store.clear_live()
                 indexer = Indexer(self.ws, store, self.log, progress=progress, extracts=extracts)
             indexer.lock_fd = self.lock().fd
-            return indexer.run(budget=budget, only_session=only_session, prune=prune)
+            rep = indexer.run(budget=budget, only_session=only_session, prune=prune,
+                              quick=quick and not rebuild)
+            if only_session and rep.pending_files:
+                self._owe(store, only_session)  # left for the next SessionStart to finish
+            return rep
         finally:
             self.lock().release()
+
+    @staticmethod
+    def _owe(store, session_id: str) -> None:
+        try:
+            with store.transaction():
+                store.owe(session_id)
+        except apsw.Error:  # busy: the sweep comes to it in time anyway
+            pass
 
     def note_last_reply(self, session_id: str, text: str, *, lock_timeout: float) -> None:
         """Claude's last reply as the Stop hook saw it, for a transcript that lags behind: kept

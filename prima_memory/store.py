@@ -404,11 +404,37 @@ class Store:
 
     # -- files ---------------------------------------------------------------------------------
 
-    def files(self) -> dict[str, FileRow]:
-        """What the index knows of every source file (parser state apart: see file_state)."""
-        return {r[0]: FileRow(*r[1:]) for r in self.db.execute(
-            "SELECT path, session, sidechain, size, mtime_ns, inode, head_len, head_hash, offset, "
-            "status FROM files")}
+    _FILE_ROW = ("SELECT path, session, sidechain, size, mtime_ns, inode, head_len, head_hash, "
+                 "offset, status FROM files")
+
+    def files(self, paths=None, session_id: str | None = None) -> dict[str, FileRow]:
+        """What the index knows of source files (parser state apart: see file_state): all of
+        them, or those of `paths` and of the Claude Code session `session_id`."""
+        if paths is None and session_id is None:
+            return {r[0]: FileRow(*r[1:]) for r in self.db.execute(self._FILE_ROW)}
+        out: dict[str, FileRow] = {}
+        paths = list(paths or ())
+        for i in range(0, len(paths), 500):
+            part = paths[i:i + 500]
+            out.update((r[0], FileRow(*r[1:])) for r in self.db.execute(
+                f"{self._FILE_ROW} WHERE path IN ({','.join('?' * len(part))})", part))
+        if session_id is not None:
+            out.update((r[0], FileRow(*r[1:])) for r in self.db.execute(
+                f"{self._FILE_ROW} WHERE session IN (SELECT id FROM sessions WHERE "
+                "session_id = ?)", (session_id,)))
+        return out
+
+    def file_paths(self) -> set[str]:
+        return {r[0] for r in self.db.execute("SELECT path FROM files")}
+
+    def recent_file_paths(self, since_mtime_ns: int) -> set[str]:
+        return {r[0] for r in self.db.execute(
+            "SELECT path FROM files WHERE mtime_ns >= ? OR mtime_ns IS NULL", (since_mtime_ns,))}
+
+    def file_paths_after(self, rowid: int, n: int) -> list[tuple[int, str]]:
+        """(rowid, path) of the next n files after rowid: a sweep through all of them in turn."""
+        return list(self.db.execute("SELECT rowid, path FROM files WHERE rowid > ? ORDER BY rowid "
+                                    "LIMIT ?", (rowid, n)))
 
     def file_state(self, path: str) -> str | None:
         row = self.db.execute("SELECT state FROM files WHERE path = ?", (path,)).fetchone()
@@ -427,6 +453,16 @@ class Store:
             "head_len, head_hash, offset, state, status) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
             (path, source, session, int(sidechain), size, mtime_ns, inode, head_len, head_hash,
              offset, state, status))
+
+    def owe(self, session_id: str) -> None:
+        """A session whose Stop could not index it (busy, out of time): the next quick run does."""
+        self.set_meta(f"owed:{session_id}", 1)
+
+    def owed(self) -> list[str]:
+        return [r[0][5:] for r in self.db.execute("SELECT key FROM meta WHERE key LIKE 'owed:%'")]
+
+    def settle(self, session_ids) -> None:
+        self.db.executemany("DELETE FROM meta WHERE key = ?", ((f"owed:{s}",) for s in session_ids))
 
     # -- meta --------------------------------------------------------------------------------
 

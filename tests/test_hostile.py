@@ -455,3 +455,54 @@ def test_a_lasting_problem_is_logged_once_and_a_folder_named_jsonl_is_not_pendin
     log = (env.data / "prima-memory.log").read_text()
     assert log.count("skipped") == 1 and "loop" in log, log
     assert env.json("status")["pending"]["files"] == 0
+
+
+# -- hooks whose cost follows what changed -------------------------------------------------------
+
+def _indexed_words(env: Env, word: str) -> list[str]:
+    """Sessions whose indexed messages hold the word: the index as the hooks left it."""
+    return [r[0] for r in query(env, "SELECT DISTINCT s.session_id FROM messages m JOIN sessions s "
+                                     "ON s.id = m.session WHERE m.text LIKE ?", (f"%{word}%",))]
+
+
+def test_session_start_finds_changes_without_looking_at_every_file(env):
+    import fcntl
+    import os
+    long_ago = time.time() - 20 * DAY
+    a = env.transcript(A, start=OLD)
+    a.exchange("Fix the zanzibarite parser", "Fixed it.")
+    b = env.transcript(B, start=OLD + DAY)
+    b.exchange("Tune the quokka cache", "Tuned.")
+    for p in env.project_dir.glob("*.jsonl"):
+        os.utime(p, (long_ago, long_ago))
+    env.run("index")
+    start = payload(env, "session-start", sid(9))
+    assert run_hook(env, "session-start", start).rc == 0
+    # an old session changed behind prima-memory's back, its mtime old too: the sweep finds it
+    a.exchange("Revisit the sweptword parser", "Revisited.")
+    os.utime(a.path, (long_ago + 60, long_ago + 60))
+    assert run_hook(env, "session-start", start).rc == 0
+    assert _indexed_words(env, "sweptword") == [A]
+    # a Stop that finds the index busy leaves its session owed; the next start indexes it
+    b.exchange("Remember the owedword", "Remembered.")
+    os.utime(b.path, (long_ago + 60, long_ago + 60))
+    fd = os.open(str(env.data / "index.lock"), os.O_RDWR)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    try:
+        assert run_hook(env, "stop", payload(env, "stop", B)).rc == 0
+    finally:
+        os.close(fd)
+    no_sweep = {"PRIMA_SWEEP": "0"}  # so only the debt can bring it
+    assert run_hook(env, "session-start", start, extra_env=no_sweep).rc == 0
+    assert _indexed_words(env, "owedword") == [B]
+    b.exchange("Later the unsweptword", "Noted.")  # no debt, no sweep, old mtime: not looked at
+    os.utime(b.path, (long_ago + 90, long_ago + 90))
+    assert run_hook(env, "session-start", start, extra_env=no_sweep).rc == 0
+    assert _indexed_words(env, "unsweptword") == []  # (the CLI's full check would find it)
+    # a new session and a deleted one: the folder's listing changed
+    c = env.transcript(sid(0xC3), start=time.time() - 3600)
+    c.exchange("Start the newword project", "Started.")
+    a.path.unlink()
+    assert run_hook(env, "session-start", start).rc == 0
+    assert _indexed_words(env, "newword") == [sid(0xC3)]
+    assert query(env, "SELECT archived FROM sessions WHERE session_id = ?", (A,)) == [(1,)]

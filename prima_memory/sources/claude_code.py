@@ -74,10 +74,45 @@ class SourceFile:
         self.source = source
 
 
-def discover(ws: str, log=None) -> list[SourceFile]:
+def project_dirs(ws: str) -> list[str]:
+    return workspace.claude_project_dirs(ws)
+
+
+def session_files(ws: str, session_id: str) -> list[SourceFile]:
+    """One session's files (what its Stop hook indexes): its transcript and its subagents'."""
+    out = []
+    for pdir in project_dirs(ws):
+        main = os.path.join(pdir, f"{session_id}.jsonl")
+        if os.path.isfile(main):
+            out.append(SourceFile(main, session_id, False))
+        try:
+            agents = sorted(os.scandir(os.path.join(pdir, session_id, "subagents")),
+                            key=lambda a: a.name)
+        except OSError:
+            continue
+        out.extend(SourceFile(a.path, session_id, True) for a in agents
+                   if a.name.endswith(".jsonl") and a.is_file())
+    return out
+
+
+def source_file(path: str) -> SourceFile | None:
+    """The SourceFile for a path discover() would have found there (by where it lies)."""
+    folder, name = os.path.split(path)
+    if not name.endswith(".jsonl"):
+        return None
+    if os.path.basename(folder) == "subagents":
+        return SourceFile(path, os.path.basename(os.path.dirname(folder)), True)
+    if name.startswith("agent-"):
+        return SourceFile(path, None, True)
+    return SourceFile(path, name[:-6], False)
+
+
+def discover(ws: str, log=None, only_dirs=None, known=None) -> list[SourceFile]:
     """Every transcript of this workspace: main files, subagents/ files and old flat agent files.
     An entry that cannot be read (a symbolic link loop, permissions) is skipped with a warning,
-    once while it stays so; the rest is found."""
+    once while it stays so; the rest is found. With `known` (paths already indexed), a session
+    folder is looked into only for a session whose transcript is not known: the subagents of a
+    known session are its Stop hook's to index."""
     def warn(msg: str) -> None:
         if log:
             log.warn(f"claude-code: {msg}", once=True)
@@ -90,7 +125,7 @@ def discover(ws: str, log=None) -> list[SourceFile]:
             return False
 
     out: list[SourceFile] = []
-    for pdir in workspace.claude_project_dirs(ws):
+    for pdir in only_dirs if only_dirs is not None else project_dirs(ws):
         try:
             entries = list(os.scandir(pdir))
         except OSError as e:
@@ -101,9 +136,10 @@ def discover(ws: str, log=None) -> list[SourceFile]:
         for entry in entries:
             name = entry.name
             if name.endswith(".jsonl"):
-                if is_file(entry):
-                    out.append(SourceFile(entry.path, None, True) if name.startswith("agent-")
-                               else SourceFile(entry.path, name[:-6], False))
+                if (known is None or entry.path not in known) and is_file(entry):
+                    out.append(source_file(entry.path))
+                continue
+            if known is not None and os.path.join(pdir, f"{name}.jsonl") in known:
                 continue
             try:  # one call where isdir + listdir would take three
                 agents = sorted(os.scandir(os.path.join(entry.path, "subagents")),
