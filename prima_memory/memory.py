@@ -11,7 +11,8 @@ import apsw
 
 from . import workspace as wsmod
 from .logs import Log
-from .store import CorruptIndex, SchemaMismatch, Store, is_corruption, move_aside
+from .store import (SCHEMA_VERSION, CorruptIndex, SchemaMismatch, Store, is_corruption,
+                    move_aside)
 
 
 class IndexBusy(Exception):
@@ -64,6 +65,12 @@ class Memory:
         except CorruptIndex as e:
             return self._replace("corrupt", f"index is corrupt ({e})")
         except SchemaMismatch as e:
+            if e.found is not None and e.found > SCHEMA_VERSION:
+                # made by a newer prima-memory (another checkout, an update not yet installed
+                # here): never moved aside by an older one, which would lose what it holds
+                raise wsmod.WorkspaceError(f"{self.db_path} was made by a newer prima-memory "
+                                           f"(schema {e.found}; this one knows {SCHEMA_VERSION}): "
+                                           "left as it is; run install.sh of the newer version") from None
             return self._replace(f"v{e.found}", str(e))
 
     def _replace(self, why: str, message: str) -> Store:

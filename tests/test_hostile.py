@@ -506,3 +506,18 @@ def test_session_start_finds_changes_without_looking_at_every_file(env):
     assert run_hook(env, "session-start", start).rc == 0
     assert _indexed_words(env, "newword") == [sid(0xC3)]
     assert query(env, "SELECT archived FROM sessions WHERE session_id = ?", (A,)) == [(1,)]
+
+
+def test_an_index_made_by_a_newer_prima_memory_is_left_alone(env):
+    import apsw
+    env.transcript(A, start=OLD).exchange("Fix the zanzibarite parser", "Fixed it.")
+    env.run("index")
+    db = apsw.Connection(str(env.data / "index.db"))
+    with db:
+        db.execute("UPDATE meta SET value = '999' WHERE key = 'schema_version'")
+    db.close()
+    p = env.run("search", "zanzibarite", check=False)
+    assert p.returncode == 1 and "newer prima-memory" in p.stderr and p.stderr.count("\n") == 1
+    r = run_hook(env, "session-start", payload(env, "session-start", sid(9)))
+    assert r.rc == 0 and r.out == "" and r.err == ""
+    assert not list(env.data.glob("index.db.*")), "moved aside"
