@@ -12,6 +12,8 @@ import sys
 import zlib
 import time
 
+import apsw
+
 from .sources import claude_code
 from .store import SHIFT, Store
 
@@ -56,6 +58,10 @@ class Indexer:
         self._sessions: dict[tuple[str, str], list] = {}  # (source, id) -> [rowid, next_ord, tags]
         self._terms_seen: set[str] = set()
         self._last_scan = None  # pending()'s look at the files, reused by the run that follows
+        # a quick scope's findings, recorded once its files are indexed (see quick_done)
+        self._dirs: dict[str, int] = {}
+        self._owed: list[str] = []
+        self._sweep_to = 0
         self.bulk = False  # a big run: worth orjson's import time
         self.deadline: float | None = None
         self.lock_fd: int | None = None  # the writer lock's descriptor, closed in a reader child
@@ -185,7 +191,6 @@ class Indexer:
         is looked at again. Never a stat of the whole history."""
         store = self.store
         paths: set[str] = set()
-        self._dirs = {}
         for d in claude_code.project_dirs(self.ws):
             try:
                 mtime = os.stat(d).st_mtime_ns
@@ -219,14 +224,21 @@ class Indexer:
 
     def quick_done(self, complete: bool) -> None:
         """After a quick run: the project folders it listed need no listing until they change
-        (if everything found was indexed), and the sweep moves on."""
+        (if everything found was indexed), owed sessions are settled, the sweep moves on. Never
+        waits on another writer: a hook would rather leave this to the next start."""
         store = self.store
-        with store.transaction():
-            if complete:
-                for d, mtime in getattr(self, "_dirs", {}).items():
-                    store.set_meta(f"dir:{d}", mtime)
-                store.settle(getattr(self, "_owed", ()))
-            store.set_meta("sweep_after", getattr(self, "_sweep_to", 0))
+        store.db.setbusytimeout(50)
+        try:
+            with store.transaction():
+                if complete:
+                    for d, mtime in self._dirs.items():
+                        store.set_meta(f"dir:{d}", mtime)
+                    store.settle(self._owed)
+                store.set_meta("sweep_after", self._sweep_to)
+        except apsw.BusyError:
+            pass
+        finally:
+            store.db.setbusytimeout(5000)
 
     def pending(self, only_session: str | None = None, quick: bool = False) -> tuple[int, int]:
         """(files, bytes) changed or gone since indexed, without taking the lock or reading."""
