@@ -207,8 +207,9 @@ class Indexer:
                     names = set(os.listdir(d))
                 except OSError:
                     continue
-                paths |= {p for p in indexed if os.path.dirname(p) == d
-                          and os.path.basename(p) not in names}
+                cut = len(d) + 1
+                paths |= {p for p in indexed if p.startswith(d) and p[cut - 1] == os.sep
+                          and os.sep not in p[cut:] and p[cut:] not in names}
         paths |= store.recent_file_paths(time.time_ns() - RECENT * 10**9)
         self._owed = store.owed()
         for sid in self._owed:

@@ -17,7 +17,8 @@ import apsw
 
 # 2: sessions.unfinished; 3: changed paths searchable from an index; 4: no "HEAD" branches, and
 # prima-memory's own command runs are no longer sessions; 5: text folded alike on both sides of
-# matching; 6: message counts from an index (4 to 6 are migrations, see _MIGRATIONS)
+# matching; 6: indexes for message counts and recent files (4 to 6 are migrations, see
+# _MIGRATIONS)
 SCHEMA_VERSION = 6
 SHIFT = 24  # ordinals per session: 16M fragments, far past any real transcript
 _TOKENIZER_ARGS = ["remove_diacritics", "0"]
@@ -49,6 +50,8 @@ CREATE TABLE files(
   size INTEGER, mtime_ns INTEGER, inode INTEGER, head_len INTEGER, head_hash TEXT,
   offset INTEGER NOT NULL DEFAULT 0, state TEXT, status TEXT NOT NULL DEFAULT 'ok');
 CREATE INDEX files_session ON files(session);
+-- a SessionStart looks again at the files changed lately, not at every file
+CREATE INDEX files_mtime ON files(mtime_ns);
 -- a session's message count reads this, not its text pages (a 200 MB session: 120 ms -> ms)
 CREATE INDEX messages_counted ON messages(session) WHERE sidechain = 0 AND text != '';
 CREATE VIRTUAL TABLE messages_fts USING fts5(text, content='', contentless_delete=1,
@@ -734,8 +737,10 @@ def _to_v5(store: Store) -> None:
 
 
 def _to_v6(store: Store) -> None:
+    """Indexes that keep a hook's work to what changed (see _SCHEMA)."""
     store.db.execute("CREATE INDEX IF NOT EXISTS messages_counted ON messages(session) "
                      "WHERE sidechain = 0 AND text != ''")
+    store.db.execute("CREATE INDEX IF NOT EXISTS files_mtime ON files(mtime_ns)")
 
 
 # version -> the step that brings an index of that version to the next; older ones are rebuilt
