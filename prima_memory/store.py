@@ -50,8 +50,11 @@ CREATE TABLE files(
   size INTEGER, mtime_ns INTEGER, inode INTEGER, head_len INTEGER, head_hash TEXT,
   offset INTEGER NOT NULL DEFAULT 0, state TEXT, status TEXT NOT NULL DEFAULT 'ok');
 CREATE INDEX files_session ON files(session);
--- a SessionStart looks again at the files changed lately, not at every file
+-- a SessionStart looks again at the files changed lately, not at every file; its briefing reads
+-- the latest sessions, and each run the few left unfinished, without a scan of all of them
 CREATE INDEX files_mtime ON files(mtime_ns);
+CREATE INDEX sessions_ended ON sessions(ended_at);
+CREATE INDEX sessions_unfinished ON sessions(id) WHERE unfinished = 1;
 -- a session's message count reads this, not its text pages (a 200 MB session: 120 ms -> ms)
 CREATE INDEX messages_counted ON messages(session) WHERE sidechain = 0 AND text != '';
 CREATE VIRTUAL TABLE messages_fts USING fts5(text, content='', contentless_delete=1,
@@ -741,6 +744,9 @@ def _to_v6(store: Store) -> None:
     store.db.execute("CREATE INDEX IF NOT EXISTS messages_counted ON messages(session) "
                      "WHERE sidechain = 0 AND text != ''")
     store.db.execute("CREATE INDEX IF NOT EXISTS files_mtime ON files(mtime_ns)")
+    store.db.execute("CREATE INDEX IF NOT EXISTS sessions_ended ON sessions(ended_at)")
+    store.db.execute("CREATE INDEX IF NOT EXISTS sessions_unfinished ON sessions(id) "
+                     "WHERE unfinished = 1")
 
 
 # version -> the step that brings an index of that version to the next; older ones are rebuilt
