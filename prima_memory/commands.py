@@ -359,7 +359,7 @@ def status_data(mem: Memory) -> dict:
     return {
         "workspace": mem.ws,
         "index": {"path": mem.db_path, "bytes": size_on_disk,
-                  "schema_version": int(store.get_meta("schema_version", 0))},
+                  "schema_version": store.schema_version},
         "sources": sources,
         "counts": counts,
         "pending": {"files": files, "bytes": size},

@@ -15,10 +15,13 @@ from collections import namedtuple
 
 import apsw
 
+# The schema version is SQLite's user_version. Each change is an additive step in _MIGRATIONS,
+# run in place in one transaction: an index is never thrown away for a schema change (moving it
+# aside is for corruption, and for versions older than the oldest step).
 # 2: sessions.unfinished; 3: changed paths searchable from an index; 4: no "HEAD" branches, and
 # prima-memory's own command runs are no longer sessions; 5: text folded alike on both sides of
-# matching; 6: indexes for message counts and recent files (4 to 6 are migrations, see
-# _MIGRATIONS)
+# matching; 6: indexes for message counts, recent files, latest and unfinished sessions, and
+# the version in user_version
 SCHEMA_VERSION = 6
 SHIFT = 24  # ordinals per session: 16M fragments, far past any real transcript
 _TOKENIZER_ARGS = ["remove_diacritics", "0"]
@@ -74,6 +77,7 @@ CREATE VIEW exchanges AS
   FROM messages r LEFT JOIN messages u ON u.id = r.pair
   WHERE r.role = 'assistant' AND (r.text != '' OR u.id IS NOT NULL);
 INSERT INTO meta(key, value) VALUES ('schema_version', '{SCHEMA_VERSION}');
+PRAGMA user_version = {SCHEMA_VERSION};
 """
 
 _TITLE = ("COALESCE(NULLIF(title_custom, ''), NULLIF(title_summary, ''), NULLIF(title_first, ''), "
@@ -200,7 +204,7 @@ class Store:
                 while version in _MIGRATIONS:
                     _MIGRATIONS[version](self)
                     version += 1
-                    self.set_meta("schema_version", version)
+                    self._set_version(version)
                 db.execute("COMMIT")
             except BaseException:
                 db.execute("ROLLBACK")
@@ -209,11 +213,26 @@ class Store:
             raise SchemaMismatch(version)
 
     def _version(self) -> int | None:
+        """The schema version: SQLite's user_version (in the file header: read before any
+        table), or, in an index from before it was used (schema 3 to 6), the meta row."""
+        version = self.db.execute("PRAGMA user_version").fetchone()[0]
+        if version:
+            return version
         row = self.db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
         try:
             return int(row[0]) if row else None
         except ValueError:
             return None
+
+    def _set_version(self, version: int) -> None:
+        """In the migration's transaction. The meta row is kept too, for older prima-memory
+        versions, which read only that."""
+        self.db.execute(f"PRAGMA user_version = {int(version)}")
+        self.set_meta("schema_version", version)
+
+    @property
+    def schema_version(self) -> int | None:
+        return self._version()
 
     def close(self) -> None:
         self.db.close()
@@ -740,7 +759,8 @@ def _to_v5(store: Store) -> None:
 
 
 def _to_v6(store: Store) -> None:
-    """Indexes that keep a hook's work to what changed (see _SCHEMA)."""
+    """Indexes that keep a hook's work to what changed (see _SCHEMA); the caller then records
+    the version in user_version, where it is read from now on."""
     store.db.execute("CREATE INDEX IF NOT EXISTS messages_counted ON messages(session) "
                      "WHERE sidechain = 0 AND text != ''")
     store.db.execute("CREATE INDEX IF NOT EXISTS files_mtime ON files(mtime_ns)")

@@ -301,10 +301,11 @@ def test_turkish_dotted_i_and_both_unicode_forms_are_found_either_way(env):
 
 def test_an_index_of_schema_4_is_folded_in_place(env):
     import apsw
-    env.transcript(A, start=OLD).exchange("Plan the İstanbul office move", "Booked movers.")
+    env.transcript(A, start=OLD).exchange("Plan the office move", "Booked movers in İstanbul.")
     env.run("index")
     db = apsw.Connection(str(env.data / "index.db"))
-    with db:  # as schema 4 indexed it: the text as written
+    with db:  # as schema 4 indexed it: the text as written, the version in meta only
+        db.execute("PRAGMA user_version = 0")
         for i, text in list(db.execute("SELECT id, text FROM messages")):
             db.execute("DELETE FROM messages_fts WHERE rowid = ?", (i,))
             db.execute("INSERT INTO messages_fts(rowid, text) VALUES (?, ?)", (i, text))
@@ -514,10 +515,37 @@ def test_an_index_made_by_a_newer_prima_memory_is_left_alone(env):
     env.run("index")
     db = apsw.Connection(str(env.data / "index.db"))
     with db:
-        db.execute("UPDATE meta SET value = '999' WHERE key = 'schema_version'")
+        db.execute("PRAGMA user_version = 999")
     db.close()
     p = env.run("search", "zanzibarite", check=False)
     assert p.returncode == 1 and "newer prima-memory" in p.stderr and p.stderr.count("\n") == 1
     r = run_hook(env, "session-start", payload(env, "session-start", sid(9)))
     assert r.rc == 0 and r.out == "" and r.err == ""
     assert not list(env.data.glob("index.db.*")), "moved aside"
+
+
+def test_the_schema_version_lives_in_user_version_and_old_indexes_move_forward_in_place(env):
+    """Every step from schema 3 on runs in place (embeddings to come must never be thrown away
+    for a schema change): the data stays, the version lands in SQLite's user_version."""
+    import apsw
+    from prima_memory.store import SCHEMA_VERSION
+    env.transcript(A, start=OLD).exchange("Fix the zanzibarite parser", "Fixed it.")
+    env.run("index")
+    db = apsw.Connection(str(env.data / "index.db"))
+    assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    with db:  # as schema 3 left it: the version only in meta, without the later indexes
+        db.execute("PRAGMA user_version = 0")
+        db.execute("UPDATE meta SET value = '3' WHERE key = 'schema_version'")
+        for name in ("messages_counted", "files_mtime", "sessions_ended", "sessions_unfinished"):
+            db.execute(f"DROP INDEX {name}")
+        rows = db.execute("SELECT count(*) FROM messages").fetchone()[0]
+    db.close()
+    assert [r["session_id"] for r in env.search("zanzibarite")] == [A]
+    assert env.json("status")["index"]["schema_version"] == SCHEMA_VERSION
+    db = apsw.Connection(str(env.data / "index.db"))
+    assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    assert db.execute("SELECT count(*) FROM messages").fetchone()[0] == rows
+    names = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+    assert {"messages_counted", "files_mtime", "sessions_ended", "sessions_unfinished"} <= names
+    db.close()
+    assert not list(env.data.glob("index.db.*")), "moved aside instead of migrated"
