@@ -8,6 +8,8 @@ from __future__ import annotations
 import os
 import time
 
+from .workspace import open_nofollow
+
 
 class LockTimeout(Exception):
     pass
@@ -25,7 +27,7 @@ class WriterLock:
         except ImportError:
             self._acquire_portable(timeout)
             return
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
+        fd = open_nofollow(self.path, os.O_RDWR | os.O_CREAT)
         deadline = time.monotonic() + max(0.0, timeout)
         while True:
             try:

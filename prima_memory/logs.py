@@ -4,8 +4,9 @@ from __future__ import annotations
 import os
 import time
 
+from .workspace import open_nofollow
+
 _MAX_BYTES = 1_000_000
-_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)  # a log shipped as a link to another file is not written
 
 
 class Log:
@@ -24,7 +25,8 @@ class Log:
         try:
             if os.path.exists(self.path) and os.path.getsize(self.path) > _MAX_BYTES:
                 os.replace(self.path, self.path + ".1")
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | _NOFOLLOW, 0o600)
+            # a log shipped as a link to another file is not written
+            fd = open_nofollow(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
             with os.fdopen(fd, "a", encoding="utf-8") as f:
                 f.write(line)
         except OSError:
@@ -53,7 +55,7 @@ class Log:
         if not self.path or not os.path.exists(self.path):
             return []
         try:
-            with os.fdopen(os.open(self.path, os.O_RDONLY | _NOFOLLOW), "rb") as f:
+            with os.fdopen(open_nofollow(self.path), "rb") as f:
                 f.seek(max(0, os.fstat(f.fileno()).st_size - 200_000))
                 lines = f.read().decode("utf-8", "replace").splitlines()
         except OSError:

@@ -34,13 +34,17 @@ class Memory:
         self.log = log or Log(self.dir if wsmod.is_real_dir(self.dir) else None)
         self._store: Store | None = None
         self._lock = None
+        self._dir_checked = False  # ensure_data_dir ran (its lstats once, not per use)
 
     # -- opening ---------------------------------------------------------------------------------
 
     def exists(self) -> bool:
         return os.path.exists(self.db_path)
 
-    def _ensure_dir(self) -> None:
+    def _ensure_dir(self, again: bool = False) -> None:
+        if self._dir_checked and not again:
+            return
+        self._dir_checked = True
         notes = wsmod.ensure_data_dir(self.ws)
         if self.log.path is None:
             self.log = Log(self.dir)
@@ -104,7 +108,7 @@ class Memory:
             except apsw.Error:
                 pass
             self._store = None
-        self._ensure_dir()
+        self._ensure_dir(again=True)
         self._store = self._replace("corrupt", f"index is corrupt ({why[:200]})" if why
                                     else "index is corrupt")
         return self._store

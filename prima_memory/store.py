@@ -15,6 +15,8 @@ from collections import namedtuple
 
 import apsw
 
+from .workspace import open_nofollow
+
 # The schema version is SQLite's user_version. Each change is an additive step in _MIGRATIONS,
 # run in place in one transaction: an index is never thrown away for a schema change (moving it
 # aside is for corruption, and for versions older than the oldest step).
@@ -139,7 +141,7 @@ def _like(text: str) -> str:
 def _create_private(path: str) -> None:
     """Create the database file private to the user (SQLite gives the -wal and -shm files its
     mode), never through a symbolic link: the mode is set on what was opened."""
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    fd = open_nofollow(path, os.O_RDWR | os.O_CREAT)
     try:
         os.fchmod(fd, 0o600)
     finally:

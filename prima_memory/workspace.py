@@ -191,8 +191,7 @@ def ensure_data_dir(workspace: str) -> list[str]:
     except OSError:
         pass
     try:
-        fd = os.open(os.path.join(d, ".gitignore"), os.O_WRONLY | os.O_CREAT | os.O_EXCL | O_NOFOLLOW,
-                     0o600)
+        fd = open_nofollow(os.path.join(d, ".gitignore"), os.O_WRONLY | os.O_CREAT | os.O_EXCL)
     except OSError:  # there already, or a read-only folder
         pass
     else:
