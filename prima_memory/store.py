@@ -23,10 +23,28 @@ from .workspace import open_nofollow
 # 2: sessions.unfinished; 3: changed paths searchable from an index; 4: no "HEAD" branches, and
 # prima-memory's own command runs are no longer sessions; 5: text folded alike on both sides of
 # matching; 6: indexes for message counts, recent files, latest and unfinished sessions, and
-# the version in user_version
-SCHEMA_VERSION = 6
+# the version in user_version; 7: vectors, content-addressed, and the exchanges they embed
+SCHEMA_VERSION = 7
 SHIFT = 24  # ordinals per session: 16M fragments, far past any real transcript
 _TOKENIZER_ARGS = ["remove_diacritics", "0"]
+
+# Embeddings cost minutes to hours, so they are kept by content: `vectors` holds the windows of an
+# embedded text under the text's hash (and the model that read it), whatever message it came from;
+# `embedded` links an exchange (its reply's id) to the hash it was embedded as. When a reply's text
+# changes or its message goes, the triggers drop the link (never the vectors): the exchange is then
+# pending, and a text seen before (a re-read, a rebuild) finds its vectors again without the model.
+# Prompts are never rewritten in place, so only the reply's own changes are watched.
+_VECTOR_SCHEMA = """
+CREATE TABLE IF NOT EXISTS vectors(
+  text_hash BLOB NOT NULL, model TEXT NOT NULL, n INTEGER NOT NULL, variant TEXT NOT NULL,
+  vec BLOB NOT NULL, PRIMARY KEY(text_hash, model, n)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS embedded(exchange INTEGER PRIMARY KEY, text_hash BLOB NOT NULL, model TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS embedded_hash ON embedded(text_hash);
+CREATE TRIGGER IF NOT EXISTS messages_au_vec AFTER UPDATE OF text ON messages BEGIN
+  DELETE FROM embedded WHERE exchange = old.id; END;
+CREATE TRIGGER IF NOT EXISTS messages_ad_vec AFTER DELETE ON messages BEGIN
+  DELETE FROM embedded WHERE exchange = old.id; END;
+"""
 
 _SCHEMA = f"""
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT);
@@ -78,6 +96,7 @@ CREATE VIEW exchanges AS
   SELECT r.id AS id, r.session AS session, r.ts AS ts, u.text AS prompt, r.text AS reply
   FROM messages r LEFT JOIN messages u ON u.id = r.pair
   WHERE r.role = 'assistant' AND (r.text != '' OR u.id IS NOT NULL);
+{_VECTOR_SCHEMA}
 INSERT INTO meta(key, value) VALUES ('schema_version', '{SCHEMA_VERSION}');
 PRAGMA user_version = {SCHEMA_VERSION};
 """
@@ -657,6 +676,71 @@ class Store:
         yield from self.db.execute(f"SELECT id, text FROM messages WHERE id BETWEEN ? AND ? "
                                    f"AND text != '' ORDER BY id {order}", (lo, hi))
 
+    # -- embeddings ----------------------------------------------------------------------------
+
+    # The exchanges worth embedding: main-thread replies, with the prompt they answer.
+    _TO_EMBED = ("FROM exchanges e JOIN messages m ON m.id = e.id WHERE m.sidechain = 0 "
+                 "AND NOT EXISTS (SELECT 1 FROM embedded x WHERE x.exchange = e.id AND x.model = ?)")
+
+    def pending_exchanges(self, model: str) -> list[int]:
+        """Ids of exchanges with no vectors from `model`, newest first."""
+        return [r[0] for r in self.db.execute(
+            f"SELECT e.id {self._TO_EMBED} ORDER BY e.ts DESC, e.id DESC", (model,))]
+
+    def count_pending(self, model: str) -> int:
+        return self.db.execute(f"SELECT count(*) {self._TO_EMBED}", (model,)).fetchone()[0]
+
+    def count_embedded(self, model: str) -> int:
+        return self.db.execute("SELECT count(*) FROM embedded WHERE model = ?",
+                               (model,)).fetchone()[0]
+
+    def exchange_texts(self, ids) -> dict[int, tuple[str | None, str]]:
+        """exchange id -> (prompt or None, reply)."""
+        ids = list(ids)
+        out: dict[int, tuple] = {}
+        for i in range(0, len(ids), 500):
+            part = ids[i:i + 500]
+            out.update((r[0], (r[1], r[2])) for r in self.db.execute(
+                f"SELECT id, prompt, reply FROM exchanges WHERE id IN ({','.join('?' * len(part))})",
+                part))
+        return out
+
+    def known_vectors(self, hashes, model: str) -> dict[bytes, list[bytes]]:
+        """text hash -> its windows' vectors, for the hashes already embedded by `model`."""
+        hashes = list(dict.fromkeys(hashes))
+        out: dict[bytes, list[bytes]] = {}
+        for i in range(0, len(hashes), 500):
+            part = hashes[i:i + 500]
+            for h, vec in self.db.execute(
+                    f"SELECT text_hash, vec FROM vectors WHERE model = ? AND text_hash IN "
+                    f"({','.join('?' * len(part))}) ORDER BY text_hash, n", (model, *part)):
+                out.setdefault(h, []).append(vec)
+        return out
+
+    def add_vectors(self, model: str, variant: str, rows) -> None:
+        """rows: (text hash, [vector bytes per window]). A hash already held keeps its vectors."""
+        self.db.executemany(
+            "INSERT OR IGNORE INTO vectors(text_hash, model, n, variant, vec) VALUES (?,?,?,?,?)",
+            ((h, model, n, variant, v) for h, vecs in rows for n, v in enumerate(vecs)))
+
+    def link_exchanges(self, model: str, rows) -> None:
+        """rows: (exchange id, text hash): the exchange is embedded as that text."""
+        self.db.executemany("INSERT OR REPLACE INTO embedded(exchange, text_hash, model) "
+                            "VALUES (?, ?, ?)", ((i, h, model) for i, h in rows))
+
+    def exchange_vectors(self, model: str):
+        """(exchange id, vector bytes) of every window of every embedded exchange."""
+        return self.db.execute(
+            "SELECT x.exchange, v.vec FROM embedded x JOIN vectors v "
+            "ON v.text_hash = x.text_hash AND v.model = x.model WHERE x.model = ?", (model,))
+
+    def drop_unlinked_vectors(self) -> int:
+        """Vectors no exchange uses any more (pruned, or grown past): kept until a prune or a
+        rebuild ends, since a re-read text would find them again."""
+        self.db.execute("DELETE FROM vectors WHERE text_hash NOT IN "
+                        "(SELECT text_hash FROM embedded)")
+        return self.db.changes()
+
     # -- recovery ------------------------------------------------------------------------------
 
     def recover_from(self, old_path: str, file_exists) -> int:
@@ -771,8 +855,13 @@ def _to_v6(store: Store) -> None:
                      "WHERE unfinished = 1")
 
 
+def _to_v7(store: Store) -> None:
+    """Room for embeddings: nothing else changes, every exchange starts pending."""
+    store.db.execute(_VECTOR_SCHEMA)
+
+
 # version -> the step that brings an index of that version to the next; older ones are rebuilt
-_MIGRATIONS = {3: _to_v4, 4: _to_v5, 5: _to_v6}
+_MIGRATIONS = {3: _to_v4, 4: _to_v5, 5: _to_v6, 6: _to_v7}
 
 
 # The sessions' columns with every text one read as bytes (see _lenient), for recovery.

@@ -1,0 +1,91 @@
+"""The store's side of embeddings: vectors kept by content, links that the store itself drops
+when an exchange's text changes, and schema steps that never throw vectors away."""
+from __future__ import annotations
+
+
+from prima_memory import store as storemod
+from prima_memory.store import SHIFT, Store
+
+M = "all-MiniLM-L6-v2"
+
+
+def _session(st: Store, prompt="How do I rotate the logs?", reply="Use logrotate weekly."):
+    with st.transaction():
+        sid = st.session_for("claude-code", "s1", "[transcript]").id
+        st.db.execute("UPDATE sessions SET next_ord = 2 WHERE id = ?", (sid,))
+        base = sid << SHIFT
+        st.add_messages([(base, sid, "u1", "user", 1.0, 0, None, prompt),
+                         (base | 1, sid, "a1", "assistant", 2.0, 0, base, reply)])
+    return sid, base | 1
+
+
+def _embed(st: Store, exchange: int, h: bytes, vecs=(b"v0", b"v1")):
+    with st.transaction():
+        st.add_vectors(M, "test", [(h, list(vecs))])
+        st.link_exchanges(M, [(exchange, h)])
+
+
+def test_a_changed_reply_is_pending_again_and_its_old_vectors_stay(tmp_path):
+    st = Store(str(tmp_path / "index.db"))
+    sid, ex = _session(st)
+    assert st.pending_exchanges(M) == [ex]
+    assert st.exchange_texts([ex]) == {ex: ("How do I rotate the logs?", "Use logrotate weekly.")}
+    _embed(st, ex, b"h1")
+    assert st.pending_exchanges(M) == [] and st.count_embedded(M) == 1
+    assert sorted(v for _x, v in st.exchange_vectors(M)) == [b"v0", b"v1"]
+    with st.transaction():
+        st.set_message_texts([(ex, "Use logrotate weekly.\nAnd compress them.")])
+    assert st.pending_exchanges(M) == [ex], "the store dropped the link itself"
+    assert st.known_vectors([b"h1"], M) == {b"h1": [b"v0", b"v1"]}, "kept for a text seen again"
+    # the same text read again (a rebuild) finds its vectors without the model
+    with st.transaction():
+        st.clear_session(sid)
+    assert st.count_embedded(M) == 0
+    with st.transaction():
+        assert st.drop_unlinked_vectors() == 2
+    assert st.known_vectors([b"h1"], M) == {}
+
+
+def test_another_model_has_its_own_pending(tmp_path):
+    st = Store(str(tmp_path / "index.db"))
+    _sid, ex = _session(st)
+    _embed(st, ex, b"h1")
+    assert st.pending_exchanges("other-model") == [ex]
+    assert st.count_pending(M) == 0 and st.count_pending("other-model") == 1
+
+
+def test_a_v6_index_gains_the_vector_tables_in_place(tmp_path):
+    path = str(tmp_path / "index.db")
+    st = Store(path)
+    _sid, ex = _session(st)
+    with st.transaction():
+        for name in ("messages_au_vec", "messages_ad_vec"):
+            st.db.execute(f"DROP TRIGGER {name}")
+        st.db.execute("DROP TABLE embedded")
+        st.db.execute("DROP TABLE vectors")
+        st.db.execute("PRAGMA user_version = 6")
+    st.close()
+    st = Store(path)
+    assert st.schema_version == storemod.SCHEMA_VERSION
+    assert st.pending_exchanges(M) == [ex], "the messages stayed; every exchange starts pending"
+
+
+def test_a_later_schema_step_keeps_every_vector(tmp_path, monkeypatch):
+    path = str(tmp_path / "index.db")
+    st = Store(path)
+    _sid, ex = _session(st)
+    _embed(st, ex, b"h1")
+    st.close()
+    ran = []
+
+    def step(store):  # a future additive change
+        store.db.execute("ALTER TABLE sessions ADD COLUMN later TEXT")
+        ran.append(1)
+
+    v = storemod.SCHEMA_VERSION
+    monkeypatch.setattr(storemod, "SCHEMA_VERSION", v + 1)
+    monkeypatch.setitem(storemod._MIGRATIONS, v, step)
+    st = Store(path)
+    assert ran == [1] and st.schema_version == v + 1
+    assert st.count_embedded(M) == 1 and sorted(v for _x, v in st.exchange_vectors(M)) == [b"v0", b"v1"]
+    assert not list(tmp_path.glob("index.db.*")), "migrated in place, not moved aside"
