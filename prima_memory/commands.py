@@ -110,7 +110,7 @@ def cmd_search(mem: Memory, args) -> int:
     for h in hits:
         d = session_json(h.row)
         d.update(title=h.title, score=h.score, files_changed=h.files, snippet=h.snippet,
-                 matches=h.matches)
+                 matches=h.matches, message_id=h.message_id)
         results.append(d)
     lines = [f"warning: {w}" for w in warnings]
     if not hits:

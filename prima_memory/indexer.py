@@ -15,7 +15,7 @@ import time
 import apsw
 
 from .sources import claude_code
-from .store import SHIFT, Store
+from .store import Store
 
 PROVISIONAL_KEY = "~last-assistant-message"  # see Indexer.note_reply
 HEAD_BYTES = 1024  # a file whose first bytes changed was rewritten, not appended to
@@ -55,7 +55,7 @@ class Indexer:
         self.log = log
         self.progress = progress
         self.write_extracts = extracts
-        self._sessions: dict[tuple[str, str], list] = {}  # (source, id) -> [rowid, next_ord, tags]
+        self._sessions: dict[tuple[str, str], _Session] = {}
         self._terms_seen: set[str] = set()
         self._last_scan = None  # pending()'s look at the files, reused by the run that follows
         # a quick scope's findings, recorded once its files are indexed (see quick_done)
@@ -136,7 +136,7 @@ class Indexer:
                 for (_, sf, st, _row), a in zip(work, starts)]
         feed = (_ReaderProcess(jobs, self.bulk, self.lock_fd)
                 if self.bulk and len(jobs) >= 8 and _CAN_FORK else None)
-        batch = _Batch(store)
+        batch = store.batch(BATCH_BYTES * 2, BATCH_SECONDS)
         try:
             for i, (_, sf, st, row) in enumerate(work):
                 if self._out_of_time():
@@ -346,7 +346,7 @@ class Indexer:
         entry = self._sessions.get(key)
         if entry is None:
             row = self.store.session_for(d.source, d.session_id, d.label)
-            entry = _Session(row.id, self.store.next_ordinal(row.id), set(row.tag_list),
+            entry = _Session(row.id, set(row.tag_list),
                              row.decisions, fresh=not self.store.has_messages(row.id))
             self._sessions[key] = entry
         return entry
@@ -355,7 +355,7 @@ class Indexer:
         from . import tagging  # parse-time only: hooks that find nothing to do never load it
         store = self.store
         entry = self._session(d)
-        sid, base = entry.id, entry.id << SHIFT
+        sid = entry.id
         merged: dict[str, list] = {}  # key -> [role, ts, sidechain, pairs_with, texts]
         for m in d.messages:
             got = merged.get(m.key)
@@ -370,6 +370,8 @@ class Indexer:
                 known.update(store.messages_by_key(sid, missing))
         else:
             known = store.messages_by_key(sid, merged)
+        new = sum(k not in known for k in merged)
+        ids = iter(store.new_message_ids(sid, new) if new else ())
         inserts, updates, texts_seen = [], [], []
         prompts: dict[str, int] = {}  # this delta's prompts: replies pair with them
         for key, (role, ts, side, pairs_with, texts) in merged.items():
@@ -382,8 +384,7 @@ class Indexer:
                 updates.append((mid, full))
                 entry.remember(key, mid, full)
             else:
-                mid = base | entry.next_ord
-                entry.next_ord += 1
+                mid = next(ids)
                 pair = None
                 if pairs_with:
                     pair = prompts.get(pairs_with) or entry.recent.get(pairs_with, (None,))[0]
@@ -426,7 +427,7 @@ class Indexer:
         store.update_session(sid, cwd=d.cwd, branch=d.branch, author=d.author,
                              custom_title=d.custom_title, summary_title=d.summary_title,
                              first_prompt=d.first_prompt, first_ts=d.first_ts, last_ts=d.last_ts,
-                             tags=tag_text, decisions=dec_text, next_ord=entry.next_ord)
+                             tags=tag_text, decisions=dec_text)
         return sid
 
     def _finish_sessions(self, rep: Report) -> None:
@@ -568,9 +569,8 @@ class _Session:
 
     RECENT = 8
 
-    def __init__(self, rowid: int, next_ord: int, tags: set, decisions: str, fresh: bool):
+    def __init__(self, rowid: int, tags: set, decisions: str, fresh: bool):
         self.id = rowid
-        self.next_ord = next_ord
         self.tags = tags
         self.decisions = decisions
         self.fresh = fresh  # had no messages when this run first touched it
@@ -583,41 +583,6 @@ class _Session:
         self.recent[key] = (mid, text)
         if len(self.recent) > self.RECENT:
             del self.recent[next(iter(self.recent))]
-
-
-class _Batch:
-    """One transaction over many files: a commit per file costs more than the parsing. Each
-    file's lines commit together with its offset and its session's counts, so a kill at any
-    point leaves a consistent index that the next run simply continues."""
-
-    def __init__(self, store: Store):
-        self.store = store
-        self.size = 0
-        self.sessions: set[int] = set()  # touched since the last commit
-        self.started = time.monotonic()
-        store.db.execute("BEGIN IMMEDIATE")
-
-    def added(self, n: int, session: int | None) -> None:
-        self.size += n
-        if session is not None:
-            self.sessions.add(session)
-        if self.size >= BATCH_BYTES * 2 or time.monotonic() - self.started > BATCH_SECONDS:
-            self._seal()
-            self.store.db.execute("COMMIT; BEGIN IMMEDIATE")
-            self.size = 0
-            self.started = time.monotonic()
-
-    def _seal(self) -> None:
-        for sid in self.sessions:
-            self.store.refresh_counts(sid)
-        self.sessions.clear()
-        self.store.index_terms()
-
-    def close(self, commit: bool) -> None:
-        if self.store.db.in_transaction:
-            if commit:
-                self._seal()
-            self.store.db.execute("COMMIT" if commit else "ROLLBACK")
 
 
 def _sweep_size() -> int:

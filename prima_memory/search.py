@@ -47,6 +47,7 @@ class Hit:
                  files: list[str] | None = None):
         self.row, self.score, self.title = row, score, title
         self.snippet = snippet
+        self.message_id: int | None = None  # the turn that matched best (its message's id)
         self.matches: list[str] = []  # the matching lines, newest first
         self.files = files or []
 
@@ -156,7 +157,7 @@ def _decorate(store: Store, hit: Hit, words: list[str]) -> None:
     newest messages first and stop once enough are found (no index query per hit)."""
     hit.files = store.changed_paths(hit.row.id)
     best, best_n, seen = None, 0, 0
-    for _mid, text in store.session_message_texts(hit.row.id, newest_first=True):
+    for mid, text in store.session_message_texts(hit.row.id, newest_first=True):
         low = fold(text)
         n = sum(w in low for w in words)
         if not n:
@@ -165,7 +166,7 @@ def _decorate(store: Store, hit: Hit, words: list[str]) -> None:
             text = index_text(text)
         seen += 1
         if n > best_n:
-            best, best_n = text, n
+            best, best_n, hit.message_id = text, n, mid
         if len(hit.matches) < 3:  # words hold no white space, so one line holds the match
             line = next((ln for ln in text.splitlines() if any(w in fold(ln) for w in words)), text)
             line = _around(line, fold(line), words, 160)

@@ -261,6 +261,10 @@ class Store:
     def transaction(self):
         return self.db  # `with store.transaction():` commits or rolls back
 
+    def batch(self, max_bytes: int, max_seconds: float) -> "Batch":
+        """One write transaction over many files, committed in steps (see Batch)."""
+        return Batch(self, max_bytes, max_seconds)
+
     # -- tokens and terms ----------------------------------------------------------------------
 
     def tokens(self, text: str) -> set[str]:
@@ -311,13 +315,20 @@ class Store:
                         "ON CONFLICT(source, session_id) DO NOTHING", (source, session_id, label))
         return self._session_where("source = ? AND session_id = ?", (source, session_id))[0]
 
-    def next_ordinal(self, session: int) -> int:
-        return self.db.execute("SELECT next_ord FROM sessions WHERE id = ?", (session,)).fetchone()[0]
+    def new_message_ids(self, session: int, n: int) -> range:
+        """Ids for a session's next n messages, `session << SHIFT | ordinal`, taken in the
+        caller's transaction: a rollback gives them back."""
+        first = self.db.execute("UPDATE sessions SET next_ord = next_ord + ? WHERE id = ? "
+                                "RETURNING next_ord", (n, session)).fetchone()[0] - n
+        if first + n > 1 << SHIFT:
+            raise StoreError(f"session {session} has more than {1 << SHIFT} messages")
+        base = session << SHIFT
+        return range(base | first, base | (first + n))
 
     def update_session(self, session: int, *, cwd=None, branch=None, author=None,
                        custom_title=None, summary_title=None, first_prompt=None,
                        first_ts=None, last_ts=None, tags: str | None = None,
-                       decisions: str | None = None, next_ord: int | None = None) -> None:
+                       decisions: str | None = None) -> None:
         self.db.execute(
             """UPDATE sessions SET cwd = COALESCE(cwd, ?), branch = COALESCE(?, branch),
                  author = COALESCE(?, author), title_custom = COALESCE(?, title_custom),
@@ -325,10 +336,10 @@ class Store:
                  started_at = min(COALESCE(started_at, ?), COALESCE(?, started_at)),
                  ended_at = max(COALESCE(ended_at, ?), COALESCE(?, ended_at)),
                  tags = COALESCE(?, tags), decisions = COALESCE(?, decisions),
-                 next_ord = COALESCE(?, next_ord), archived = 0, unfinished = 1
+                 archived = 0, unfinished = 1
                WHERE id = ?""",
             (cwd, branch, author, custom_title, summary_title, first_prompt, first_ts, first_ts,
-             last_ts, last_ts, tags, decisions, next_ord, session))
+             last_ts, last_ts, tags, decisions, session))
 
     def add_messages(self, rows) -> None:
         """New messages: rows of (id, session, key, role, ts, sidechain, pair id, text)."""
@@ -816,6 +827,43 @@ class Store:
                 "GROUP BY source"):
             out[source] = {"sessions": n, "archived": archived or 0}
         return out
+
+
+class Batch:
+    """One transaction over many files: a commit per file costs more than the parsing. The
+    caller reports each file's bytes once its lines, offset and state are written; every
+    `max_bytes` or `max_seconds` the batch commits, with the touched sessions' counts and the new
+    terms sealed first, so a kill at any point leaves a consistent index the next run continues."""
+
+    def __init__(self, store: Store, max_bytes: int, max_seconds: float):
+        self.store = store
+        self.max_bytes, self.max_seconds = max_bytes, max_seconds
+        self.size = 0
+        self.sessions: set[int] = set()  # touched since the last commit
+        self.started = time.monotonic()
+        store.db.execute("BEGIN IMMEDIATE")
+
+    def added(self, n: int, session: int | None) -> None:
+        self.size += n
+        if session is not None:
+            self.sessions.add(session)
+        if self.size >= self.max_bytes or time.monotonic() - self.started > self.max_seconds:
+            self._seal()
+            self.store.db.execute("COMMIT; BEGIN IMMEDIATE")
+            self.size = 0
+            self.started = time.monotonic()
+
+    def _seal(self) -> None:
+        for sid in self.sessions:
+            self.store.refresh_counts(sid)
+        self.sessions.clear()
+        self.store.index_terms()
+
+    def close(self, commit: bool) -> None:
+        if self.store.db.in_transaction:
+            if commit:
+                self._seal()
+            self.store.db.execute("COMMIT" if commit else "ROLLBACK")
 
 
 def _to_v4(store: Store) -> None:

@@ -164,3 +164,12 @@ def test_a_snippet_is_not_filled_with_a_run_of_one_symbol(env):
     for run in ("····", "----"):
         assert run not in r["snippet"] and all(run not in m for m in r["matches"]), r
     assert "wombatization fixed in the" in r["snippet"]
+
+
+def test_a_hit_points_at_its_best_matching_turn(env):
+    from prima_memory.store import Store
+    _setup(env)
+    hit = env.search("waiting list booking", "--mode", "keyword")[0]
+    st = Store(str(env.data / "index.db"))
+    text = st.message_texts([hit["message_id"]])[hit["message_id"]]
+    assert text == "Waiting list added to the booking service."  # the turn with all three words

@@ -3,6 +3,8 @@ when an exchange's text changes, and schema steps that never throw vectors away.
 from __future__ import annotations
 
 
+import pytest
+
 from prima_memory import store as storemod
 from prima_memory.store import SHIFT, Store
 
@@ -89,3 +91,21 @@ def test_a_later_schema_step_keeps_every_vector(tmp_path, monkeypatch):
     assert ran == [1] and st.schema_version == v + 1
     assert st.count_embedded(M) == 1 and sorted(v for _x, v in st.exchange_vectors(M)) == [b"v0", b"v1"]
     assert not list(tmp_path.glob("index.db.*")), "migrated in place, not moved aside"
+
+
+def test_new_message_ids_roll_back_with_their_transaction(tmp_path):
+    st = Store(str(tmp_path / "index.db"))
+    sid, _ex = _session(st)
+    st.db.execute("BEGIN")
+    assert list(st.new_message_ids(sid, 3)) == [(sid << SHIFT) | i for i in (2, 3, 4)]
+    st.db.execute("ROLLBACK")
+    with st.transaction():
+        assert list(st.new_message_ids(sid, 1)) == [(sid << SHIFT) | 2]
+
+
+def test_a_session_past_its_id_range_is_refused(tmp_path):
+    st = Store(str(tmp_path / "index.db"))
+    sid, _ex = _session(st)
+    with pytest.raises(storemod.StoreError), st.transaction():
+        st.new_message_ids(sid, 1 << SHIFT)
+    assert st.db.execute("SELECT next_ord FROM sessions WHERE id = ?", (sid,)).fetchone()[0] == 2
