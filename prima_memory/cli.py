@@ -57,6 +57,13 @@ def _parser() -> argparse.ArgumentParser:
     ix = sub.add_parser("index", parents=[common], help="bring the index up to date")
     ix.add_argument("--rebuild", action="store_true", help="read every source file again")
     ix.add_argument("--prune", action="store_true", help="drop sessions whose files are gone")
+    ix.add_argument("--background", action="store_true",
+                    help="with --rebuild: run it as a detached process and return at once")
+    ix.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)  # that process
+
+    em = sub.add_parser("embed", parents=[common],
+                        help="embed the exchanges not embedded yet (normally done in the background)")
+    em.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)  # the detached one
 
     rc = sub.add_parser("recall", parents=[common],
                         help="compact search results for Claude (/recall); the query may come on stdin")

@@ -12,6 +12,7 @@ from . import workspace as wsmod
 from .cli import CliError, UsageError
 from .extracts import one_line
 from .memory import IndexBusy, IndexReadOnly, Memory
+from .store import is_corruption
 from .timeparse import iso_utc, local, parse_when
 
 CLI_LOCK_SECONDS = 10.0
@@ -56,6 +57,44 @@ def refresh(mem: Memory, warnings: list[str], *, progress=None) -> None:
                         "answering from the index as it stands")
     except IndexReadOnly as e:
         warnings.append(f"{e}: answering from the index as it stands")
+
+
+def meaning(mem: Memory, mode: str, warnings: list[str]):
+    """The embedder for a semantic or combined search, with the seed's lazy update done first
+    (new or changed exchanges, newest first, for up to the budget), or (None, why) when the
+    model cannot load. Skipped while a rebuild runs: it owns the index."""
+    if mode == "keyword":
+        return None, None
+    from . import background
+    from .semantic import Settings, vector_key
+    try:
+        embedder = mem.embedder()
+    except Exception as e:  # noqa: BLE001 - any failure to load means: keyword results, said so
+        mem.log.warn(f"semantic search unavailable: {type(e).__name__}: {e}", once=True)
+        return None, _one_line(e)
+    if background.rebuild_state(mem):
+        warnings.append("a rebuild is running: searching the exchanges it has embedded so far")
+        return embedder, None
+    budget = Settings().budget
+    try:
+        got = mem.embed(budget, wait=budget)
+    except Exception as e:  # noqa: BLE001 - search what is embedded rather than fail
+        if is_corruption(e) or isinstance(e, apsw.BusyError):
+            raise
+        mem.log.warn(f"embedding before the search failed: {type(e).__name__}: {e}")
+        warnings.append(f"new exchanges could not be embedded ({_one_line(e)}): "
+                        "searching the ones embedded before")
+        return embedder, None
+    left = got[1] if got is not None else mem.store().count_pending(vector_key(embedder.model))
+    if left:
+        warnings.append(f"{left} exchanges are not embedded yet (found by keyword only until "
+                        "they are); they are being embedded in the background")
+        background.start_embedder(mem)
+    return embedder, None
+
+
+def _one_line(e: BaseException) -> str:
+    return " ".join(str(e).split())[:300] or type(e).__name__
 
 
 def way_back(row) -> dict:
@@ -103,8 +142,15 @@ def cmd_search(mem: Memory, args) -> int:
     filters = _filters(args)
     warnings: list[str] = []
     refresh(mem, warnings, progress=_progress(args))
+    if args.deep:
+        try:
+            mem.index_extracts(lock_timeout=CLI_LOCK_SECONDS)
+        except (IndexBusy, IndexReadOnly) as e:
+            warnings.append(f"{e}: extracts searched as last indexed")
+    embedder, why_not = meaning(mem, args.mode, warnings)
     hits, search_warnings = searchmod.run(mem.store(), query, mode=args.mode, limit=args.limit,
-                                          filters=filters, deep=args.deep, workspace=mem.ws)
+                                          filters=filters, deep=args.deep,
+                                          embedder=embedder, why_not=why_not)
     warnings = search_warnings + warnings
     results = []
     for h in hits:
@@ -138,8 +184,9 @@ def cmd_recall(mem: Memory, args) -> int:
         return cmd_search(mem, _recall_as_search(args, query))
     warnings: list[str] = []
     refresh(mem, warnings)
+    embedder, why_not = meaning(mem, "combined", warnings)
     hits, search_warnings = searchmod.run(mem.store(), query, mode="combined", limit=args.limit,
-                                          workspace=mem.ws)
+                                          embedder=embedder, why_not=why_not)
     out = [f"prima-memory: past sessions matching \"{_printable(query)}\" ({QUOTED})"]
     out += [f"note: {w}" for w in search_warnings + warnings]
     if not hits:
@@ -312,17 +359,46 @@ def cmd_files(mem: Memory, args) -> int:
 
 # -- index, status ----------------------------------------------------------------------------
 
-def _progress(args):
-    if args.json:
+def _progress(args, **kw):
+    if args.json or getattr(args, "worker", False):
         return None
     from .progress import Progress
-    return Progress.for_terminal()
+    return Progress.for_terminal(**kw)
 
 
 def cmd_index(mem: Memory, args) -> int:
+    from . import background
+    if args.background and not args.rebuild:
+        raise UsageError("--background goes with --rebuild")
+    if args.background:
+        state = background.rebuild_state(mem)
+        if state:
+            raise CliError(str(background.RebuildRunning(state)))
+        pid = background.spawn(mem.ws, "index", "--rebuild", "--worker")
+        emit(args, {"workspace": mem.ws, "rebuild": {"running": True, "pid": pid}},
+             f"rebuild started in the background (pid {pid}); `prima-memory status` shows "
+             "its progress")
+        return 0
+    embedded = pending = None
     try:
-        rep = mem.update(lock_timeout=CLI_LOCK_SECONDS, rebuild=args.rebuild, prune=args.prune,
-                         progress=_progress(args))
+        if args.rebuild:
+            if args.worker:
+                background._lower_priority()
+            embed_bar = _progress(args, label="embedding", unit="exchanges")
+            rep, embedded, pending = background.rebuild(
+                mem, progress=_progress(args), lock_timeout=CLI_LOCK_SECONDS,
+                embed_progress=embed_bar.update if embed_bar else None)
+            if embed_bar:
+                embed_bar.finish()
+        else:
+            rep = mem.update(lock_timeout=CLI_LOCK_SECONDS, prune=args.prune,
+                             progress=_progress(args))
+            if args.prune:
+                store = mem.store()
+                with store.transaction():
+                    store.drop_unlinked_vectors()
+    except background.RebuildRunning as e:
+        raise CliError(str(e)) from None
     except IndexBusy as e:
         raise CliError(f"{e}; try again in a moment") from None
     except IndexReadOnly as e:
@@ -330,7 +406,7 @@ def cmd_index(mem: Memory, args) -> int:
     data = {"workspace": mem.ws, "files_seen": rep.files_seen, "files_read": rep.files_read,
             "bytes_read": rep.bytes_read, "sessions_updated": len(rep.sessions_touched),
             "archived": rep.archived, "pruned": rep.pruned, "extracts_written": rep.extracts,
-            "warnings": mem.log.warnings}
+            "embedded": embedded, "embed_pending": pending, "warnings": mem.log.warnings}
     text = (f"indexed {rep.files_read} of {rep.files_seen} files ({rep.bytes_read / 1e6:.1f} MB), "
             f"{len(rep.sessions_touched)} sessions updated")
     if rep.archived:
@@ -339,9 +415,37 @@ def cmd_index(mem: Memory, args) -> int:
         text += f", {rep.pruned} pruned"
     if rep.extracts:
         text += f", {len(rep.extracts)} extracts written"
+    if args.rebuild:
+        text += (f"\nsemantic index not rebuilt: the model could not load (see {mem.log.path})"
+                 if pending is None else f"\nembedded {embedded} exchanges"
+                 + (f", {pending} left for later" if pending else ""))
     if mem.log.warnings:
         text += f"\n{len(mem.log.warnings)} warnings (see {mem.log.path})"
     emit(args, data, text)
+    return 0
+
+
+def cmd_embed(mem: Memory, args) -> int:
+    """Embed what is pending now: what the background embedder does, in the foreground."""
+    from . import background
+    if args.worker:
+        got = background.run_embedder(mem)
+    else:
+        if background.rebuild_state(mem):
+            raise CliError("a rebuild is running: it embeds everything itself")
+        try:
+            mem.embedder()
+        except Exception as e:  # noqa: BLE001
+            raise CliError(f"the embedding model cannot load: {_one_line(e)}") from None
+        bar = _progress(args, label="embedding", unit="exchanges")
+        got = mem.embed(None, wait=CLI_LOCK_SECONDS, progress=bar.update if bar else None)
+        if bar:
+            bar.finish()
+        if got is None:
+            raise CliError("another process is embedding this index; try again in a moment")
+    done, left = got or (0, 0)
+    emit(args, {"workspace": mem.ws, "embedded": done, "pending": left},
+         f"embedded {done} exchanges" + (f", {left} still pending" if left else ""))
     return 0
 
 
@@ -351,6 +455,8 @@ def status_data(mem: Memory) -> dict:
     files, size = mem.pending()
     by_source = store.source_counts()
     dirs = wsmod.claude_project_dirs(mem.ws)
+    from . import background
+    rebuild = background.rebuild_state(mem)
     size_on_disk = sum(os.path.getsize(mem.db_path + s) for s in ("", "-wal")
                        if os.path.exists(mem.db_path + s))
     sources = [{"source": "claude-code", "label": "[transcript]", "locations": dirs,
@@ -363,10 +469,29 @@ def status_data(mem: Memory) -> dict:
         "sources": sources,
         "counts": counts,
         "pending": {"files": files, "bytes": size},
-        "semantic": {"available": False, "embedded": 0, "pending": counts["exchanges"]},
-        "rebuild": {"running": False},
+        "semantic": semantic_status(mem),
+        "rebuild": ({"running": True, "pid": rebuild.get("pid"), "phase": rebuild.get("phase"),
+                     "done": rebuild.get("done", 0), "total": rebuild.get("total", 0),
+                     "started_at": iso_utc(rebuild.get("started"))}
+                    if rebuild else {"running": False}),
         "warnings": [w.split(" ", 3)[-1] for w in mem.log.tail(10)],
     }
+
+
+def semantic_status(mem: Memory) -> dict:
+    """Embedded and pending exchanges, and the background embedder, without loading the model."""
+    from . import background, embed
+    from .semantic import vector_key
+    store = mem.store()
+    try:
+        where = embed.model_dir()
+        model, why = embed.model_name(where), None
+    except embed.ModelUnavailable as e:
+        where, model, why = None, embed.MODEL, _one_line(e)
+    key = vector_key(model)
+    return {"available": why is None, "model": model, "model_path": where, "problem": why,
+            "embedded": store.count_embedded(key), "pending": store.count_pending(key),
+            "embedder_running": background.held(mem, "embed")}
 
 
 def cmd_status(mem: Memory, args) -> int:
@@ -382,7 +507,16 @@ def cmd_status(mem: Memory, args) -> int:
                  f"{c['file_changes']} file changes")
     lines.append(f"pending    {d['pending']['files']} files changed since the last index "
                  f"({d['pending']['bytes'] / 1e6:.1f} MB)")
-    lines.append(f"semantic   not available yet ({d['semantic']['pending']} exchanges waiting)")
+    sem = d["semantic"]
+    state = (f"model {sem['model']} ({sem['model_path']})" if sem["available"]
+             else f"unavailable: {sem['problem']}")
+    lines.append(f"semantic   {sem['embedded']} exchanges embedded, {sem['pending']} pending; "
+                 f"{state}" + ("; the background embedder is running" if sem["embedder_running"]
+                               else ""))
+    rb = d["rebuild"]
+    if rb["running"]:
+        lines.append(f"rebuild    running (pid {rb['pid']}, started {rb['started_at']}): "
+                     f"{rb['phase']}, {rb['done']}/{rb['total']}")
     for w in d["warnings"]:
         lines.append(f"warning    {w}")
     emit(args, d, "\n".join(lines))

@@ -162,12 +162,28 @@ def _await_transcript(mem, path) -> None:
 
 def stop(mem, data: dict, session_id, lock_wait, index_budget) -> str:
     _await_transcript(mem, data.get("transcript_path"))
-    _update(mem, lock_wait, index_budget, only_session=session_id)
+    rep = _update(mem, lock_wait, index_budget, only_session=session_id)
     last = data.get("last_assistant_message")
+    noted = False
     if session_id and isinstance(last, str) and last.strip():
         # The transcript may lag behind the hook: keep Claude's last reply searchable now.
-        mem.note_last_reply(session_id, last, lock_timeout=0.5)
+        noted = mem.note_last_reply(session_id, last, lock_timeout=0.5)
+    if (rep is not None and rep.sessions_touched) or noted:
+        _start_embedder(mem)
     return ""
+
+
+def _start_embedder(mem) -> None:
+    """New exchanges: embed them in a detached process, so a /recall soon after finds them by
+    meaning without waiting. The hook itself never loads the model."""
+    from . import background
+    try:
+        pid = background.start_embedder(mem)
+    except Exception as e:  # noqa: BLE001 - the next search embeds them anyway
+        mem.log.warn(f"stop: could not start the background embedder: {e}")
+        return
+    if pid:
+        mem.log.info(f"stop: background embedder started (pid {pid})")
 
 
 def pre_compact(mem, data: dict, session_id, lock_wait, index_budget) -> str:

@@ -166,6 +166,44 @@ class Indexer:
             self.quick_done(complete=not rep.pending_files)
         return rep
 
+    def index_extracts(self) -> int:
+        """Read prima-memory's own extracts and checkpoints as records (for a deep search): a new
+        or changed file replaces its session, a file gone takes its session with it. Returns
+        the number of files read."""
+        from .sources import extracts
+        store = self.store
+        known = store.source_files(extracts.SOURCE)
+        found = extracts.discover(self.ws)
+        n = 0
+        with store.transaction():
+            for path in set(known) - set(found):
+                if known[path].session is not None:
+                    store.delete_session(known[path].session)
+                store.db.execute("DELETE FROM files WHERE path = ?", (path,))
+            for path in found:
+                try:
+                    st = os.lstat(path)
+                except OSError:
+                    continue
+                row = known.get(path)
+                if row and (row.size, row.mtime_ns, row.inode) == (st.st_size, st.st_mtime_ns,
+                                                                  st.st_ino):
+                    continue
+                delta = extracts.read(self.ws, path, st.st_mtime)
+                if delta is None:
+                    continue
+                if row and row.session is not None:
+                    store.delete_session(row.session)
+                self._sessions.pop((delta.source, delta.session_id), None)
+                session = self._apply(delta)
+                store.refresh_counts(session)
+                store.mark_finished(session)  # an extract of an extract: never
+                store.save_file(path, extracts.SOURCE, session, 0, st.st_size, st.st_mtime_ns,
+                                st.st_ino, 0, None, st.st_size, None)
+                n += 1
+            store.index_terms()
+        return n
+
     def _scan(self, only_session=None, quick=False):
         """(files found, their stats, what the index knows of them) for a run's scope."""
         store = self.store
@@ -316,22 +354,23 @@ class Indexer:
         rep.files_read += 1
         return st.st_size - start
 
-    def note_reply(self, session_id: str, text: str) -> None:
-        """Keep a reply the transcript does not show yet as the session's provisional message."""
+    def note_reply(self, session_id: str, text: str) -> bool:
+        """Keep a reply the transcript does not show yet as the session's provisional message.
+        True when it was kept (a new exchange)."""
         from .records import Message, SessionDelta
         from .redact import scrub
         text = scrub(text.strip())
         store = self.store
         row = store.session_by_session_id(session_id, claude_code.SOURCE)
         if row is None or row.started_at is None:
-            return  # none of the session's prompts is indexed: a reply alone is no session
+            return False  # none of the session's prompts is indexed: a reply alone is no session
         if claude_code.answering_command(_loads(store.main_file_state(row.id))):
-            return  # Claude's answer to one of prima-memory's own commands
+            return False  # Claude's answer to one of prima-memory's own commands
         if any(t.strip() == text or t.strip().endswith(text)
                for _ts, t in store.last_messages(row.id, "assistant", 3, skip_key=PROVISIONAL_KEY)):
             with store.transaction():
                 store.drop_message(row.id, PROVISIONAL_KEY)
-            return  # the transcript has it already
+            return False  # the transcript has it already
         d = SessionDelta(session_id, claude_code.SOURCE, claude_code.LABEL)
         now = time.time()
         d.messages.append(Message(PROVISIONAL_KEY, "assistant", text, now))
@@ -340,6 +379,7 @@ class Indexer:
             store.drop_message(row.id, PROVISIONAL_KEY)
             self._apply(d)
             store.index_terms()
+        return True
 
     def _session(self, d) -> "_Session":
         key = (d.source, d.session_id)

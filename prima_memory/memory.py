@@ -6,6 +6,7 @@ locking behave the same everywhere.
 from __future__ import annotations
 
 import os
+import time
 
 import apsw
 
@@ -34,6 +35,7 @@ class Memory:
         self.log = log or Log(self.dir if wsmod.is_real_dir(self.dir) else None)
         self._store: Store | None = None
         self._lock = None
+        self._embedder = None
         self._dir_checked = False  # ensure_data_dir ran (its lstats once, not per use)
 
     # -- opening ---------------------------------------------------------------------------------
@@ -171,20 +173,77 @@ class Memory:
         except apsw.Error:  # busy: the sweep comes to it in time anyway
             pass
 
-    def note_last_reply(self, session_id: str, text: str, *, lock_timeout: float) -> None:
+    def note_last_reply(self, session_id: str, text: str, *, lock_timeout: float) -> bool:
         """Claude's last reply as the Stop hook saw it, for a transcript that lags behind: kept
         as one provisional message until the transcript's own lines bring it."""
         from .indexer import Indexer
         from .locking import LockTimeout
         store = self.store()
         if store.readonly:
-            return
+            return False
         try:
             self.lock().acquire(timeout=lock_timeout)
         except LockTimeout:
-            return
+            return False
         try:
-            Indexer(self.ws, store, self.log).note_reply(session_id, text)
+            return Indexer(self.ws, store, self.log).note_reply(session_id, text)
+        finally:
+            self.lock().release()
+
+    # -- embeddings ----------------------------------------------------------------------------
+
+    def embedder(self):
+        """The embedding model, loaded once per process (raises embed.ModelUnavailable)."""
+        if self._embedder is None:
+            from . import embed
+            self._embedder = embed.load()
+            if self._embedder.note:
+                self.log.warn(f"embeddings: {self._embedder.note}", once=True)
+        return self._embedder
+
+    def side_lock(self, name: str):
+        """The lock of a background job ("embed", "rebuild"): held for the job's whole life, so
+        a holder that died frees it and its recorded state is known to be stale."""
+        from .locking import WriterLock
+        self._ensure_dir()
+        return WriterLock(os.path.join(self.dir, f"{name}.lock"))
+
+    def embed(self, budget: float | None, *, wait: float = 0.0, progress=None,
+              should_stop=None, settings=None) -> tuple[int, int] | None:
+        """Embed pending exchanges, newest first, for up to `budget` seconds, under the embed
+        lock (waiting up to `wait` for a background embedder to finish first). Returns
+        (embedded, still pending), or None when another process holds the lock."""
+        from .locking import LockTimeout
+        from .semantic import Embedding, vector_key
+        store = self.store()
+        if store.readonly:
+            return 0, store.count_pending(vector_key(self.embedder().model, settings))
+        lock = self.side_lock("embed")
+        t0 = time.monotonic()
+        try:
+            lock.acquire(timeout=wait)
+        except LockTimeout:
+            return None
+        try:
+            left = None if budget is None else max(0.0, budget - (time.monotonic() - t0))
+            return Embedding(store, self.embedder(), settings).run(left, progress=progress,
+                                                                    should_stop=should_stop)
+        finally:
+            lock.release()
+
+    def index_extracts(self, *, lock_timeout: float) -> int:
+        """Bring the extracts' records up to date (before a deep search)."""
+        from .indexer import Indexer
+        from .locking import LockTimeout
+        store = self.store()
+        if store.readonly:
+            return 0
+        try:
+            self.lock().acquire(timeout=lock_timeout)
+        except LockTimeout:
+            raise IndexBusy(f"another prima-memory process is updating {self.db_path}") from None
+        try:
+            return Indexer(self.ws, store, self.log).index_extracts()
         finally:
             self.lock().release()
 

@@ -6,17 +6,18 @@ import time
 
 
 class Progress:
-    def __init__(self, stream=None, label: str = "indexing"):
+    def __init__(self, stream=None, label: str = "indexing", unit: str = "MB"):
         self.stream = stream or sys.stderr
         self.label = label
+        self.unit = unit  # "MB": counts are bytes; otherwise things, e.g. "exchanges"
         self.start = time.monotonic()
         self.last = 0.0
         self.shown = False
 
     @staticmethod
-    def for_terminal(stream=None):
+    def for_terminal(stream=None, **kw):
         stream = stream or sys.stderr
-        return Progress(stream) if hasattr(stream, "isatty") and stream.isatty() else None
+        return Progress(stream, **kw) if hasattr(stream, "isatty") and stream.isatty() else None
 
     def update(self, done: int, total: int) -> None:
         now = time.monotonic()
@@ -25,8 +26,12 @@ class Progress:
         self.last = now
         frac = min(1.0, done / total)
         bar = "#" * int(frac * 30)
+        scale = 1e6 if self.unit == "MB" else 1
+        rate = done / scale / (now - self.start)
+        left = f"{(total - done) / scale / rate:,.0f}s left" if rate > 0 else "—"
         self.stream.write(f"\r{self.label} [{bar:<30}] {frac * 100:5.1f}% "
-                          f"{done / 1e6:,.0f}/{total / 1e6:,.0f} MB")
+                          f"{done / scale:,.0f}/{total / scale:,.0f} {self.unit}, "
+                          f"{rate:,.1f}/s, {left}   ")
         self.stream.flush()
         self.shown = True
 

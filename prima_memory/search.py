@@ -7,17 +7,13 @@ and finds words inside longer words.
 """
 from __future__ import annotations
 
-import os
 import re
 import time
 
 from .store import SHIFT, SessionRow, Store, fold, index_text
-from .workspace import data_dir, is_real_dir, open_nofollow
 
 WEEK = 7 * 86400
 TERMS_LIMIT = 4000  # a word inside more index terms than this is matched by reading the texts
-SEMANTIC_UNAVAILABLE = ("semantic search is not available in this version yet: "
-                        "showing keyword results")
 
 
 class Filters:
@@ -25,21 +21,6 @@ class Filters:
                  branch: str | None = None, tag: str | None = None, source: str | None = None):
         self.since, self.until = since, until
         self.branch, self.tag, self.source = branch, tag, source
-
-    def admit(self, started, ended, branch, tags, source) -> bool:
-        start = started or 0
-        end = ended or start
-        if self.since is not None and end < self.since:
-            return False
-        if self.until is not None and start > self.until:
-            return False
-        if self.branch is not None and (branch or "") != self.branch:
-            return False
-        if self.tag is not None and self.tag.lower() not in (tags or "").split():
-            return False
-        if self.source is not None and source != self.source:
-            return False
-        return True
 
 
 class Hit:
@@ -111,8 +92,10 @@ def recency_points(started_at: float | None, now: float) -> float:
     return 10.0 * (1 - max(0.0, age) / WEEK)
 
 
-def keyword(store: Store, query: str, *, limit: int = 10, filters: Filters | None = None,
-            now: float | None = None) -> list[Hit]:
+def keyword_scores(store: Store, query: str, *, filters: Filters | None = None,
+                   now: float | None = None, deep: bool = False) -> list[tuple[float, int]]:
+    """(score, session) of every session the query matches, best first (a tie goes to the
+    session that ended last). `deep`: the extracts' records too."""
     whole, words = normalize_query(query)
     if not words:
         return []
@@ -129,7 +112,7 @@ def keyword(store: Store, query: str, *, limit: int = 10, filters: Filters | Non
     recent = now - WEEK
     scored = []
     for sid, started, ended, files_count in store.session_facts(f.since, f.until, f.branch,
-                                                                 f.tag, f.source):
+                                                                 f.tag, f.source, deep):
         if sid not in matched:
             continue
         score = 2 * total.get(sid, 0) + min(5, files_count)
@@ -140,12 +123,104 @@ def keyword(store: Store, query: str, *, limit: int = 10, filters: Filters | Non
         if started > recent:
             score += recency_points(started, now)
         scored.append((-round(score, 2), -(ended or 0), sid))
-    scored.sort()  # best first; a tie goes to the session that ended last
-    scored = [(-negscore, sid) for negscore, _, sid in scored[:limit]]
+    scored.sort()
+    return [(-negscore, sid) for negscore, _, sid in scored]
+
+
+def _hits(store: Store, scored, words: list[str]) -> list[Hit]:
+    """Hits for (score, session) pairs, each with the lines that matched."""
     rows = {r.id: r for r in store.sessions_by_id([sid for _, sid in scored])}
     hits = [Hit(rows[sid], score, rows[sid].title) for score, sid in scored]
     for hit in hits:
         _decorate(store, hit, words)
+    return hits
+
+
+def keyword(store: Store, query: str, *, limit: int = 10, filters: Filters | None = None,
+            now: float | None = None, deep: bool = False) -> list[Hit]:
+    scored = keyword_scores(store, query, filters=filters, now=now, deep=deep)[:limit]
+    return _hits(store, scored, normalize_query(query)[1])
+
+
+def _admitted(store: Store, filters: Filters | None, deep: bool):
+    """The sessions a search may return, as a test of a session id."""
+    f = filters or Filters()
+    return {r[0] for r in store.session_facts(f.since, f.until, f.branch, f.tag, f.source,
+                                               deep)}.__contains__
+
+
+def _semantic_matches(store, embedder, query, limit, filters, floor, deep):
+    from . import semantic
+    return semantic.search(store, embedder, query, limit=limit,
+                           admit=_admitted(store, filters, deep),
+                           floor=semantic.Settings().floor if floor is None else floor)
+
+
+def _meaning_hit(store: Store, hit: Hit, exchange: int) -> None:
+    """What a match by meaning shows: the start of its best exchange."""
+    from .semantic import exchange_text
+    prompt, reply = store.exchange_texts([exchange]).get(exchange, (None, ""))
+    hit.message_id = exchange
+    text = " ".join(_FILLER.sub(r"\1", exchange_text(prompt, reply)).split())
+    hit.snippet = text[:_SNIPPET] + ("…" if len(text) > _SNIPPET else "")
+    hit.matches = [hit.snippet] if hit.snippet else []
+    hit.files = store.changed_paths(hit.row.id)
+
+
+def semantic(store: Store, embedder, query: str, *, limit: int = 10,
+             filters: Filters | None = None, floor: float | None = None,
+             deep: bool = False) -> list[Hit]:
+    """Sessions by meaning: the best exchange's similarity x 100."""
+    matches = _semantic_matches(store, embedder, query, limit, filters, floor, deep)
+    rows = {r.id: r for r in store.sessions_by_id([m.session for m in matches])}
+    hits = []
+    for m in matches:
+        hit = Hit(rows[m.session], round(m.similarity * 100, 2), rows[m.session].title)
+        _meaning_hit(store, hit, m.exchange)
+        hits.append(hit)
+    return hits
+
+
+BOTH = 1.2  # a session both halves find: the higher of its two scores plus 20 per cent
+
+
+def combine(keyword_scored, meaning) -> list[tuple[float, int]]:
+    """The seed's combined score. keyword_scored: (points, session); meaning: (similarity 0..1,
+    session). Keyword points are rescaled so the best is 100; similarity counts x 100."""
+    top = max((p for p, _ in keyword_scored), default=0)
+    kw = {sid: (p / top * 100 if top > 0 else 0.0) for p, sid in keyword_scored}
+    sem = {sid: sim * 100 for sim, sid in meaning}
+    out = []
+    for sid in kw.keys() | sem.keys():
+        if sid in kw and sid in sem:
+            score = max(kw[sid], sem[sid]) * BOTH
+        else:
+            score = kw.get(sid, sem.get(sid))
+        out.append((round(score, 2), sid))
+    return out
+
+
+def combined(store: Store, embedder, query: str, *, limit: int = 10,
+             filters: Filters | None = None, now: float | None = None,
+             floor: float | None = None, deep: bool = False) -> list[Hit]:
+    kw = keyword_scores(store, query, filters=filters, now=now, deep=deep)
+    pool = max(limit * 5, 50)  # a session deep in either list can still rise with the bonus
+    matches = _semantic_matches(store, embedder, query, pool, filters, floor, deep)
+    scored = combine(kw, [(m.similarity, m.session) for m in matches])
+    rows = {r.id: r for r in store.sessions_by_id([sid for _s, sid in scored])}
+    scored.sort(key=lambda x: (-x[0], -(rows[x[1]].ended_at or 0)))
+    scored = scored[:limit]
+    by_meaning = {m.session: m.exchange for m in matches}
+    kw_ids = {sid for _p, sid in kw}
+    words = normalize_query(query)[1]
+    hits = []
+    for score, sid in scored:
+        hit = Hit(rows[sid], score, rows[sid].title)
+        if sid in kw_ids:
+            _decorate(store, hit, words)
+        else:
+            _meaning_hit(store, hit, by_meaning[sid])
+        hits.append(hit)
     return hits
 
 
@@ -210,53 +285,28 @@ def _bounded(query: str, warnings: list[str]) -> str:
     return cut
 
 
+def unavailable(reason: str) -> str:
+    return f"semantic search is unavailable ({reason}): showing keyword results"
+
+
 def run(store: Store, query: str, *, mode: str = "combined", limit: int = 10,
-        filters: Filters | None = None, deep: bool = False, workspace: str | None = None,
-        now: float | None = None) -> tuple[list[Hit], list[str]]:
-    """Search in a mode; returns hits and warnings (the seed's fallback says so at the top)."""
+        filters: Filters | None = None, deep: bool = False, now: float | None = None,
+        embedder=None, why_not: str | None = None,
+        floor: float | None = None) -> tuple[list[Hit], list[str]]:
+    """Search in a mode; returns hits and warnings. Semantic and combined need `embedder`;
+    without one they answer by keyword, with the seed's warning first (`why_not` says why).
+    `deep`: prima-memory's extracts and checkpoints are searched too (as records)."""
     warnings: list[str] = []
     query = _bounded(query, warnings)
-    hits = keyword(store, query, limit=limit, filters=filters, now=now)
-    if mode in ("combined", "semantic"):
-        warnings.append(SEMANTIC_UNAVAILABLE)
-    if deep and workspace:
-        hits = sorted(hits + extract_hits(workspace, query, filters), key=lambda h: -h.score)[:limit]
+    if mode != "keyword" and embedder is None:
+        warnings.insert(0, unavailable(why_not or "no model"))
+        mode = "keyword"
+    if mode == "semantic":
+        hits = semantic(store, embedder, query, limit=limit, filters=filters, floor=floor,
+                        deep=deep)
+    elif mode == "combined":
+        hits = combined(store, embedder, query, limit=limit, filters=filters, now=now,
+                        floor=floor, deep=deep)
+    else:
+        hits = keyword(store, query, limit=limit, filters=filters, now=now, deep=deep)
     return hits, warnings
-
-
-_SESSION_LINE = re.compile(r"Session ID: `([^`]+)`")
-
-
-def extract_hits(workspace: str, query: str, filters: Filters | None = None) -> list[Hit]:
-    """Deep search: the markdown extracts and checkpoints, scored like messages (per paragraph)."""
-    whole, words = normalize_query(query)
-    root = os.path.join(data_dir(workspace), "extracts")
-    out = []
-    if not is_real_dir(root):
-        return out
-    for folder, _dirs, names in os.walk(root):  # never into a linked folder
-        for name in sorted(names):
-            if not name.endswith(".md"):
-                continue
-            path = os.path.join(folder, name)
-            try:
-                with os.fdopen(open_nofollow(path), encoding="utf-8", errors="replace") as f:
-                    text = f.read()
-            except OSError:  # a symbolic link among them too
-                continue
-            low = fold(text)
-            if not all(w in low for w in words):
-                continue
-            paragraphs = low.split("\n\n")
-            score = 2 * sum(w in p for p in paragraphs for w in words)
-            m = _SESSION_LINE.search(text)
-            title = next((ln[3:].strip() for ln in text.splitlines()
-                          if ln.startswith("## ") and not ln.startswith("## Files")), name)
-            mtime = os.path.getmtime(path)
-            row = SessionRow(0, "extract", m.group(1) if m else "", "[extract]", None, None, None,
-                             None, None, title, mtime, mtime, "", "", 0, 0, 0, path, title)
-            if filters and not filters.admit(mtime, mtime, None, "", "extract"):
-                continue
-            out.append(Hit(row, float(score), title,
-                           snippet=_around(text, low, words, _SNIPPET), files=[path]))
-    return out

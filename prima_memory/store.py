@@ -44,6 +44,12 @@ CREATE TRIGGER IF NOT EXISTS messages_au_vec AFTER UPDATE OF text ON messages BE
   DELETE FROM embedded WHERE exchange = old.id; END;
 CREATE TRIGGER IF NOT EXISTS messages_ad_vec AFTER DELETE ON messages BEGIN
   DELETE FROM embedded WHERE exchange = old.id; END;
+-- a count of changes to the links: a process that holds the vectors in memory reloads on change
+INSERT OR IGNORE INTO meta(key, value) VALUES ('vectors_gen', 0);
+CREATE TRIGGER IF NOT EXISTS embedded_ai AFTER INSERT ON embedded BEGIN
+  UPDATE meta SET value = value + 1 WHERE key = 'vectors_gen'; END;
+CREATE TRIGGER IF NOT EXISTS embedded_ad AFTER DELETE ON embedded BEGIN
+  UPDATE meta SET value = value + 1 WHERE key = 'vectors_gen'; END;
 """
 
 _SCHEMA = f"""
@@ -424,15 +430,21 @@ class Store:
                 n += 1
         return n
 
+    def delete_session(self, sid: int) -> None:
+        for sql in ("DELETE FROM messages WHERE session = ?", "DELETE FROM file_changes WHERE session = ?",
+                    "DELETE FROM files WHERE session = ?", "DELETE FROM sessions WHERE id = ?"):
+            self.db.execute(sql, (sid,))
+
     def prune_archived(self) -> int:
         ids = [r[0] for r in self.db.execute("SELECT id FROM sessions WHERE archived = 1")]
         for sid in ids:
-            self.db.execute("DELETE FROM messages WHERE session = ?", (sid,))
-            self.db.execute("DELETE FROM file_changes WHERE session = ?", (sid,))
-            self.db.execute("DELETE FROM files WHERE session = ?", (sid,))
-            self.db.execute("DELETE FROM sessions WHERE id = ?", (sid,))
+            self.delete_session(sid)
         self.db.execute("DELETE FROM files WHERE status = 'missing'")
         return len(ids)
+
+    def source_files(self, source: str) -> dict[str, FileRow]:
+        return {r[0]: FileRow(*r[1:]) for r in self.db.execute(
+            f"{self._FILE_ROW} WHERE source = ?", (source,))}
 
     def clear_live(self) -> None:
         """For a rebuild: drop everything read from files that still exist; archived sessions stay."""
@@ -469,8 +481,9 @@ class Store:
     def files(self, paths=None, session_id: str | None = None) -> dict[str, FileRow]:
         """What the index knows of source files (parser state apart: see file_state): all of
         them, or those of `paths` and of the Claude Code session `session_id`."""
-        if paths is None and session_id is None:
-            return {r[0]: FileRow(*r[1:]) for r in self.db.execute(self._FILE_ROW)}
+        if paths is None and session_id is None:  # the conversations' files (see source_files)
+            return {r[0]: FileRow(*r[1:]) for r in self.db.execute(
+                f"{self._FILE_ROW} WHERE source != 'extract'")}
         out: dict[str, FileRow] = {}
         paths = list(paths or ())
         for i in range(0, len(paths), 500):
@@ -556,7 +569,9 @@ class Store:
                                    (session_id_prefix, session_id_prefix + "\U0010ffff"))
 
     def recent_sessions(self, n: int) -> list[SessionRow]:
-        return self._session_where("started_at IS NOT NULL", (), f"ORDER BY ended_at DESC LIMIT {int(n)}")
+        """The latest conversations (prima-memory's own extracts are not among them)."""
+        return self._session_where("started_at IS NOT NULL AND source != 'extract'", (),
+                                   f"ORDER BY ended_at DESC LIMIT {int(n)}")
 
     def messages(self, session: int) -> list[tuple]:
         """(id, role, ts, sidechain, text) in conversation order."""
@@ -622,10 +637,14 @@ class Store:
         return {r[0] for r in self.db.execute(
             "SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?", (match_expr,))}
 
-    def session_facts(self, since=None, until=None, branch=None, tag=None, source=None):
+    def session_facts(self, since=None, until=None, branch=None, tag=None, source=None,
+                      extracts: bool = False):
         """(id, started_at, ended_at, files_count) of each session that a search may return:
-        overlapping since..until, on the branch, carrying the tag, from the source."""
+        overlapping since..until, on the branch, carrying the tag, from the source; the
+        extracts' own records only when asked (a deep search)."""
         where, args = ["started_at IS NOT NULL"], []
+        if not extracts and source != "extract":
+            where.append("source != 'extract'")
         for value, test in ((since, "COALESCE(ended_at, started_at) >= ?"),
                             (until, "started_at <= ?"), (branch, "COALESCE(branch, '') = ?"),
                             (tag and tag.lower(), "instr(' ' || COALESCE(tags, '') || ' ', "
@@ -745,6 +764,10 @@ class Store:
             "SELECT x.exchange, v.vec FROM embedded x JOIN vectors v "
             "ON v.text_hash = x.text_hash AND v.model = x.model WHERE x.model = ?", (model,))
 
+    def vectors_generation(self) -> int:
+        """Changes whenever an exchange's link to its vectors does (see _VECTOR_SCHEMA)."""
+        return int(self.get_meta("vectors_gen", 0))
+
     def drop_unlinked_vectors(self) -> int:
         """Vectors no exchange uses any more (pruned, or grown past): kept until a prune or a
         rebuild ends, since a re-read text would find them again."""
@@ -811,7 +834,8 @@ class Store:
     def counts(self) -> dict[str, int]:
         q = lambda sql: self.db.execute(sql).fetchone()[0]  # noqa: E731
         return {
-            "sessions": q("SELECT count(*) FROM sessions WHERE started_at IS NOT NULL"),
+            "sessions": q("SELECT count(*) FROM sessions WHERE started_at IS NOT NULL "
+                          "AND source != 'extract'"),
             "archived": q("SELECT count(*) FROM sessions WHERE archived = 1"),
             "messages": q("SELECT count(*) FROM messages WHERE text != ''"),
             "exchanges": q("SELECT count(*) FROM exchanges"),

@@ -69,6 +69,7 @@ def claude_env(base: dict, claude: Path, api_url: str, home: Path) -> dict:
         DISABLE_TELEMETRY="1", DISABLE_AUTOUPDATER="1", DISABLE_ERROR_REPORTING="1",
         CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
         HTTP_PROXY=CLOSED_PORT, HTTPS_PROXY=CLOSED_PORT, NO_PROXY="127.0.0.1,localhost",
+        PRIMA_BACKGROUND="0",  # no embedder outliving a test (tests/test_semantic.py covers it)
     )
     for k in ("ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_VERTEX",
               "CLAUDE_PROJECT_DIR", "CLAUDE_PLUGIN_ROOT", "CLAUDECODE", "CLAUDE_CODE_ENTRYPOINT"):

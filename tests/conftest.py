@@ -110,7 +110,9 @@ class Env:
         self.env.update(HOME=str(self.home), CLAUDE_CONFIG_DIR=str(self.claude),
                         CODEX_HOME=str(self.home / ".codex"),
                         PRIMA_VSCODE_USER_DIRS=str(self.home / "vscode"),
-                        XDG_CONFIG_HOME=str(self.home / ".config"), PYTHONPATH=str(REPO))
+                        XDG_CONFIG_HOME=str(self.home / ".config"), PYTHONPATH=str(REPO),
+                        # no embedder outliving a test; tests/test_semantic.py turns it on
+                        PRIMA_BACKGROUND="0")
 
     @property
     def project_dir(self) -> Path:

@@ -415,7 +415,9 @@ def test_recall_block_is_injection_safe(recall_env, tmp_path, shell, case):
     query = _hostile(str(root))[case]
     text = _expand(_recall_block(), query, str(REPO))
     before = _snapshot(root, skip=e.data)
-    p = _run_block(shell, text, _recall_env(e), e.ws, tmp_path)
+    # only near-identical meaning counts here, so a session listed is one the words found: the
+    # decoy then shows whether the query arrived cut ("quokka" alone finds it)
+    p = _run_block(shell, text, _recall_env(e, PRIMA_SEMANTIC_FLOOR="0.99"), e.ws, tmp_path)
     assert list(root.rglob("pwned*")) == [], f"injection ran: {p.stdout[-500:]}{p.stderr[-500:]}"
     assert not (e.ws / "out.txt").exists()
     assert _snapshot(root, skip=e.data) == before, "files outside the index changed"

@@ -1,0 +1,184 @@
+"""Meaning: exchanges embedded and kept current, and searched by vector.
+
+An exchange is one reply with the prompt it answers first (the seed's rule), cut to 2,000
+characters. The model reads only 256 tokens, so by default the cut text is embedded as
+overlapping windows and an exchange scores by its best window: all 2,000 characters count.
+Matches under 0.2 are dropped, not the seed's 0.3: short paraphrase queries score 0.2-0.3 against
+the session they mean (docs/evaluation.md: MRR 0.69 -> 0.77 on the evaluation set).
+`PRIMA_SEED_EXACT=1` gives the seed's exact behaviour instead: the cut text as one input (the
+model reads its start) and the 0.3 floor. A session scores by its best exchange.
+
+Knows the index's records and the embedder's interface, nothing of file formats. numpy and the
+model are imported only when used: hooks never come here.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+
+from .store import SHIFT, Store
+
+CUT = 2000  # the seed's characters per exchange
+SEED_FLOOR = 0.3
+FLOOR = 0.2  # the default floor (docs/evaluation.md: what each floor scored)
+BUDGET = 20.0  # seconds of embedding before a search: the seed's lazy update
+BATCH = 16  # exchanges per write: a search waits at most one batch past its budget
+
+
+class Settings:
+    """What decides how exchanges become vectors and how they are kept (from the environment)."""
+
+    def __init__(self, environ=os.environ):
+        self.seed_exact = environ.get("PRIMA_SEED_EXACT", "") not in ("", "0")
+        self.windows = not self.seed_exact
+        floor = environ.get("PRIMA_SEMANTIC_FLOOR")
+        try:
+            self.floor = SEED_FLOOR if self.seed_exact else float(floor) if floor else FLOOR
+        except ValueError:
+            self.floor = FLOOR
+        try:
+            self.budget = float(environ.get("PRIMA_EMBED_BUDGET", BUDGET))
+        except ValueError:
+            self.budget = BUDGET
+
+    @property
+    def policy(self) -> str:
+        """Part of every text hash: vectors made one way are never read as made the other."""
+        return "windows-v1" if self.windows else "seed-v1"
+
+
+def vector_key(model: str, settings: Settings | None = None) -> str:
+    """What the index files an exchange's vectors under: the model and how texts were cut for
+    it, so a change of either makes every exchange pending (vectors kept by text survive)."""
+    return f"{model}/{(settings or Settings()).policy}"
+
+
+def exchange_text(prompt: str | None, reply: str | None) -> str:
+    text = f"{prompt}\n\n{reply}" if prompt and reply else (prompt or reply or "")
+    return text[:CUT]
+
+
+def text_hash(policy: str, text: str) -> bytes:
+    return hashlib.blake2b(f"{policy}\0{text}".encode("utf-8", "replace"), digest_size=16).digest()
+
+
+class Embedding:
+    """Brings an index's vectors up to date with one loaded embedder."""
+
+    def __init__(self, store: Store, embedder, settings: Settings | None = None):
+        self.store = store
+        self.embedder = embedder
+        self.settings = settings or Settings()
+        self.model = vector_key(embedder.model, self.settings)
+
+    def pending(self) -> int:
+        return self.store.count_pending(self.model)
+
+    def run(self, budget: float | None = None, *, progress=None, should_stop=None) -> tuple[int, int]:
+        """Embed pending exchanges, newest first, until none is left or `budget` seconds are
+        spent (checked between batches). Returns (embedded now, still pending)."""
+        deadline = None if budget is None else time.monotonic() + budget
+        ids = self.store.pending_exchanges(self.model)
+        done = 0
+        for i in range(0, len(ids), BATCH):
+            if (deadline is not None and i and time.monotonic() >= deadline) or \
+                    (should_stop is not None and should_stop()):
+                return done, len(ids) - i
+            done += self._batch(ids[i:i + BATCH])
+            if progress is not None:
+                progress(i + len(ids[i:i + BATCH]), len(ids))
+        return done, 0
+
+    def _texts(self, ids) -> dict[int, tuple[str, bytes]]:
+        policy = self.settings.policy
+        out = {}
+        for i, (prompt, reply) in self.store.exchange_texts(ids).items():
+            text = exchange_text(prompt, reply)
+            out[i] = (text, text_hash(policy, text))
+        return out
+
+    def _batch(self, ids) -> int:
+        texts = self._texts(ids)
+        known = self.store.known_vectors([h for _t, h in texts.values()], self.model)
+        todo = {h: t for t, h in texts.values() if h not in known}
+        new: dict[bytes, list[bytes]] = {}
+        if todo:
+            pieces = [(h, w) for h, t in todo.items()
+                      for w in (self.embedder.windows(t) if self.settings.windows else [t])]
+            vecs = self.embedder.encode([w for _h, w in pieces])
+            for (h, _w), v in zip(pieces, vecs):
+                new.setdefault(h, []).append(v.astype("<f4").tobytes())
+        with self.store.transaction():
+            # the texts again, in the writing transaction: a reply that grew while the model
+            # read it stays pending rather than linked to vectors of its old text
+            now = self._texts(ids)
+            self.store.add_vectors(self.model, self.embedder.variant, new.items())
+            self.store.link_exchanges(self.model, [(i, h) for i, (_t, h) in now.items()
+                                                   if texts.get(i, (None, None))[1] == h])
+        return len(now)
+
+
+# -- search -----------------------------------------------------------------------------------
+
+class Match:
+    def __init__(self, session: int, similarity: float, exchange: int):
+        self.session, self.similarity, self.exchange = session, similarity, exchange
+
+
+
+
+_LOADED: dict = {}  # (index path, inode, model) -> (generation, ids, matrix): a long-lived process
+# (the MCP server) reads the vectors once, and again only after they changed
+
+
+def _matrix(store: Store, model: str):
+    gen = store.vectors_generation()
+    try:  # an index moved aside and made anew starts its count again
+        key = (store.path, os.stat(store.path).st_ino, model)
+    except OSError:
+        key = (store.path, 0, model)
+    got = _LOADED.get(key)
+    if got is None or got[0] != gen:
+        got = (gen, *_read_matrix(store, model))
+        _LOADED[key] = got
+    return got[1], got[2]
+
+
+def _read_matrix(store: Store, model: str):
+    import numpy as np
+    ids, blobs = [], []
+    for exchange, vec in store.exchange_vectors(model):
+        ids.append(exchange)
+        blobs.append(vec)
+    if not ids:
+        return np.zeros(0, dtype=np.int64), np.zeros((0, 0), dtype=np.float32)
+    mat = np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(ids), -1)
+    return np.asarray(ids, dtype=np.int64), mat
+
+
+def search(store: Store, embedder, query: str, *, limit: int, admit=None,
+           floor: float = FLOOR, settings: Settings | None = None) -> list[Match]:
+    """Sessions by their best exchange's similarity to the query (0..1), best first; matches
+    under `floor` are dropped. `admit(session) -> bool` applies the filters."""
+    import numpy as np
+    ids, mat = _matrix(store, vector_key(embedder.model, settings))
+    if not len(ids):
+        return []
+    q = embedder.encode([query[:CUT]])[0].astype(np.float32)
+    sims = mat @ q
+    keep = np.nonzero(sims >= floor)[0]
+    order = keep[np.argsort(-sims[keep], kind="stable")]
+    out: list[Match] = []
+    seen: set[int] = set()
+    for k in order:  # best window first: a session's first row is its best exchange
+        session = int(ids[k]) >> SHIFT
+        if session in seen:
+            continue
+        seen.add(session)
+        if admit is not None and not admit(session):
+            continue
+        out.append(Match(session, float(sims[k]), int(ids[k])))
+        if len(out) >= limit:
+            break
+    return out

@@ -1,0 +1,59 @@
+"""prima-memory's own markdown: the extracts and checkpoints under .prima-memory/extracts, read
+back as records so that a deep search finds them by words and by meaning like any session.
+
+Each file is one session (source "extract", its id the file's path inside the extracts folder);
+each `##`/`###` section is one message, so one exchange. A file is read whole and replaces what was
+read of it before: extracts are written once, checkpoints are new files, and a file edited by
+hand is simply read again.
+"""
+from __future__ import annotations
+
+import os
+import re
+
+from ..records import Message, SessionDelta
+from ..workspace import data_dir, is_real_dir, open_nofollow
+
+SOURCE = "extract"
+MAX_BYTES = 4 << 20  # an extract is a few kB: a larger file there is not one of ours
+
+
+def root(ws: str) -> str:
+    return os.path.join(data_dir(ws), "extracts")
+
+
+def discover(ws: str) -> list[str]:
+    """The markdown files under the extracts folder, never through a linked folder."""
+    top = root(ws)
+    if not is_real_dir(top):
+        return []
+    out = []
+    for folder, dirs, names in os.walk(top):
+        dirs[:] = sorted(d for d in dirs if is_real_dir(os.path.join(folder, d)))
+        out += [os.path.join(folder, n) for n in sorted(names) if n.endswith(".md")]
+    return out
+
+
+def read(ws: str, path: str, mtime: float) -> SessionDelta | None:
+    """The file as one session, or None when it cannot be read (a link, too big, not text)."""
+    try:
+        with os.fdopen(open_nofollow(path), "rb") as f:
+            data = f.read(MAX_BYTES + 1)
+    except OSError:
+        return None
+    if len(data) > MAX_BYTES:
+        return None
+    text = data.decode("utf-8", "replace")
+    name = os.path.relpath(path, root(ws))
+    checkpoint = name.endswith("-checkpoint.md") or "-checkpoint-" in os.path.basename(name)
+    d = SessionDelta(f"{SOURCE}:{name}", SOURCE, "[checkpoint]" if checkpoint else "[extract]")
+    sections = [s.strip() for s in re.split(r"\n(?=###? )", "\n" + text)]
+    first = text.split("\n", 1)[0]
+    headings = [s.splitlines()[0].lstrip("#").strip() for s in sections if s.startswith("## ")]
+    # a checkpoint names its session on its first line; an extract in its first section
+    title = first[2:].strip() if first.startswith("# Checkpoint") else next(iter(headings), "")
+    d.custom_title = title or os.path.basename(name)[:-3]
+    for i, section in enumerate(s for s in sections if s):
+        d.messages.append(Message(f"s{i}", "assistant", section, mtime))
+    d.seen(mtime)
+    return d

@@ -1,0 +1,436 @@
+"""Search by meaning: embeddings kept current (lazily before a search, and by a background
+embedder the Stop hook starts), combined scoring, the fallback, rebuilds, and hooks that never
+load a model.
+
+The arithmetic runs in-process against a fake embedder whose vectors are chosen by hand; what a
+user meets runs through the real CLI and hooks with the real model, which ships installed."""
+from __future__ import annotations
+
+import json
+import re
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from prima_memory import search as searchmod
+from prima_memory import semantic
+from prima_memory.store import SHIFT, Store
+
+DAY = 86400
+OLD = time.time() - 60 * DAY
+
+
+# -- a fake embedder: each text's vector is chosen by the test -----------------------------------
+
+class Fake:
+    model = "fake-model"
+    variant = "fake"
+
+    def __init__(self, vectors: dict[str, list[float]] | None = None, dim: int = 4):
+        self.vectors = vectors or {}
+        self.dim = dim
+        self.encoded: list[str] = []
+
+    def windows(self, text: str) -> list[str]:
+        return [text]
+
+    def encode(self, texts, batch_size: int = 32):
+        self.encoded += texts
+        out = []
+        for t in texts:
+            v = np.array(self.vectors.get(t, self._hashed(t)), dtype=np.float32)
+            out.append(v / np.linalg.norm(v))
+        return np.array(out, dtype=np.float32).reshape(len(texts), self.dim)
+
+    def _hashed(self, t: str):
+        rng = np.random.default_rng(abs(hash(t)) % 2**32)
+        return rng.normal(size=self.dim)
+
+
+KEY = semantic.vector_key(Fake.model)  # what the index files the fake's vectors under
+
+
+def _store_with(tmp_path, sessions: dict[str, list[tuple[str, str, float]]]) -> Store:
+    """sessions: id -> [(prompt, reply, ts)]."""
+    st = Store(str(tmp_path / "index.db"))
+    with st.transaction():
+        for sid_text, exchanges in sessions.items():
+            row = st.session_for("claude-code", sid_text, "[transcript]")
+            ids = iter(st.new_message_ids(row.id, 2 * len(exchanges)))
+            rows = []
+            for prompt, reply, ts in exchanges:
+                u, a = next(ids), next(ids)
+                rows += [(u, row.id, f"u{u}", "user", ts, 0, None, prompt),
+                         (a, row.id, f"a{a}", "assistant", ts + 1, 0, u, reply)]
+            st.add_messages(rows)
+            st.update_session(row.id, first_prompt=exchanges[0][0], first_ts=exchanges[0][2],
+                              last_ts=exchanges[-1][2] + 1)
+    return st
+
+
+def _unit(*xs):
+    v = np.array(xs, dtype=np.float32)
+    return list(v / np.linalg.norm(v))
+
+
+# -- scoring --------------------------------------------------------------------------------------
+
+def test_combined_arithmetic_on_hand_computed_cases():
+    kw = [(40.0, 1), (20.0, 2), (10.0, 3)]
+    sem = [(0.5, 2), (0.9, 4), (0.3, 1)]
+    got = dict((sid, score) for score, sid in searchmod.combine(kw, sem))
+    assert got == {1: 120.0,  # keyword 40/40 -> 100, meaning 30: max 100, + 20 %
+                   2: 60.0,  # keyword 20/40 -> 50, meaning 50: 50 + 20 %
+                   3: 25.0,  # keyword only, 10/40
+                   4: 90.0}  # meaning only, 0.9 x 100
+    assert searchmod.combine([], [(0.42, 7)]) == [(42.0, 7)]
+    assert dict((s, v) for v, s in searchmod.combine([(3.0, 5)], [])) == {5: 100.0}
+
+
+def test_the_floor_and_the_best_exchange_per_session(tmp_path):
+    e = Fake({"q": _unit(1, 0, 0, 0),
+              "alpha\n\nbest": _unit(0.9, 0.435889894, 0, 0),  # cosine 0.9
+              "alpha 2\n\nweaker": _unit(0.5, 0.866025404, 0, 0),  # 0.5
+              "beta\n\nunder the floor": _unit(0.25, 0.968245837, 0, 0),  # 0.25
+              "gamma\n\nover it": _unit(0.31, 0.950736555, 0, 0)})  # 0.31
+    st = _store_with(tmp_path, {"A": [("alpha", "best", OLD), ("alpha 2", "weaker", OLD + 10)],
+                                "B": [("beta", "under the floor", OLD)],
+                                "C": [("gamma", "over it", OLD)]})
+    semantic.Embedding(st, e).run()
+    got = semantic.search(st, e, "q", limit=10, floor=0.3)
+    assert [(st.session(m.session).session_id, round(m.similarity, 3)) for m in got] == [
+        ("A", 0.9), ("C", 0.31)]
+    best = got[0].exchange
+    assert st.exchange_texts([best])[best] == ("alpha", "best"), "the session's best exchange"
+    assert [st.session(m.session).session_id for m in
+            semantic.search(st, e, "q", limit=10, floor=0.2)] == ["A", "C", "B"]
+    assert len(semantic.search(st, e, "q", limit=1, floor=0.0)) == 1
+
+
+def test_an_exchange_scores_by_its_best_window(tmp_path):
+    class Windowed(Fake):
+        def windows(self, text):
+            return [text[:5], text[5:]]
+    e = Windowed({"q": _unit(1, 0, 0, 0), "abcde": _unit(0, 1, 0, 0),
+                  "f\n\nlate match": _unit(0.8, 0.6, 0, 0)})
+    st = _store_with(tmp_path, {"A": [("abcdef", "late match", OLD)]})
+    semantic.Embedding(st, e).run()
+    assert [round(m.similarity, 3) for m in semantic.search(st, e, "q", limit=5, floor=0.3)] == [0.8]
+
+
+def test_the_lazy_update_goes_newest_first_and_keeps_its_budget(tmp_path):
+    st = _store_with(tmp_path, {f"S{i}": [(f"prompt {i}", f"reply {i}", OLD + i * 100)]
+                                for i in range(40)})
+    e = Fake()
+    done, left = semantic.Embedding(st, e).run(budget=0)  # spent at once: one batch, no more
+    assert (done, left) == (semantic.BATCH, 40 - semantic.BATCH)
+    embedded = {st.session(eid >> SHIFT).session_id for eid, _v in st.exchange_vectors(KEY)}
+    assert embedded == {f"S{i}" for i in range(40 - semantic.BATCH, 40)}, "the newest first"
+    assert semantic.Embedding(st, e).run(budget=60) == (40 - semantic.BATCH, 0)
+    assert st.count_pending(KEY) == 0
+
+
+def test_a_grown_session_re_embeds_only_what_changed_and_equals_a_full_embed(tmp_path):
+    st = _store_with(tmp_path, {"A": [("one", "first reply", OLD), ("two", "second reply", OLD + 9)]})
+    e = Fake()
+    semantic.Embedding(st, e).run()
+    assert len(e.encoded) == 2
+    e.encoded.clear()
+    last = max(i for i, _v in st.exchange_vectors(KEY))
+    with st.transaction():  # the reply goes on (a later line of the same message) ...
+        st.set_message_texts([(last, "second reply, and more")])
+    with st.transaction():  # ... and a new exchange comes
+        row = st.session_by_session_id("A")
+        u, a = st.new_message_ids(row.id, 2)
+        st.add_messages([(u, row.id, "u-new", "user", OLD + 20, 0, None, "three"),
+                         (a, row.id, "a-new", "assistant", OLD + 21, 0, u, "third reply")])
+    semantic.Embedding(st, e).run()
+    assert sorted(e.encoded) == ["three\n\nthird reply", "two\n\nsecond reply, and more"]
+    # the same as embedding the grown session from nothing
+    (tmp_path / "fresh").mkdir()
+    fresh = _store_with(tmp_path / "fresh",
+                        {"A": [("one", "first reply", OLD), ("two", "second reply, and more", OLD + 9),
+                               ("three", "third reply", OLD + 20)]})
+    semantic.Embedding(fresh, Fake()).run()
+
+    def by_text(s):
+        texts = s.exchange_texts([i for i, _v in s.exchange_vectors(KEY)])
+        return sorted((semantic.exchange_text(*texts[i]), v) for i, v in s.exchange_vectors(KEY))
+    assert by_text(st) == by_text(fresh)
+
+
+def test_a_reply_that_grows_while_it_is_embedded_stays_pending(tmp_path):
+    st = _store_with(tmp_path, {"A": [("one", "first", OLD)]})
+    ex = st.pending_exchanges(KEY)[0]
+
+    class Racing(Fake):
+        def encode(self, texts, batch_size=32):
+            with st.transaction():  # the indexer appends between the read and the write
+                st.set_message_texts([(ex, "first, then more")])
+            return super().encode(texts)
+    semantic.Embedding(st, Racing()).run()
+    assert st.pending_exchanges(KEY) == [ex]
+    semantic.Embedding(st, Fake()).run()
+    assert st.pending_exchanges(KEY) == []
+
+
+def test_vectors_survive_a_rebuild_of_the_text(tmp_path):
+    st = _store_with(tmp_path, {"A": [("one", "first reply", OLD)]})
+    e = Fake()
+    semantic.Embedding(st, e).run()
+    with st.transaction():
+        st.clear_live()
+    st.close()
+    st = _store_with(tmp_path, {"A": [("one", "first reply", OLD)]})  # read again
+    e.encoded.clear()
+    assert semantic.Embedding(st, e).run() == (1, 0)
+    assert e.encoded == [], "found by its text's hash: the model never ran"
+
+
+def test_the_seed_exact_setting(monkeypatch):
+    monkeypatch.setenv("PRIMA_SEED_EXACT", "1")
+    s = semantic.Settings()
+    assert (s.windows, s.floor) == (False, 0.3)
+    monkeypatch.delenv("PRIMA_SEED_EXACT")
+    assert semantic.Settings().windows and semantic.Settings().policy != s.policy
+    assert semantic.vector_key("m", s) != semantic.vector_key("m"), "each way has its own vectors"
+    assert semantic.exchange_text("p" * 1500, "r" * 1500) == "p" * 1500 + "\n\n" + "r" * 498
+
+
+# -- what a user meets: the real CLI, hooks and model ----------------------------------------------
+
+from test_hooks import payload, run_hook  # noqa: E402
+
+LOGIN = "aaaa1111-0000-4000-8000-000000000001"
+BACKUP = "bbbb2222-0000-4000-8000-000000000002"
+THEME = "cccc3333-0000-4000-8000-000000000003"
+STOP_WORDS = set("the a an of to we did when where that thing was were is it our for in on and "
+                 "with what how".split())
+
+
+def _corpus(env):
+    a = env.transcript(LOGIN, start=OLD)
+    a.exchange("Fix login redirect loop: after entering credentials users land on /login again",
+               "The session cookie was set with SameSite=Strict, so the browser dropped it on the "
+               "OAuth callback and the app saw an anonymous visitor. Changed it to Lax.")
+    b = env.transcript(BACKUP, start=OLD + DAY)
+    b.exchange("Schedule a nightly pg_dump of the production database to S3",
+               "Added a cron job at 02:00 that runs pg_dump, gzips the dump and uploads it to the "
+               "backups bucket, keeping thirty days.")
+    c = env.transcript(THEME, start=OLD + 2 * DAY)
+    c.exchange("Add a dark colour scheme to the settings page",
+               "The stylesheet now reads prefers-color-scheme and a toggle stores the choice in "
+               "localStorage.")
+    return a, b, c
+
+
+def _words(text: str) -> set[str]:
+    return {w for w in re.findall(r"\w+", text.lower()) if w not in STOP_WORDS}
+
+
+@pytest.mark.parametrize("query,target", [
+    ("the thing where signing in bounced people back", LOGIN),
+    ("copying our postgres data every night", BACKUP),
+    ("night mode for the preferences screen", THEME),
+])
+def test_a_paraphrase_sharing_no_word_finds_its_session(env, query, target):
+    _corpus(env)
+    texts = {LOGIN: "Fix login redirect loop credentials users land session cookie SameSite "
+                    "Strict browser dropped OAuth callback app saw anonymous visitor Changed Lax",
+             BACKUP: "Schedule nightly pg_dump production database S3 Added cron job 02:00 runs "
+                     "gzips dump uploads backups bucket keeping thirty days",
+             THEME: "Add dark colour scheme settings page stylesheet now reads prefers-color-"
+                    "scheme toggle stores choice localStorage"}
+    assert not _words(query) & _words(texts[target]), "the query shares a word"
+    assert env.search(query) == [], "keyword search cannot find it"
+    got = env.json("search", query, "--mode", "semantic")
+    assert got["warnings"] == [] and got["results"][0]["session_id"] == target, got
+    assert 20 <= got["results"][0]["score"] <= 100  # over the floor, under a perfect match
+    combined = env.json("search", query)  # the default
+    assert combined["mode"] == "combined" and combined["results"][0]["session_id"] == target
+
+
+def test_recall_answers_by_meaning(env):
+    _corpus(env)
+    p = env.run("recall", input="copying our postgres data every night")
+    first = p.stdout.splitlines()[1]
+    assert "Schedule a nightly pg_dump" in first, p.stdout
+    assert "semantic search is unavailable" not in p.stdout
+
+
+def test_without_a_model_keyword_results_come_with_a_warning_first(env, tmp_path):
+    _corpus(env)
+    nowhere = {"PRIMA_MODEL": str(tmp_path / "no-such-model")}
+    got = env.json("search", "pg_dump", env=nowhere)
+    assert got["warnings"][0].startswith("semantic search is unavailable (")
+    assert "no-such-model" in got["warnings"][0]
+    assert [r["session_id"] for r in got["results"]] == [BACKUP]
+    p = env.run("recall", input="pg_dump", env=nowhere)
+    assert p.stdout.splitlines()[1].startswith("note: semantic search is unavailable"), p.stdout
+    st = env.json("status", env=nowhere)["semantic"]
+    assert st["available"] is False and "no-such-model" in st["problem"]
+
+
+def test_status_counts_embedded_and_pending(env):
+    _corpus(env)
+    env.run("index")
+    st = env.json("status")["semantic"]
+    assert (st["embedded"], st["pending"], st["available"]) == (0, 3, True)
+    env.json("search", "anything at all", "--mode", "keyword")
+    assert env.json("status")["semantic"]["pending"] == 3, "keyword mode never embeds"
+    env.json("search", "anything at all")
+    st = env.json("status")["semantic"]
+    assert (st["embedded"], st["pending"]) == (3, 0)
+
+
+def test_a_search_past_its_budget_says_what_waits_and_starts_the_embedder(env):
+    for i in range(40):
+        env.transcript(f"{i:08x}-0000-4000-8000-{i:012x}", start=OLD + i * 60).exchange(
+            f"question number {i} about the parser", f"answer number {i} about the parser")
+    got = env.json("search", "parser", env={"PRIMA_EMBED_BUDGET": "0"})
+    assert any(f"{40 - semantic.BATCH} exchanges are not embedded yet" in w
+               for w in got["warnings"]), got["warnings"]
+    assert len(got["results"]) == 10, "keyword still finds them all"
+
+
+def _status_semantic(env):
+    return env.json("status")["semantic"]
+
+
+def _wait(cond, timeout=90.0):
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < timeout:
+        if cond():
+            return True
+        time.sleep(0.2)
+    return False
+
+
+def test_stop_starts_the_background_embedder_and_returns_at_once(env):
+    login, _b, _c = _corpus(env)
+    env.run("index")
+    login.exchange("And the logout button?", "Clears the cookie now.")
+    r = run_hook(env, "stop", payload(env, "stop", LOGIN),
+                 extra_env={"PRIMA_BACKGROUND": "1"})
+    assert r.rc == 0 and r.out == "", r
+    log = (env.data / "prima-memory.log").read_text()
+    assert "background embedder started" in log
+    assert _wait(lambda: _status_semantic(env)["pending"] == 0), _status_semantic(env)
+    assert _status_semantic(env)["embedded"] == 4
+    assert _wait(lambda: not _status_semantic(env)["embedder_running"]), "it exits when done"
+
+
+def test_one_embedder_at_a_time(env):
+    import fcntl
+    _corpus(env)
+    env.run("index")
+    (env.data / "embed.lock").touch()
+    with open(env.data / "embed.lock", "r+") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        got = env.json("embed", "--worker")
+        assert got["embedded"] == 0 and _status_semantic(env)["embedded"] == 0
+        assert _status_semantic(env)["embedder_running"]
+    assert env.json("embed", "--worker")["embedded"] == 3
+
+
+def test_an_embedder_killed_mid_run_is_resumed_by_the_next(env):
+    for i in range(150):
+        env.transcript(f"{i:08x}-0000-4000-8000-{i:012x}", start=OLD + i * 60).exchange(
+            f"how do we tune worker pool {i}", "Longer explanation of the pool. " * 40)
+    env.run("index")
+    p = subprocess.Popen([sys.executable, "-m", "prima_memory", "embed", "--worker"],
+                         cwd=str(env.ws), env={**env.env, "PRIMA_EMBED_THREADS": "1"},
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        assert _wait(lambda: _status_semantic(env)["embedded"] > 0, 60)
+    finally:
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+    st = _status_semantic(env)
+    assert 0 < st["embedded"] < 150 and st["embedded"] + st["pending"] == 150, st
+    assert not st["embedder_running"], "a killed holder frees the lock"
+    r = run_hook(env, "stop", payload(env, "stop", f"{149:08x}-0000-4000-8000-{149:012x}",
+                                      last_assistant_message="One more thing about the pool."),
+                 extra_env={"PRIMA_BACKGROUND": "1"})
+    assert r.rc == 0
+    assert _wait(lambda: _status_semantic(env)["pending"] == 0, 120), _status_semantic(env)
+    assert _status_semantic(env)["embedded"] == 151
+
+
+def test_a_background_rebuild_records_its_state_and_a_stale_one_is_cleared(env):
+    import fcntl
+    _corpus(env)
+    env.json("search", "pg_dump")  # embedded
+    with open(env.data / "index.lock", "a") as writer:  # the rebuild waits for the writer lock
+        fcntl.flock(writer, fcntl.LOCK_EX)
+        got = env.json("index", "--rebuild", "--background")
+        pid = got["rebuild"]["pid"]
+        assert got["rebuild"]["running"] and pid > 0
+        assert _wait(lambda: env.json("status")["rebuild"].get("pid") == pid, 30)
+        state = env.json("status")["rebuild"]
+        assert state["running"] and state["phase"] == "reading" and state["started_at"]
+        again = env.run("index", "--rebuild", check=False)
+        assert again.returncode == 1 and "a rebuild is already running" in again.stderr
+    assert _wait(lambda: not env.json("status")["rebuild"]["running"], 120)
+    assert (_status_semantic(env)["embedded"], _status_semantic(env)["pending"]) == (3, 0)
+    # a rebuild killed outright leaves its state with no one holding its lock
+    from prima_memory.store import Store as S
+    st = S(str(env.data / "index.db"))
+    with st.transaction():
+        st.set_meta("rebuild", json.dumps({"pid": 999999, "started": time.time(), "phase":
+                                           "embedding", "done": 5, "total": 9}))
+    st.close()
+    assert env.json("status")["rebuild"] == {"running": False}
+    assert "stopped before it finished" in (env.data / "prima-memory.log").read_text()
+    assert env.json("search", "pg_dump")["results"][0]["session_id"] == BACKUP
+
+
+def test_a_rebuild_reuses_the_vectors_it_kept(env):
+    _corpus(env)
+    env.json("search", "pg_dump")
+    got = env.json("index", "--rebuild")
+    assert (got["embedded"], got["embed_pending"]) == (3, 0)
+    assert _status_semantic(env)["embedded"] == 3
+
+
+HEAVY = ("torch", "sentence_transformers", "onnxruntime", "transformers", "numpy", "tokenizers")
+
+
+@pytest.mark.parametrize("event", ["session-start", "stop", "pre-compact"])
+def test_no_hook_imports_a_model_library(env, event):
+    login, _b, _c = _corpus(env)
+    env.run("index")
+    login.exchange("One more question", "One more answer.")
+    data = payload(env, event, LOGIN, last_assistant_message="One more answer, provisional.")
+    p = subprocess.run([sys.executable, "-X", "importtime", "-m", "prima_memory", "hook", event],
+                       input=json.dumps(data), capture_output=True, text=True, cwd=str(env.ws),
+                       env={**env.env, "PRIMA_BACKGROUND": "1"}, timeout=60)
+    assert p.returncode == 0
+    imported = {line.split("|")[-1].strip().split(".")[0] for line in p.stderr.splitlines()
+                if line.startswith("import time:")}
+    assert "prima_memory" in imported, p.stderr[-2000:]
+    assert not imported & set(HEAVY), imported & set(HEAVY)
+
+
+def test_deep_search_finds_extracts_and_checkpoints_as_records(env):
+    _corpus(env)
+    env.run("index")
+    assert run_hook(env, "pre-compact", payload(env, "pre-compact", BACKUP)).rc == 0
+    (cp,) = list((env.data / "extracts").rglob("*-checkpoint.md"))
+    plain = env.json("search", "pg_dump", "--mode", "keyword")["results"]
+    assert [r["source"] for r in plain] == ["claude-code"], "only a deep search reads extracts"
+    deep = env.json("search", "pg_dump", "--mode", "keyword", "--deep")["results"]
+    assert {r["source"] for r in deep} == {"claude-code", "extract"}
+    (hit,) = [r for r in deep if r["source"] == "extract"]
+    assert hit["label"] == "[checkpoint]" and hit["title"].startswith("Checkpoint: Schedule")
+    meaning = env.json("search", "copying our postgres data every night", "--mode", "semantic",
+                       "--deep")["results"]
+    assert {r["source"] for r in meaning[:2]} == {"claude-code", "extract"}, meaning
+    assert all(r["source"] == "claude-code" for r in env.json("recent")["sessions"])
+    cp.unlink()  # a file gone takes its record with it
+    deep = env.json("search", "pg_dump", "--mode", "keyword", "--deep")["results"]
+    assert [r["source"] for r in deep] == ["claude-code"]
