@@ -22,10 +22,17 @@ def enabled() -> bool:
     return os.environ.get("PRIMA_BACKGROUND", "").strip().lower() not in ("0", "off", "false", "no")
 
 
+# The detached process runs this very package: `python -m` would look in the current folder
+# first, and a cloned repository there could hold a `prima_memory` of its own.
+_BOOT = ("import sys; sys.path[0] = {root!r}; from prima_memory.cli import main; "
+         "sys.exit(main(sys.argv[1:]))")
+
+
 def spawn(ws: str, *args: str) -> int:
     """Start `prima-memory --workspace ws ARGS` detached: it survives the terminal and the
     Claude Code session that started it, and never writes to their output."""
-    cmd = [sys.executable, "-m", "prima_memory", "--workspace", ws, *args]
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    cmd = [sys.executable, "-c", _BOOT.format(root=root), "--workspace", ws, *args]
     if hasattr(os, "posix_spawn"):  # a hook's way: `subprocess` alone costs it 5-10 ms to import
         null = os.devnull
         actions = [(os.POSIX_SPAWN_OPEN, 0, null, os.O_RDONLY, 0),
@@ -36,7 +43,7 @@ def spawn(ws: str, *args: str) -> int:
     import subprocess
     flags = getattr(subprocess, "DETACHED_PROCESS", 0) | getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0)
     p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                         stderr=subprocess.DEVNULL, close_fds=True, cwd=ws,
+                         stderr=subprocess.DEVNULL, close_fds=True,
                          start_new_session=not flags, creationflags=flags)
     return p.pid
 
@@ -55,11 +62,22 @@ def held(mem, name: str) -> bool:
     return False
 
 
+NO_MODEL_KEY = "embedder_failed"  # when a background embedder last found no model to load
+NO_MODEL_RETRY = 3600.0  # seconds before one is started again
+
+
 def start_embedder(mem) -> int | None:
     """After the Stop hook indexed something: an embedder for it, unless one is running (or a
-    rebuild, which embeds too). Returns the new process's pid."""
-    if not enabled() or held(mem, "embed") or held(mem, "rebuild"):
+    rebuild, which embeds too), the index is read-only, or the model would not load an hour
+    ago. Returns the new process's pid."""
+    store = mem.store()
+    if not enabled() or store.readonly or held(mem, "embed") or held(mem, "rebuild"):
         return None
+    try:
+        if time.time() - float(store.get_meta(NO_MODEL_KEY) or 0) < NO_MODEL_RETRY:
+            return None
+    except ValueError:
+        pass
     return spawn(mem.ws, "embed", "--worker")
 
 
@@ -74,6 +92,17 @@ def run_embedder(mem) -> tuple[int, int] | None:
     """The background embedder's life: embed until nothing is pending (a Stop during the run
     adds more: look again), and yield to a rebuild. None when another embedder is running."""
     _lower_priority()
+    store = mem.store()
+    try:
+        mem.embedder()
+    except Exception as e:  # noqa: BLE001 - remembered, so Stop does not start one in vain
+        mem.log.warn(f"background embedder: the model cannot load: {e}")
+        with store.transaction():
+            store.set_meta(NO_MODEL_KEY, time.time())
+        raise
+    if store.get_meta(NO_MODEL_KEY):
+        with store.transaction():
+            store.set_meta(NO_MODEL_KEY, None)
     total = 0
     while True:
         got = mem.embed(None, should_stop=lambda: held(mem, "rebuild"))
@@ -99,6 +128,8 @@ def rebuild_state(mem) -> dict | None:
         state = {}
     if held(mem, "rebuild"):
         return state
+    if store.get_meta(REBUILD_KEY) != raw:  # it finished (or another began) meanwhile
+        return rebuild_state(mem) if store.get_meta(REBUILD_KEY) else None
     if not store.readonly:
         with store.transaction():
             store.set_meta(REBUILD_KEY, None)
@@ -119,9 +150,12 @@ def rebuild(mem, *, progress=None, embed_progress=None, lock_timeout: float = 10
     stops between batches when it sees the rebuild). Returns (index report, embedded, pending)
     where pending is None when the model could not load."""
     from .locking import LockTimeout
+    from .memory import IndexReadOnly
+    if mem.store().readonly:
+        raise IndexReadOnly(mem.db_path)
     lock = mem.side_lock("rebuild")
     try:
-        lock.acquire(timeout=0)
+        lock.acquire(timeout=0.5)  # not 0: another process may be probing it this instant
     except LockTimeout:
         state = rebuild_state(mem) or {}
         raise RebuildRunning(state) from None
@@ -152,11 +186,7 @@ def rebuild(mem, *, progress=None, embed_progress=None, lock_timeout: float = 10
         got = mem.embed(None, wait=600.0, progress=tick)
         done, left = got if got is not None else (0, mem.store().count_pending(key))
         if not left:
-            store = mem.store()
-            with store.transaction():
-                dropped = store.drop_unlinked_vectors()
-            if dropped:
-                mem.log.info(f"rebuild: {dropped} vectors no exchange uses any more were dropped")
+            drop_unused_vectors(mem)
         return rep, done, left
     finally:
         try:
@@ -165,6 +195,26 @@ def rebuild(mem, *, progress=None, embed_progress=None, lock_timeout: float = 10
                 store.set_meta(REBUILD_KEY, None)
         finally:
             lock.release()
+
+
+def drop_unused_vectors(mem) -> int:
+    """Vectors no exchange links to any more, dropped under the embed lock (an embedder between
+    finding a text's vectors and linking them must not lose them). 0 when it is busy."""
+    from .locking import LockTimeout
+    lock = mem.side_lock("embed")
+    try:
+        lock.acquire(timeout=0)
+    except (LockTimeout, OSError):
+        return 0
+    try:
+        store = mem.store()
+        with store.writing():
+            n = store.drop_unlinked_vectors()
+    finally:
+        lock.release()
+    if n:
+        mem.log.info(f"{n} vectors no exchange uses any more were dropped")
+    return n
 
 
 class RebuildRunning(Exception):

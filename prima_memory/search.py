@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 import time
 
-from .store import SHIFT, SessionRow, Store, fold, index_text
+from .store import SHIFT, SessionRow, Store, fold, index_text, is_corruption
 
 WEEK = 7 * 86400
 TERMS_LIMIT = 4000  # a word inside more index terms than this is matched by reading the texts
@@ -174,7 +174,7 @@ def semantic(store: Store, embedder, query: str, *, limit: int = 10,
     matches = _semantic_matches(store, embedder, query, limit, filters, floor, deep)
     rows = {r.id: r for r in store.sessions_by_id([m.session for m in matches])}
     hits = []
-    for m in matches:
+    for m in (m for m in matches if m.session in rows):  # a session pruned meanwhile is gone
         hit = Hit(rows[m.session], round(m.similarity * 100, 2), rows[m.session].title)
         _meaning_hit(store, hit, m.exchange)
         hits.append(hit)
@@ -208,6 +208,7 @@ def combined(store: Store, embedder, query: str, *, limit: int = 10,
     matches = _semantic_matches(store, embedder, query, pool, filters, floor, deep)
     scored = combine(kw, [(m.similarity, m.session) for m in matches])
     rows = {r.id: r for r in store.sessions_by_id([sid for _s, sid in scored])}
+    scored = [x for x in scored if x[1] in rows]  # a session pruned meanwhile is gone
     scored.sort(key=lambda x: (-x[0], -(rows[x[1]].ended_at or 0)))
     scored = scored[:limit]
     by_meaning = {m.session: m.exchange for m in matches}
@@ -298,15 +299,17 @@ def run(store: Store, query: str, *, mode: str = "combined", limit: int = 10,
     `deep`: prima-memory's extracts and checkpoints are searched too (as records)."""
     warnings: list[str] = []
     query = _bounded(query, warnings)
-    if mode != "keyword" and embedder is None:
+    if mode != "keyword" and embedder is not None:
+        try:
+            if mode == "semantic":
+                return semantic(store, embedder, query, limit=limit, filters=filters,
+                                floor=floor, deep=deep), warnings
+            return combined(store, embedder, query, limit=limit, filters=filters, now=now,
+                            floor=floor, deep=deep), warnings
+        except Exception as e:  # noqa: BLE001 - whatever fails, the words still answer
+            if is_corruption(e):
+                raise
+            why_not = " ".join(f"{type(e).__name__}: {e}".split())[:200]
+    if mode != "keyword":
         warnings.insert(0, unavailable(why_not or "no model"))
-        mode = "keyword"
-    if mode == "semantic":
-        hits = semantic(store, embedder, query, limit=limit, filters=filters, floor=floor,
-                        deep=deep)
-    elif mode == "combined":
-        hits = combined(store, embedder, query, limit=limit, filters=filters, now=now,
-                        floor=floor, deep=deep)
-    else:
-        hits = keyword(store, query, limit=limit, filters=filters, now=now, deep=deep)
-    return hits, warnings
+    return keyword(store, query, limit=limit, filters=filters, now=now, deep=deep), warnings

@@ -14,6 +14,7 @@ model are imported only when used: hooks never come here.
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 import time
 
@@ -32,20 +33,23 @@ class Settings:
     def __init__(self, environ=os.environ):
         self.seed_exact = environ.get("PRIMA_SEED_EXACT", "") not in ("", "0")
         self.windows = not self.seed_exact
-        floor = environ.get("PRIMA_SEMANTIC_FLOOR")
-        try:
-            self.floor = SEED_FLOOR if self.seed_exact else float(floor) if floor else FLOOR
-        except ValueError:
-            self.floor = FLOOR
-        try:
-            self.budget = float(environ.get("PRIMA_EMBED_BUDGET", BUDGET))
-        except ValueError:
-            self.budget = BUDGET
+        self.floor = (SEED_FLOOR if self.seed_exact
+                      else _number(environ.get("PRIMA_SEMANTIC_FLOOR"), FLOOR, 0.0, 1.0))
+        self.budget = _number(environ.get("PRIMA_EMBED_BUDGET"), BUDGET, 0.0, 600.0)
 
     @property
     def policy(self) -> str:
         """Part of every text hash: vectors made one way are never read as made the other."""
         return "windows-v1" if self.windows else "seed-v1"
+
+
+def _number(text: str | None, default: float, lo: float, hi: float) -> float:
+    """A setting from the environment: a finite number within [lo, hi], else the default."""
+    try:
+        value = float(text) if text else default
+    except ValueError:
+        return default
+    return min(hi, max(lo, value)) if math.isfinite(value) else default
 
 
 def vector_key(model: str, settings: Settings | None = None) -> str:
@@ -109,9 +113,9 @@ class Embedding:
             vecs = self.embedder.encode([w for _h, w in pieces])
             for (h, _w), v in zip(pieces, vecs):
                 new.setdefault(h, []).append(v.astype("<f4").tobytes())
-        with self.store.transaction():
-            # the texts again, in the writing transaction: a reply that grew while the model
-            # read it stays pending rather than linked to vectors of its old text
+        with self.store.writing():
+            # the texts again, under the write lock: a reply that grew while the model read it
+            # stays pending rather than linked to vectors of its old text
             now = self._texts(ids)
             self.store.add_vectors(self.model, self.embedder.variant, new.items())
             self.store.link_exchanges(self.model, [(i, h) for i, (_t, h) in now.items()
@@ -132,7 +136,7 @@ _LOADED: dict = {}  # (index path, inode, model) -> (generation, ids, matrix): a
 # (the MCP server) reads the vectors once, and again only after they changed
 
 
-def _matrix(store: Store, model: str):
+def _matrix(store: Store, model: str, dim: int):
     gen = store.vectors_generation()
     try:  # an index moved aside and made anew starts its count again
         key = (store.path, os.stat(store.path).st_ino, model)
@@ -140,20 +144,22 @@ def _matrix(store: Store, model: str):
         key = (store.path, 0, model)
     got = _LOADED.get(key)
     if got is None or got[0] != gen:
-        got = (gen, *_read_matrix(store, model))
+        got = (gen, *_read_matrix(store, model, dim))
         _LOADED[key] = got
     return got[1], got[2]
 
 
-def _read_matrix(store: Store, model: str):
+def _read_matrix(store: Store, model: str, dim: int):
     import numpy as np
+    size = 4 * dim
     ids, blobs = [], []
     for exchange, vec in store.exchange_vectors(model):
-        ids.append(exchange)
-        blobs.append(vec)
-    if not ids:
-        return np.zeros(0, dtype=np.int64), np.zeros((0, 0), dtype=np.float32)
-    mat = np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(ids), -1)
+        if isinstance(vec, bytes) and len(vec) == size:  # anything else was not made here
+            ids.append(exchange)
+            blobs.append(vec)
+    mat = np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(ids), dim)
+    if not np.isfinite(mat).all():  # a damaged vector must not sort first (NaN) or everywhere
+        mat = np.nan_to_num(mat, nan=0.0, posinf=0.0, neginf=0.0)
     return np.asarray(ids, dtype=np.int64), mat
 
 
@@ -162,7 +168,7 @@ def search(store: Store, embedder, query: str, *, limit: int, admit=None,
     """Sessions by their best exchange's similarity to the query (0..1), best first; matches
     under `floor` are dropped. `admit(session) -> bool` applies the filters."""
     import numpy as np
-    ids, mat = _matrix(store, vector_key(embedder.model, settings))
+    ids, mat = _matrix(store, vector_key(embedder.model, settings), getattr(embedder, "dim", 384))
     if not len(ids):
         return []
     q = embedder.encode([query[:CUT]])[0].astype(np.float32)

@@ -7,6 +7,7 @@ distinct token goes into `terms`, itself indexed by trigrams, which turns the se
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 import unicodedata
@@ -30,7 +31,8 @@ _TOKENIZER_ARGS = ["remove_diacritics", "0"]
 
 # Embeddings cost minutes to hours, so they are kept by content: `vectors` holds the windows of an
 # embedded text under the text's hash (and the model that read it), whatever message it came from;
-# `embedded` links an exchange (its reply's id) to the hash it was embedded as. When a reply's text
+# `embedded` links an exchange (its reply's id) to the hash it was embedded as, per model (two
+# settings in use, say a hook's and a shell's, never undo each other's work). When a reply's text
 # changes or its message goes, the triggers drop the link (never the vectors): the exchange is then
 # pending, and a text seen before (a re-read, a rebuild) finds its vectors again without the model.
 # Prompts are never rewritten in place, so only the reply's own changes are watched.
@@ -38,7 +40,8 @@ _VECTOR_SCHEMA = """
 CREATE TABLE IF NOT EXISTS vectors(
   text_hash BLOB NOT NULL, model TEXT NOT NULL, n INTEGER NOT NULL, variant TEXT NOT NULL,
   vec BLOB NOT NULL, PRIMARY KEY(text_hash, model, n)) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS embedded(exchange INTEGER PRIMARY KEY, text_hash BLOB NOT NULL, model TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS embedded(exchange INTEGER NOT NULL, model TEXT NOT NULL,
+  text_hash BLOB NOT NULL, PRIMARY KEY(exchange, model)) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS embedded_hash ON embedded(text_hash);
 CREATE TRIGGER IF NOT EXISTS messages_au_vec AFTER UPDATE OF text ON messages BEGIN
   DELETE FROM embedded WHERE exchange = old.id; END;
@@ -267,6 +270,18 @@ class Store:
     def transaction(self):
         return self.db  # `with store.transaction():` commits or rolls back
 
+    @contextlib.contextmanager
+    def writing(self):
+        """A transaction that holds the write lock from its start: what it reads stays true until
+        it commits (a deferred one that reads and then writes fails if another wrote between)."""
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            yield self
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        self.db.execute("COMMIT")
+
     def batch(self, max_bytes: int, max_seconds: float) -> "Batch":
         """One write transaction over many files, committed in steps (see Batch)."""
         return Batch(self, max_bytes, max_seconds)
@@ -477,23 +492,25 @@ class Store:
 
     _FILE_ROW = ("SELECT path, session, sidechain, size, mtime_ns, inode, head_len, head_hash, "
                  "offset, status FROM files")
+    _CONVERSATIONS = " AND source != 'extract'"  # files() is for the conversations' scans
 
     def files(self, paths=None, session_id: str | None = None) -> dict[str, FileRow]:
         """What the index knows of source files (parser state apart: see file_state): all of
         them, or those of `paths` and of the Claude Code session `session_id`."""
-        if paths is None and session_id is None:  # the conversations' files (see source_files)
+        if paths is None and session_id is None:  # extracts' files: see source_files
             return {r[0]: FileRow(*r[1:]) for r in self.db.execute(
-                f"{self._FILE_ROW} WHERE source != 'extract'")}
+                f"{self._FILE_ROW} WHERE 1{self._CONVERSATIONS}")}
         out: dict[str, FileRow] = {}
         paths = list(paths or ())
         for i in range(0, len(paths), 500):
             part = paths[i:i + 500]
             out.update((r[0], FileRow(*r[1:])) for r in self.db.execute(
-                f"{self._FILE_ROW} WHERE path IN ({','.join('?' * len(part))})", part))
+                f"{self._FILE_ROW} WHERE path IN ({','.join('?' * len(part))})"
+                f"{self._CONVERSATIONS}", part))
         if session_id is not None:
             out.update((r[0], FileRow(*r[1:])) for r in self.db.execute(
                 f"{self._FILE_ROW} WHERE session IN (SELECT id FROM sessions WHERE "
-                "session_id = ?)", (session_id,)))
+                f"session_id = ?){self._CONVERSATIONS}", (session_id,)))
         return out
 
     def file_paths(self) -> set[str]:
@@ -754,9 +771,12 @@ class Store:
             ((h, model, n, variant, v) for h, vecs in rows for n, v in enumerate(vecs)))
 
     def link_exchanges(self, model: str, rows) -> None:
-        """rows: (exchange id, text hash): the exchange is embedded as that text."""
-        self.db.executemany("INSERT OR REPLACE INTO embedded(exchange, text_hash, model) "
-                            "VALUES (?, ?, ?)", ((i, h, model) for i, h in rows))
+        """rows: (exchange id, text hash): the exchange is embedded as that text. Only where
+        vectors for the text exist: an exchange is never counted embedded with none behind it."""
+        self.db.executemany(
+            "INSERT OR REPLACE INTO embedded(exchange, model, text_hash) SELECT ?1, ?2, ?3 "
+            "WHERE EXISTS (SELECT 1 FROM vectors WHERE text_hash = ?3 AND model = ?2)",
+            ((i, model, h) for i, h in rows))
 
     def exchange_vectors(self, model: str):
         """(exchange id, vector bytes) of every window of every embedded exchange."""
@@ -771,8 +791,8 @@ class Store:
     def drop_unlinked_vectors(self) -> int:
         """Vectors no exchange uses any more (pruned, or grown past): kept until a prune or a
         rebuild ends, since a re-read text would find them again."""
-        self.db.execute("DELETE FROM vectors WHERE text_hash NOT IN "
-                        "(SELECT text_hash FROM embedded)")
+        self.db.execute("DELETE FROM vectors WHERE NOT EXISTS (SELECT 1 FROM embedded x WHERE "
+                        "x.text_hash = vectors.text_hash AND x.model = vectors.model)")
         return self.db.changes()
 
     # -- recovery ------------------------------------------------------------------------------
@@ -825,9 +845,29 @@ class Store:
                          len(msgs), row.extract_path, new.id))
                     self.refresh_counts(new.id)
                 n += 1
+            self._recover_vectors(old)
             return n
         finally:
             old.close()
+
+    def _recover_vectors(self, old) -> None:
+        """Every vector the old index can still give: they are kept by text, so whatever is
+        read again finds its own without the model (hours of embedding, not thrown away)."""
+        rows: list[tuple] = []
+
+        def keep():
+            with self.db:
+                self.db.executemany("INSERT OR IGNORE INTO vectors(text_hash, model, n, variant, "
+                                    "vec) VALUES (?, ?, ?, ?, ?)", rows)
+            rows.clear()
+        try:
+            for r in old.execute("SELECT text_hash, model, n, variant, vec FROM vectors"):
+                rows.append(r)
+                if len(rows) >= 5000:
+                    keep()
+        except (apsw.Error, UnicodeDecodeError):
+            pass  # what came before the damage is kept
+        keep()
 
     # -- status --------------------------------------------------------------------------------
 

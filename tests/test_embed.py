@@ -102,7 +102,12 @@ def test_prima_model_folder_is_used_and_named(monkeypatch, tmp_path):
         (copy / f.name).symlink_to(f)
     monkeypatch.setenv("PRIMA_MODEL", str(copy))
     assert embed.model_dir() == os.path.realpath(copy)
-    assert embed.model_name(str(copy)) == "my-minilm"
+    name = embed.model_name(str(copy))
+    assert name.startswith("my-minilm-") and name != embed.model_name(str(tmp_path)), \
+        "named by its folder, told apart from another folder of the same name by its path"
+    other = tmp_path / "x" / "my-minilm"
+    other.mkdir(parents=True)
+    assert embed.model_name(str(other)) != name
 
 
 def test_hugging_face_cache_is_the_last_resort(monkeypatch, tmp_path):

@@ -104,6 +104,8 @@ LINKS = {
     ".gitignore": lambda v: v / "created-by-gitignore",
     "extracts": lambda v: v / "folder",
     "index.lock": lambda v: v / "passwd",
+    "embed.lock": lambda v: v / "passwd",
+    "rebuild.lock": lambda v: v / "passwd",
     "index.db-wal": lambda v: v / "created-by-wal",
 }
 
@@ -124,6 +126,9 @@ def test_a_symbolic_link_in_the_memory_folder_is_never_followed(env, name):
         assert run_hook(env, event, payload(env, event, A)).rc == 0
     assert run_hook(env, "session-start", payload(env, "session-start", A, source="compact")).rc == 0
     assert [r["session_id"] for r in env.search("linkwatch")] == [A]
+    combined = env.json("search", "linkwatch")  # embeds first, under the embed lock
+    assert combined["warnings"] == [] and combined["results"][0]["session_id"] == A
+    assert env.json("index", "--rebuild")["embed_pending"] == 0  # under the rebuild lock too
     assert _state(victim) == before, "something outside .prima-memory was written or chmodded"
     assert not data.is_symlink() and data.is_dir()
     assert (data / "index.db").is_file() and not (data / "index.db").is_symlink()

@@ -7,6 +7,7 @@ user meets runs through the real CLI and hooks with the real model, which ships 
 from __future__ import annotations
 
 import json
+import os
 import re
 import signal
 import subprocess
@@ -375,6 +376,8 @@ def test_a_background_rebuild_records_its_state_and_a_stale_one_is_cleared(env):
         assert state["running"] and state["phase"] == "reading" and state["started_at"]
         again = env.run("index", "--rebuild", check=False)
         assert again.returncode == 1 and "a rebuild is already running" in again.stderr
+        during = env.json("search", "pg_dump")  # answers at once from what is there
+        assert any("a rebuild is reading every file" in w for w in during["warnings"]), during
     assert _wait(lambda: not env.json("status")["rebuild"]["running"], 120)
     assert (_status_semantic(env)["embedded"], _status_semantic(env)["pending"]) == (3, 0)
     # a rebuild killed outright leaves its state with no one holding its lock
@@ -434,3 +437,127 @@ def test_deep_search_finds_extracts_and_checkpoints_as_records(env):
     cp.unlink()  # a file gone takes its record with it
     deep = env.json("search", "pg_dump", "--mode", "keyword", "--deep")["results"]
     assert [r["source"] for r in deep] == ["claude-code"]
+
+
+# -- what the review found: each a way to lose work, leak, or hang ----------------------------------
+
+def test_the_background_process_never_runs_code_from_the_workspace(env):
+    login, _b, _c = _corpus(env)
+    env.run("index")
+    planted = env.ws / "prima_memory"  # a cloned repository may hold a package of that name
+    planted.mkdir()
+    marker = env.root / "planted-code-ran"
+    (planted / "__init__.py").write_text(f"open({str(marker)!r}, 'w').write('ran')\n")
+    (planted / "__main__.py").write_text(f"open({str(marker)!r}, 'w').write('ran')\n")
+    (planted / "cli.py").write_text(f"open({str(marker)!r}, 'w').write('ran')\n")
+    login.exchange("And the logout button?", "Clears the cookie now.")
+    assert run_hook(env, "stop", payload(env, "stop", LOGIN),
+                    extra_env={"PRIMA_BACKGROUND": "1"}).rc == 0
+
+    def status():  # asked from elsewhere: `python -m` run in the workspace would find it too
+        return env.json("--workspace", str(env.ws), "status", cwd=env.root)["semantic"]
+    assert _wait(lambda: status()["pending"] == 0), status()
+    assert not marker.exists()
+
+
+def test_an_embedder_waits_for_a_writer_instead_of_failing(env):
+    import apsw
+    import threading
+    _corpus(env)
+    env.run("index")
+    db = apsw.Connection(str(env.data / "index.db"))
+    db.execute("BEGIN IMMEDIATE")  # another writer, busy for a second and a half
+    threading.Timer(1.5, lambda: db.execute("COMMIT")).start()
+    got = env.json("search", "copying our postgres data every night")
+    assert got["warnings"] == [] and got["results"][0]["session_id"] == BACKUP, got
+    db.close()
+
+
+def test_extract_records_survive_plain_searches_and_starts(env):
+    _corpus(env)
+    env.run("index")
+    assert run_hook(env, "pre-compact", payload(env, "pre-compact", BACKUP)).rc == 0
+    env.json("search", "pg_dump", "--deep", "--mode", "keyword")
+    env.json("search", "pg_dump", "--mode", "keyword")  # a quick refresh of the conversations
+    assert run_hook(env, "session-start", payload(env, "session-start", LOGIN)).rc == 0
+    env.run("index", "--prune")
+    deep = env.json("search", "pg_dump", "--deep", "--mode", "keyword")["results"]
+    (cp,) = [r for r in deep if r["source"] == "extract"]
+    assert cp["archived"] is False
+
+
+def test_hostile_files_in_extracts_neither_hang_nor_break_a_deep_search(env):
+    _corpus(env)
+    env.run("index")
+    folder = env.data / "extracts" / "proj"
+    folder.mkdir(parents=True)
+    os.mkfifo(folder / "a-pipe.md")  # open() on it would wait for a writer forever
+    (folder / "many.md").write_text("## x\n" * 50_000)  # 50,000 sections
+    name = os.fsencode(str(folder)) + b"/bad-\xff-name.md"
+    with open(name, "w") as f:
+        f.write("## pg_dump notes\n\nnot one of ours\n")
+    got = env.json("search", "pg_dump", "--deep", "--mode", "keyword")
+    assert {r["source"] for r in got["results"]} == {"claude-code"}
+    st = _status_semantic(env)
+    assert st["pending"] <= 3 + 200, "a file of thousands of sections is cut"
+
+
+def test_a_damaged_vector_is_skipped_not_fatal(env):
+    from prima_memory.store import Store as S
+    _corpus(env)
+    env.json("search", "pg_dump")
+    st = S(str(env.data / "index.db"))
+    with st.transaction():  # one vector cut short, one of NaNs
+        st.db.execute("UPDATE vectors SET vec = x'00ff' WHERE text_hash = "
+                      "(SELECT min(text_hash) FROM vectors)")
+        st.db.execute("UPDATE vectors SET vec = ? WHERE text_hash = (SELECT max(text_hash) FROM "
+                      "vectors)", (b"\x00\x00\xc0\x7f" * 384,))
+    st.close()
+    found = 0
+    for query in ("copying our postgres data every night", "night mode for the preferences screen",
+                  "the thing where signing in bounced people back"):
+        got = env.json("search", query, "--mode", "semantic")
+        assert got["warnings"] == [], got
+        found += bool(got["results"])
+    assert found >= 1, "the sound vectors still answer"
+
+
+def test_two_settings_keep_their_own_vectors(tmp_path):
+    st = _store_with(tmp_path, {"A": [("one", "first reply", OLD)]})
+    e = Fake()
+    windows, seed = semantic.Settings({}), semantic.Settings({"PRIMA_SEED_EXACT": "1"})
+    assert semantic.Embedding(st, e, windows).run() == (1, 0)
+    assert semantic.Embedding(st, e, seed).run() == (1, 0)
+    e.encoded.clear()
+    assert semantic.Embedding(st, e, windows).run() == (0, 0), "nothing undone by the other"
+    assert semantic.Embedding(st, e, seed).run() == (0, 0) and e.encoded == []
+    with st.transaction():
+        assert st.drop_unlinked_vectors() == 0, "each setting's vectors are in use"
+
+
+def test_an_exchange_is_never_linked_without_vectors(tmp_path):
+    st = _store_with(tmp_path, {"A": [("one", "first reply", OLD)]})
+    (ex,) = st.pending_exchanges(KEY)
+    with st.transaction():
+        st.link_exchanges(KEY, [(ex, b"no-such-hash")])
+    assert st.pending_exchanges(KEY) == [ex]
+
+
+def test_garbage_settings_fall_back_to_sane_ones():
+    s = semantic.Settings({"PRIMA_SEMANTIC_FLOOR": "nan", "PRIMA_EMBED_BUDGET": "inf"})
+    assert (s.floor, s.budget) == (semantic.FLOOR, semantic.BUDGET)
+    s = semantic.Settings({"PRIMA_SEMANTIC_FLOOR": "-3", "PRIMA_EMBED_BUDGET": "1e9"})
+    assert (s.floor, s.budget) == (0.0, 600.0)
+    assert semantic.Settings({"PRIMA_SEMANTIC_FLOOR": "x"}).floor == semantic.FLOOR
+
+
+def test_a_corrupt_index_gives_back_its_vectors(env, tmp_path):
+    from prima_memory.store import Store as S
+    _corpus(env)
+    env.json("search", "pg_dump")
+    old = S(str(env.data / "index.db"))
+    n = old.db.execute("SELECT count(*) FROM vectors").fetchone()[0]
+    old.close()
+    new = S(str(tmp_path / "new.db"))
+    new.recover_from(str(env.data / "index.db"), os.path.exists)
+    assert n > 0 and new.db.execute("SELECT count(*) FROM vectors").fetchone()[0] == n

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 
 from ..records import Message, SessionDelta
 from ..workspace import data_dir, is_real_dir, open_nofollow
 
 SOURCE = "extract"
 MAX_BYTES = 4 << 20  # an extract is a few kB: a larger file there is not one of ours
+MAX_SECTIONS = 200  # nor is one of thousands of sections (each would be embedded)
 
 
 def root(ws: str) -> str:
@@ -30,14 +32,27 @@ def discover(ws: str) -> list[str]:
     out = []
     for folder, dirs, names in os.walk(top):
         dirs[:] = sorted(d for d in dirs if is_real_dir(os.path.join(folder, d)))
-        out += [os.path.join(folder, n) for n in sorted(names) if n.endswith(".md")]
+        out += [os.path.join(folder, n) for n in sorted(names) if n.endswith(".md") and _utf8(n)]
     return out
 
 
-def read(ws: str, path: str, mtime: float) -> SessionDelta | None:
-    """The file as one session, or None when it cannot be read (a link, too big, not text)."""
+def _utf8(name: str) -> bool:
+    """A file name the index can hold (one with bytes that are not UTF-8 is not one of ours)."""
     try:
-        with os.fdopen(open_nofollow(path), "rb") as f:
+        name.encode("utf-8")
+        return True
+    except UnicodeEncodeError:
+        return False
+
+
+def read(ws: str, path: str, mtime: float) -> SessionDelta | None:
+    """The file as one session, or None when it cannot be read (a link, not a plain file, too
+    big). Opened without following a link or waiting on a pipe, and checked to be a file."""
+    try:
+        fd = open_nofollow(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        with os.fdopen(fd, "rb") as f:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return None
             data = f.read(MAX_BYTES + 1)
     except OSError:
         return None
@@ -52,8 +67,8 @@ def read(ws: str, path: str, mtime: float) -> SessionDelta | None:
     headings = [s.splitlines()[0].lstrip("#").strip() for s in sections if s.startswith("## ")]
     # a checkpoint names its session on its first line; an extract in its first section
     title = first[2:].strip() if first.startswith("# Checkpoint") else next(iter(headings), "")
-    d.custom_title = title or os.path.basename(name)[:-3]
-    for i, section in enumerate(s for s in sections if s):
+    d.custom_title = (title or os.path.basename(name)[:-3])[:200]
+    for i, section in enumerate([s for s in sections if s][:MAX_SECTIONS]):
         d.messages.append(Message(f"s{i}", "assistant", section, mtime))
     d.seen(mtime)
     return d
