@@ -37,9 +37,11 @@ _TOKENIZER_ARGS = ["remove_diacritics", "0"]
 # pending, and a text seen before (a re-read, a rebuild) finds its vectors again without the model.
 # Prompts are never rewritten in place, so only the reply's own changes are watched.
 _VECTOR_SCHEMA = """
+-- a rowid table: a 1,536-byte vector fits in its row, where a WITHOUT ROWID table would spill
+-- it to an overflow page (reading every vector: 30 ms instead of 300 at 33,000 exchanges)
 CREATE TABLE IF NOT EXISTS vectors(
-  text_hash BLOB NOT NULL, model TEXT NOT NULL, n INTEGER NOT NULL, variant TEXT NOT NULL,
-  vec BLOB NOT NULL, PRIMARY KEY(text_hash, model, n)) WITHOUT ROWID;
+  id INTEGER PRIMARY KEY, text_hash BLOB NOT NULL, model TEXT NOT NULL, n INTEGER NOT NULL,
+  variant TEXT NOT NULL, vec BLOB NOT NULL, UNIQUE(text_hash, model, n));
 CREATE TABLE IF NOT EXISTS embedded(exchange INTEGER NOT NULL, model TEXT NOT NULL,
   text_hash BLOB NOT NULL, PRIMARY KEY(exchange, model)) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS embedded_hash ON embedded(text_hash);
