@@ -187,6 +187,15 @@ def test_recall_runs_under_default_permissions_and_its_output_reaches_the_model(
     assert lines and len(lines) == len(set(lines)), hit
 
 
+def test_recall_finds_a_session_by_meaning(cc):
+    # no word in common with "Please write the zanzibarite notes for the parser"
+    out, shown = _recall(cc, "memo on the grammar reader")
+    sent = cc.sent()
+    assert shown == "memo on the grammar reader"
+    assert "semantic search is unavailable" not in sent, "the model did not load in the hook's Python"
+    assert f"prima-memory show {cc.sessions['writer']}" in sent, sent[-3000:]
+
+
 def test_recall_with_no_words_shows_the_recent_sessions(cc):
     cc.claude("/prima-memory:recall")
     cc.recall_sessions.append(None)
