@@ -122,20 +122,26 @@ def rebuild_state(mem) -> dict | None:
     raw = store.get_meta(REBUILD_KEY)
     if not raw:
         return None
-    try:
-        state = json.loads(raw)
-    except ValueError:
-        state = {}
     if held(mem, "rebuild"):
-        return state
-    if store.get_meta(REBUILD_KEY) != raw:  # it finished (or another began) meanwhile
-        return rebuild_state(mem) if store.get_meta(REBUILD_KEY) else None
+        return _parsed(raw)
+    now = store.get_meta(REBUILD_KEY)
+    if now != raw:  # it finished, or another began, while the lock was probed
+        return _parsed(now) if now else None
+    state = _parsed(raw)
     if not store.readonly:
         with store.transaction():
             store.set_meta(REBUILD_KEY, None)
     mem.log.warn(f"a rebuild (pid {state.get('pid')}) stopped before it finished: its state "
                  "was cleared; the next update reads what it left")
     return None
+
+
+def _parsed(raw: str) -> dict:
+    try:
+        state = json.loads(raw)
+    except ValueError:
+        return {}
+    return state if isinstance(state, dict) else {}
 
 
 def _save(mem, state: dict) -> None:

@@ -76,9 +76,6 @@ class Embedding:
         self.settings = settings or Settings()
         self.model = vector_key(embedder.model, self.settings)
 
-    def pending(self) -> int:
-        return self.store.count_pending(self.model)
-
     def run(self, budget: float | None = None, *, progress=None, should_stop=None) -> tuple[int, int]:
         """Embed pending exchanges, newest first, until none is left or `budget` seconds are
         spent (checked between batches). Returns (embedded now, still pending)."""
@@ -116,11 +113,11 @@ class Embedding:
         with self.store.writing():
             # the texts again, under the write lock: a reply that grew while the model read it
             # stays pending rather than linked to vectors of its old text
-            now = self._texts(ids)
+            same = [(i, h) for i, (_t, h) in self._texts(ids).items()
+                    if texts.get(i, (None, None))[1] == h]
             self.store.add_vectors(self.model, self.embedder.variant, new.items())
-            self.store.link_exchanges(self.model, [(i, h) for i, (_t, h) in now.items()
-                                                   if texts.get(i, (None, None))[1] == h])
-        return len(now)
+            self.store.link_exchanges(self.model, same)
+        return len(same)
 
 
 # -- search -----------------------------------------------------------------------------------
@@ -128,8 +125,6 @@ class Embedding:
 class Match:
     def __init__(self, session: int, similarity: float, exchange: int):
         self.session, self.similarity, self.exchange = session, similarity, exchange
-
-
 
 
 _LOADED: dict = {}  # (index path, inode, model) -> (generation, ids, matrix): a long-lived process

@@ -561,3 +561,23 @@ def test_a_corrupt_index_gives_back_its_vectors(env, tmp_path):
     new = S(str(tmp_path / "new.db"))
     new.recover_from(str(env.data / "index.db"), os.path.exists)
     assert n > 0 and new.db.execute("SELECT count(*) FROM vectors").fetchone()[0] == n
+
+
+def test_the_rebuild_progress_bar_shows_done_total_rate_and_time_left(monkeypatch):
+    import io
+    from prima_memory import progress as progressmod
+
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+    clock = iter([100.0, 102.0, 104.0])  # start, then two updates 2 s apart
+    monkeypatch.setattr(progressmod.time, "monotonic", lambda: next(clock))
+    out = Tty()
+    bar = progressmod.Progress.for_terminal(out, label="embedding", unit="exchanges")
+    bar.update(50, 400)
+    bar.update(100, 400)
+    bar.finish()
+    last = out.getvalue().strip().split("\r")[-1]
+    assert "embedding [" in last and "100/400 exchanges" in last, last
+    assert "25.0/s" in last and "12s left" in last, last  # 100 in 4 s; 300 more at that rate
+    assert progressmod.Progress.for_terminal(io.StringIO()) is None, "silent off a terminal"
