@@ -179,7 +179,7 @@ class Indexer:
             for path in set(known) - set(found):
                 if known[path].session is not None:
                     store.delete_session(known[path].session)
-                store.db.execute("DELETE FROM files WHERE path = ?", (path,))
+                store.forget_file(path)
             for path in found:
                 try:
                     st = os.lstat(path)

@@ -459,6 +459,9 @@ class Store:
         self.db.execute("DELETE FROM files WHERE status = 'missing'")
         return len(ids)
 
+    def forget_file(self, path: str) -> None:
+        self.db.execute("DELETE FROM files WHERE path = ?", (path,))
+
     def source_files(self, source: str) -> dict[str, FileRow]:
         return {r[0]: FileRow(*r[1:]) for r in self.db.execute(
             f"{self._FILE_ROW} WHERE source = ?", (source,))}
