@@ -581,3 +581,18 @@ def test_the_rebuild_progress_bar_shows_done_total_rate_and_time_left(monkeypatc
     assert "embedding [" in last and "100/400 exchanges" in last, last
     assert "25.0/s" in last and "12s left" in last, last  # 100 in 4 s; 300 more at that rate
     assert progressmod.Progress.for_terminal(io.StringIO()) is None, "silent off a terminal"
+
+
+def test_an_embedder_without_a_model_says_so_in_the_log_and_stop_does_not_retry_at_once(env,
+                                                                                       tmp_path):
+    login, _b, _c = _corpus(env)
+    env.run("index")
+    nowhere = {"PRIMA_MODEL": str(tmp_path / "no-such-model")}
+    p = env.run("embed", "--worker", env=nowhere, check=False)
+    assert p.returncode == 1
+    log = (env.data / "prima-memory.log").read_text()
+    assert "the model cannot load" in log and "background embedder failed" in log
+    login.exchange("And the logout button?", "Clears the cookie now.")
+    assert run_hook(env, "stop", payload(env, "stop", LOGIN),
+                    extra_env={"PRIMA_BACKGROUND": "1", **nowhere}).rc == 0
+    assert "background embedder started" not in (env.data / "prima-memory.log").read_text()
