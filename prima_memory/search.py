@@ -156,12 +156,17 @@ def _semantic_matches(store, embedder, query, limit, filters, floor, deep):
                            floor=semantic.Settings().floor if floor is None else floor)
 
 
-def _meaning_hit(store: Store, hit: Hit, exchange: int) -> None:
-    """What a match by meaning shows: the start of its best exchange."""
-    from .semantic import exchange_text
-    prompt, reply = store.exchange_texts([exchange]).get(exchange, (None, ""))
-    hit.message_id = exchange
-    text = " ".join(_FILLER.sub(r"\1", exchange_text(prompt, reply)).split())
+def _meaning_hit(store: Store, hit: Hit, match, embedder) -> None:
+    """What a match by meaning shows: the part of its best exchange that matched (the window
+    the best similarity came from), from its start."""
+    from .semantic import Settings, exchange_text
+    prompt, reply = store.exchange_texts([match.exchange]).get(match.exchange, (None, ""))
+    text = exchange_text(prompt, reply)
+    if match.window and Settings().windows:
+        pieces = embedder.windows(text)
+        text = pieces[match.window] if match.window < len(pieces) else text
+    hit.message_id = match.exchange
+    text = " ".join(_FILLER.sub(r"\1", text).split())
     hit.snippet = text[:_SNIPPET] + ("…" if len(text) > _SNIPPET else "")
     hit.matches = [hit.snippet] if hit.snippet else []
     hit.files = store.changed_paths(hit.row.id)
@@ -176,7 +181,7 @@ def semantic(store: Store, embedder, query: str, *, limit: int = 10,
     hits = []
     for m in (m for m in matches if m.session in rows):  # a session pruned meanwhile is gone
         hit = Hit(rows[m.session], round(m.similarity * 100, 2), rows[m.session].title)
-        _meaning_hit(store, hit, m.exchange)
+        _meaning_hit(store, hit, m, embedder)
         hits.append(hit)
     return hits
 
@@ -211,7 +216,7 @@ def combined(store: Store, embedder, query: str, *, limit: int = 10,
     scored = [x for x in scored if x[1] in rows]  # a session pruned meanwhile is gone
     scored.sort(key=lambda x: (-x[0], -(rows[x[1]].ended_at or 0)))
     scored = scored[:limit]
-    by_meaning = {m.session: m.exchange for m in matches}
+    by_meaning = {m.session: m for m in matches}
     kw_ids = {sid for _p, sid in kw}
     words = normalize_query(query)[1]
     hits = []
@@ -220,7 +225,7 @@ def combined(store: Store, embedder, query: str, *, limit: int = 10,
         if sid in kw_ids:
             _decorate(store, hit, words)
         else:
-            _meaning_hit(store, hit, by_meaning[sid])
+            _meaning_hit(store, hit, by_meaning[sid], embedder)
         hits.append(hit)
     return hits
 

@@ -123,11 +123,12 @@ class Embedding:
 # -- search -----------------------------------------------------------------------------------
 
 class Match:
-    def __init__(self, session: int, similarity: float, exchange: int):
+    def __init__(self, session: int, similarity: float, exchange: int, window: int = 0):
         self.session, self.similarity, self.exchange = session, similarity, exchange
+        self.window = window  # which window of the exchange's text matched best
 
 
-_LOADED: dict = {}  # (index path, inode, model) -> (generation, ids, matrix): a long-lived process
+_LOADED: dict = {}  # (index path, inode, model) -> (generation, ids, windows, matrix): a long-lived process
 # (the MCP server) reads the vectors once, and again only after they changed
 
 
@@ -141,21 +142,22 @@ def _matrix(store: Store, model: str, dim: int):
     if got is None or got[0] != gen:
         got = (gen, *_read_matrix(store, model, dim))
         _LOADED[key] = got
-    return got[1], got[2]
+    return got[1:]
 
 
 def _read_matrix(store: Store, model: str, dim: int):
     import numpy as np
     size = 4 * dim
-    ids, blobs = [], []
-    for exchange, vec in store.exchange_vectors(model):
+    ids, windows, blobs = [], [], []
+    for exchange, n, vec in store.exchange_vectors(model):
         if isinstance(vec, bytes) and len(vec) == size:  # anything else was not made here
             ids.append(exchange)
+            windows.append(n)
             blobs.append(vec)
     mat = np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(ids), dim)
     if not np.isfinite(mat).all():  # a damaged vector must not sort first (NaN) or everywhere
         mat = np.nan_to_num(mat, nan=0.0, posinf=0.0, neginf=0.0)
-    return np.asarray(ids, dtype=np.int64), mat
+    return np.asarray(ids, dtype=np.int64), np.asarray(windows, dtype=np.int32), mat
 
 
 def search(store: Store, embedder, query: str, *, limit: int, admit=None,
@@ -163,7 +165,8 @@ def search(store: Store, embedder, query: str, *, limit: int, admit=None,
     """Sessions by their best exchange's similarity to the query (0..1), best first; matches
     under `floor` are dropped. `admit(session) -> bool` applies the filters."""
     import numpy as np
-    ids, mat = _matrix(store, vector_key(embedder.model, settings), getattr(embedder, "dim", 384))
+    ids, windows, mat = _matrix(store, vector_key(embedder.model, settings),
+                                getattr(embedder, "dim", 384))
     if not len(ids):
         return []
     q = embedder.encode([query[:CUT]])[0].astype(np.float32)
@@ -179,7 +182,7 @@ def search(store: Store, embedder, query: str, *, limit: int, admit=None,
         seen.add(session)
         if admit is not None and not admit(session):
             continue
-        out.append(Match(session, float(sims[k]), int(ids[k])))
+        out.append(Match(session, float(sims[k]), int(ids[k]), int(windows[k])))
         if len(out) >= limit:
             break
     return out

@@ -784,9 +784,10 @@ class Store:
             ((i, model, h) for i, h in rows))
 
     def exchange_vectors(self, model: str):
-        """(exchange id, vector bytes) of every window of every embedded exchange."""
+        """(exchange id, window number, vector bytes) of every window of every embedded
+        exchange."""
         return self.db.execute(
-            "SELECT x.exchange, v.vec FROM embedded x JOIN vectors v "
+            "SELECT x.exchange, v.n, v.vec FROM embedded x JOIN vectors v "
             "ON v.text_hash = x.text_hash AND v.model = x.model WHERE x.model = ?", (model,))
 
     def vectors_generation(self) -> int:

@@ -129,7 +129,7 @@ def test_the_lazy_update_goes_newest_first_and_keeps_its_budget(tmp_path):
     e = Fake()
     done, left = semantic.Embedding(st, e).run(budget=0)  # spent at once: one batch, no more
     assert (done, left) == (semantic.BATCH, 40 - semantic.BATCH)
-    embedded = {st.session(eid >> SHIFT).session_id for eid, _v in st.exchange_vectors(KEY)}
+    embedded = {st.session(eid >> SHIFT).session_id for eid, _n, _v in st.exchange_vectors(KEY)}
     assert embedded == {f"S{i}" for i in range(40 - semantic.BATCH, 40)}, "the newest first"
     assert semantic.Embedding(st, e).run(budget=60) == (40 - semantic.BATCH, 0)
     assert st.count_pending(KEY) == 0
@@ -141,7 +141,7 @@ def test_a_grown_session_re_embeds_only_what_changed_and_equals_a_full_embed(tmp
     semantic.Embedding(st, e).run()
     assert len(e.encoded) == 2
     e.encoded.clear()
-    last = max(i for i, _v in st.exchange_vectors(KEY))
+    last = max(i for i, _n, _v in st.exchange_vectors(KEY))
     with st.transaction():  # the reply goes on (a later line of the same message) ...
         st.set_message_texts([(last, "second reply, and more")])
     with st.transaction():  # ... and a new exchange comes
@@ -159,8 +159,8 @@ def test_a_grown_session_re_embeds_only_what_changed_and_equals_a_full_embed(tmp
     semantic.Embedding(fresh, Fake()).run()
 
     def by_text(s):
-        texts = s.exchange_texts([i for i, _v in s.exchange_vectors(KEY)])
-        return sorted((semantic.exchange_text(*texts[i]), v) for i, v in s.exchange_vectors(KEY))
+        texts = s.exchange_texts([i for i, _n, _v in s.exchange_vectors(KEY)])
+        return sorted((semantic.exchange_text(*texts[i]), n, v) for i, n, v in s.exchange_vectors(KEY))
     assert by_text(st) == by_text(fresh)
 
 
@@ -596,3 +596,17 @@ def test_an_embedder_without_a_model_says_so_in_the_log_and_stop_does_not_retry_
     assert run_hook(env, "stop", payload(env, "stop", LOGIN),
                     extra_env={"PRIMA_BACKGROUND": "1", **nowhere}).rc == 0
     assert "background embedder started" not in (env.data / "prima-memory.log").read_text()
+
+
+def test_a_match_by_meaning_shows_the_window_that_matched(tmp_path):
+    class Windowed(Fake):
+        def windows(self, text):
+            return [text[:20], text[20:]]
+    e = Windowed({"q": _unit(1, 0, 0, 0), "prompt about setup\n\n": _unit(0, 1, 0, 0),
+                  "the rotation policy keeps thirty days": _unit(0.9, 0.436, 0, 0)})
+    st = _store_with(tmp_path, {"A": [("prompt about setup", "the rotation policy keeps thirty days",
+                                       OLD)]})
+    semantic.Embedding(st, e).run()
+    (hit,) = searchmod.semantic(st, e, "q", limit=5, floor=0.3)
+    assert hit.snippet == "the rotation policy keeps thirty days", hit.snippet
+    assert st.exchange_texts([hit.message_id])[hit.message_id][0] == "prompt about setup"

@@ -34,7 +34,7 @@ def test_a_changed_reply_is_pending_again_and_its_old_vectors_stay(tmp_path):
     assert st.exchange_texts([ex]) == {ex: ("How do I rotate the logs?", "Use logrotate weekly.")}
     _embed(st, ex, b"h1")
     assert st.pending_exchanges(M) == [] and st.count_embedded(M) == 1
-    assert sorted(v for _x, v in st.exchange_vectors(M)) == [b"v0", b"v1"]
+    assert sorted(v for _x, _n, v in st.exchange_vectors(M)) == [b"v0", b"v1"]
     with st.transaction():
         st.set_message_texts([(ex, "Use logrotate weekly.\nAnd compress them.")])
     assert st.pending_exchanges(M) == [ex], "the store dropped the link itself"
@@ -89,7 +89,7 @@ def test_a_later_schema_step_keeps_every_vector(tmp_path, monkeypatch):
     monkeypatch.setitem(storemod._MIGRATIONS, v, step)
     st = Store(path)
     assert ran == [1] and st.schema_version == v + 1
-    assert st.count_embedded(M) == 1 and sorted(v for _x, v in st.exchange_vectors(M)) == [b"v0", b"v1"]
+    assert st.count_embedded(M) == 1 and sorted(v for _x, _n, v in st.exchange_vectors(M)) == [b"v0", b"v1"]
     assert not list(tmp_path.glob("index.db.*")), "migrated in place, not moved aside"
 
 
