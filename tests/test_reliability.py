@@ -639,7 +639,8 @@ def test_sigkill_at_any_point_then_the_next_run_completes_it(env, tmp_path):
 
     # Kill again and again: a little later each time a kill found nothing new committed, at the
     # same moment while each run still commits something (each run resumes the one before).
-    delay, last_done = 0.15, 0
+    # (small steps: a clean index of these 100 MB takes well under a second on a fast machine)
+    delay, last_done = 0.1, 0
     mid = partial = 0
     trace = []
     for i in range(30):
@@ -681,7 +682,7 @@ def test_sigkill_at_any_point_then_the_next_run_completes_it(env, tmp_path):
         mid += done > 0
         partial += 0 < done < total
         if done <= last_done:
-            delay += 0.1
+            delay += 0.05
         last_done = done
     assert mid >= 2 and partial >= 1, (
         f"{mid} kills after a commit, {partial} with files left (clean index "
