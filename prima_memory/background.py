@@ -14,6 +14,8 @@ import os
 import sys
 import time
 
+from .errors import Failure
+
 REBUILD_KEY = "rebuild"
 
 
@@ -81,7 +83,7 @@ def start_embedder(mem) -> int | None:
     return spawn(mem.ws, "embed", "--worker")
 
 
-def _lower_priority() -> None:
+def lower_priority() -> None:
     try:
         os.nice(10)
     except (AttributeError, OSError):
@@ -91,7 +93,7 @@ def _lower_priority() -> None:
 def run_embedder(mem) -> tuple[int, int] | None:
     """The background embedder's life: embed until nothing is pending (a Stop during the run
     adds more: look again), and yield to a rebuild. None when another embedder is running."""
-    _lower_priority()
+    lower_priority()
     store = mem.store()
     try:
         mem.embedder()
@@ -223,7 +225,7 @@ def drop_unused_vectors(mem) -> int:
     return n
 
 
-class RebuildRunning(Exception):
+class RebuildRunning(Failure):
     def __init__(self, state: dict):
         self.state = state
         done, total = state.get("done", 0), state.get("total", 0)

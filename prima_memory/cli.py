@@ -6,16 +6,9 @@ import os
 import sys
 
 from . import __version__
+from .errors import PrimaError, UsageError
 
 EXIT_ERROR, EXIT_USAGE = 1, 2
-
-
-class UsageError(Exception):
-    pass
-
-
-class CliError(Exception):
-    pass
 
 
 class _Parser(argparse.ArgumentParser):
@@ -151,9 +144,7 @@ def main(argv: list[str] | None = None) -> int:
         print("prima-memory: interrupted", file=sys.stderr)
         return 130
     except Exception as e:  # the contract: one line, never a traceback
-        from .workspace import WorkspaceError
-        msg = str(e) if isinstance(e, (CliError, WorkspaceError, OSError)) else \
-            f"{type(e).__name__}: {e}"
+        msg = str(e) if isinstance(e, (PrimaError, OSError)) else f"{type(e).__name__}: {e}"
         print(f"prima-memory: error: {' '.join(msg.split())}", file=sys.stderr)
         if os.environ.get("PRIMA_DEBUG"):
             raise

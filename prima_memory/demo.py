@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import os
-import sys
 import tempfile
 
 from . import workspace as wsmod
@@ -21,12 +20,15 @@ def _demo_paths() -> tuple[str, str]:
     return os.path.join(root, "claude"), os.path.join(root, "Demo Project")
 
 
-def quickstart(mem, *, demo: bool = False, as_json: bool = False) -> int:
-    from . import commands
+def quickstart(mem, *, demo: bool = False) -> dict:
+    """Index the workspace (or, where it has no Claude Code history, a generated demo one), and
+    return what a new user should see: the index report, the status and a sample search."""
+    from . import api
+    from .background import start_embedder
     from .memory import Memory
 
-    use_demo = demo or not wsmod.claude_project_dirs(mem.ws)
-    if use_demo:
+    note = None
+    if demo or not wsmod.claude_project_dirs(mem.ws):
         config, ws = _demo_paths()
         os.makedirs(ws, exist_ok=True)
         os.environ["CLAUDE_CONFIG_DIR"] = config  # this process only: the demo's own history
@@ -34,30 +36,19 @@ def quickstart(mem, *, demo: bool = False, as_json: bool = False) -> int:
         if not wsmod.claude_project_dirs(ws):
             from .synthetic import generate_history
             generate_history(config, ws, DEMO_SESSIONS, seed=11)
-        print(f"No Claude Code history for {mem.ws}: showing a demo history in {ws}.\n"
-              f"(Run `prima-memory --workspace <your project> quickstart`, or this script from "
-              f"inside a project, to index your own.)\n")
-        mem.close()
+        note = (f"No Claude Code history for {mem.ws}: showing a demo history in {ws}. (Run "
+                "`prima-memory --workspace <your project> quickstart`, or install.sh from inside "
+                "a project, to index your own.)")
         mem = Memory(ws)
-    args = _Args(json=as_json)
-    print("== index ==")
-    commands.cmd_index(mem, args)
-    print("\n== status ==")
-    commands.cmd_status(mem, args)
-    query = _sample_query(mem)
-    print(f"\n== search {query!r} ==")
-    args.query, args.mode, args.limit = [query], "keyword", 3
-    commands.cmd_search(mem, args)
-    print("\nTry: prima-memory search <words>   prima-memory recent   prima-memory show <id>",
-          file=sys.stderr)
-    return 0
-
-
-class _Args:
-    def __init__(self, json: bool):
-        self.json = json
-        self.rebuild = self.prune = self.deep = False
-        self.since = self.until = self.branch = self.tag = self.source = None
+    try:
+        index = api.index(mem)
+        start_embedder(mem)  # so searches by meaning are ready soon, without waiting
+        query = _sample_query(mem)
+        return {"note": note, "index": index, "status": api.status(mem),
+                "search": api.search(mem, query, mode="keyword", limit=3)}
+    finally:
+        if note:
+            mem.close()
 
 
 def _sample_query(mem) -> str:

@@ -17,6 +17,8 @@ import json
 import os
 import sys
 
+from .errors import Failure
+
 MODEL = "all-MiniLM-L6-v2"
 DIM = 384
 HF_REPO = "sentence-transformers/" + MODEL
@@ -28,7 +30,7 @@ VARIANT_ST = "st-fp32"
 BACKENDS = ("auto", "onnx", "sentence-transformers")
 
 
-class ModelUnavailable(Exception):
+class ModelUnavailable(Failure):
     """No embedding model can be loaded; str(e) is one line telling the user what to do."""
 
 

@@ -11,16 +11,17 @@ import time
 import apsw
 
 from . import workspace as wsmod
+from .errors import Failure
 from .logs import Log
 from .store import (SCHEMA_VERSION, CorruptIndex, SchemaMismatch, Store, is_corruption,
                     move_aside)
 
 
-class IndexBusy(Exception):
+class IndexBusy(Failure):
     """Another process holds the writer lock."""
 
 
-class IndexReadOnly(Exception):
+class IndexReadOnly(Failure):
     """The index can be read but not written (a read-only folder or file system)."""
 
     def __init__(self, path: str):

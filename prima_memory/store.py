@@ -16,6 +16,7 @@ from collections import namedtuple
 
 import apsw
 
+from .errors import Failure
 from .workspace import open_nofollow
 
 # The schema version is SQLite's user_version. Each change is an additive step in _MIGRATIONS,
@@ -138,7 +139,7 @@ def fold(text: str) -> str:
     return index_text(text).lower()
 
 
-class StoreError(Exception):
+class StoreError(Failure):
     pass
 
 

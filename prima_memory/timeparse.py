@@ -40,3 +40,11 @@ def iso_utc(ts: float | None) -> str | None:
 
 def local(ts: float | None, fmt: str = "%Y-%m-%d %H:%M") -> str:
     return time.strftime(fmt, time.localtime(ts)) if ts else "—"
+
+
+def local_iso(iso: str | None, fmt: str = "%Y-%m-%d %H:%M") -> str:
+    """An iso_utc() time shown as local time (what the data API returns, as the CLI shows it)."""
+    if not iso:
+        return "—"
+    return local(datetime.strptime(iso, "%Y-%m-%dT%H:%M:%SZ").replace(
+        tzinfo=timezone.utc).timestamp(), fmt)

@@ -6,12 +6,14 @@ import re
 import stat
 import time
 
+from .errors import Failure
+
 DATA_DIR_NAME = ".prima-memory"
 _NON_ALNUM = re.compile(r"[^A-Za-z0-9]")
 _CLAUDE_PREFIX_LEN = 200
 
 
-class WorkspaceError(Exception):
+class WorkspaceError(Failure):
     """A workspace that must not be served (host mode) or cannot be used."""
 
 

@@ -171,3 +171,11 @@ def test_a_hit_points_at_its_best_matching_turn(env):
     st = Store(str(env.data / "index.db"))
     text = st.message_texts([hit["message_id"]])[hit["message_id"]]
     assert text == "Waiting list added to the booking service."  # the turn with all three words
+
+
+def test_quickstart_without_history_shows_a_demo_as_one_json_document(env):
+    data = env.json("quickstart", env={"XDG_CACHE_HOME": str(env.home / ".cache")})
+    assert "No Claude Code history" in data["note"]
+    assert data["index"]["sessions_updated"] > 0 and data["status"]["counts"]["sessions"] > 0
+    assert data["search"]["results"], "the sample search finds something"
+    assert not (env.ws / ".prima-memory").exists(), "the demo never writes into this folder"

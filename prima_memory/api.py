@@ -1,0 +1,359 @@
+"""One data API over a workspace's memory: each function returns plain data (what `--json`
+prints), and the CLI (commands.py) only renders it; the MCP server returns the same data.
+
+Errors are errors.PrimaError: UsageError for a wrong request, Failure for one that cannot be
+done now. `call` holds the policy for a damaged or busy index, the same for every caller.
+"""
+from __future__ import annotations
+
+import os
+import time
+
+import apsw
+
+from . import search as searchmod
+from . import workspace as wsmod
+from .errors import Failure, UsageError
+from .memory import IndexBusy, IndexReadOnly, Memory
+from .store import is_corruption
+from .timeparse import iso_utc, parse_when
+
+LOCK_SECONDS = 10.0  # how long a request waits for another writer before answering as it stands
+EMBEDDER_WAIT = 2.0  # seconds a search waits for a running background embedder (newest first)
+
+
+def call(ws: str, fn):
+    """fn(memory) on the workspace's memory: a damaged index is moved aside and rebuilt and fn
+    runs again; SQLite busy past its timeout gets one more try after a pause."""
+    mem = Memory(ws)
+    try:
+        try:
+            return mem.guarded(lambda: fn(mem))
+        except apsw.BusyError:
+            time.sleep(0.5)
+            return mem.guarded(lambda: fn(mem))
+    finally:
+        mem.close()
+
+
+def one_line(e: BaseException) -> str:
+    return " ".join(str(e).split())[:300] or type(e).__name__
+
+
+# -- keeping the index current before an answer ---------------------------------------------------
+
+def refresh(mem: Memory, warnings: list[str], *, progress=None) -> None:
+    """Bring the index up to date before answering, so a session written a second ago is found.
+    Not while a rebuild reads the files: it holds the index, and answers from what it has read."""
+    from . import background
+    state = background.rebuild_state(mem)
+    if state and state.get("phase") == "reading":
+        warnings.append(f"a rebuild is reading every file (pid {state.get('pid')}): answering "
+                        "from what it has read so far")
+        return
+    try:
+        mem.update(lock_timeout=LOCK_SECONDS, progress=progress, quick=True)
+    except IndexBusy as e:
+        warnings.append(f"{e} for more than {LOCK_SECONDS:.0f}s: "
+                        "answering from the index as it stands")
+    except IndexReadOnly as e:
+        warnings.append(f"{e}: answering from the index as it stands")
+
+
+def meaning(mem: Memory, mode: str, warnings: list[str]):
+    """The embedder for a semantic or combined search, with the seed's lazy update done first
+    (new or changed exchanges, newest first, for up to the budget), or (None, why) when the
+    model cannot load. Skipped while a rebuild runs: it owns the index."""
+    if mode == "keyword":
+        return None, None
+    from . import background
+    from .semantic import Settings, vector_key
+    try:
+        embedder = mem.embedder()
+    except Exception as e:  # noqa: BLE001 - any failure to load means: keyword results, said so
+        mem.log.warn(f"semantic search unavailable: {type(e).__name__}: {e}", once=True)
+        return None, one_line(e)
+    store = mem.store()
+    if background.rebuild_state(mem):
+        warnings.append("a rebuild is running: searching the exchanges it has embedded so far")
+        return embedder, None
+    if store.readonly:
+        left = store.count_pending(vector_key(embedder.model))
+        if left:
+            warnings.append(f"the index is read-only: {left} exchanges cannot be embedded and "
+                            "are found by keyword only")
+        return embedder, None
+    budget = Settings().budget
+    try:
+        # a background embedder already works newest first: wait for it only a moment
+        got = mem.embed(budget, wait=min(budget, EMBEDDER_WAIT))
+    except Exception as e:  # noqa: BLE001 - search what is embedded rather than fail
+        if is_corruption(e):
+            raise
+        mem.log.warn(f"embedding before the search failed: {type(e).__name__}: {e}")
+        warnings.append(f"new exchanges could not be embedded ({one_line(e)}): "
+                        "searching the ones embedded before")
+        return embedder, None
+    left = got[1] if got is not None else store.count_pending(vector_key(embedder.model))
+    if left:
+        warnings.append(f"{left} exchanges are not embedded yet (found by keyword only until "
+                        "they are); they are being embedded in the background")
+        if got is not None:  # None: the background embedder is on them already
+            background.start_embedder(mem)
+    return embedder, None
+
+
+# -- sessions as data -----------------------------------------------------------------------------
+
+def way_back(row) -> dict:
+    """How to return to a session: read it here, or resume it in Claude Code (from this folder)."""
+    out = {"show": f"prima-memory show {row.session_id}"}
+    if row.source == "claude-code":
+        out["resume"] = f"claude --resume {row.session_id}"
+    return out
+
+
+def session_json(row) -> dict:
+    return {
+        "session_id": row.session_id,
+        "title": row.title,
+        "source": row.source,
+        "label": row.label,
+        "started_at": iso_utc(row.started_at),
+        "ended_at": iso_utc(row.ended_at),
+        "project": row.cwd,
+        "branch": row.branch or None,
+        "tags": row.tag_list,
+        "author": row.author,
+        "archived": bool(row.archived),
+        "message_count": row.message_count,
+        **way_back(row),
+    }
+
+
+def filters(since: str | None = None, until: str | None = None, branch: str | None = None,
+            tag: str | None = None, source: str | None = None) -> searchmod.Filters:
+    try:
+        start = parse_when(since) if since else None
+        end = parse_when(until, end_of_day=True) if until else None
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    return searchmod.Filters(since=start, until=end, branch=branch, tag=tag, source=source)
+
+
+# -- the requests ---------------------------------------------------------------------------------
+
+def search(mem: Memory, query: str, *, mode: str = "combined", limit: int = 10,
+           filters: searchmod.Filters | None = None, deep: bool = False,
+           progress=None) -> dict:
+    """Sessions matching the query, best first, with the seed's warnings first."""
+    query = searchmod.clean_text(query)
+    if not query.strip():
+        raise UsageError("the query is empty")
+    warnings: list[str] = []
+    refresh(mem, warnings, progress=progress)
+    if deep:
+        try:
+            mem.index_extracts(lock_timeout=LOCK_SECONDS)
+        except (IndexBusy, IndexReadOnly) as e:
+            warnings.append(f"{e}: extracts searched as last indexed")
+    embedder, why_not = meaning(mem, mode, warnings)
+    hits, search_warnings = searchmod.run(mem.store(), query, mode=mode, limit=limit,
+                                          filters=filters, deep=deep,
+                                          embedder=embedder, why_not=why_not)
+    results = []
+    for h in hits:
+        d = session_json(h.row)
+        d.update(title=h.title, score=h.score, files_changed=h.files, snippet=h.snippet,
+                 matches=h.matches, message_id=h.message_id)
+        results.append(d)
+    return {"query": query, "mode": mode, "warnings": search_warnings + warnings,
+            "results": results}
+
+
+def recent(mem: Memory, n: int = 10) -> dict:
+    """The latest n sessions, each with its changed files and first and last request."""
+    warnings: list[str] = []
+    refresh(mem, warnings)
+    store = mem.store()
+    sessions = []
+    for row in store.recent_sessions(n):
+        user = [m for m in store.messages(row.id) if m[1] == "user" and not m[3]]
+        d = session_json(row)
+        d.update(files_changed=store.changed_paths(row.id),
+                 first_user_message=user[0][4] if user else None,
+                 last_user_message=user[-1][4] if user else None)
+        sessions.append(d)
+    return {"workspace": mem.ws, "warnings": warnings, "sessions": sessions}
+
+
+def parse_range(text: str | None) -> slice:
+    if not text:
+        return slice(None)
+    parts = text.split(":")
+    try:
+        if len(parts) == 1:
+            i = int(parts[0])
+            return slice(i, i + 1 if i != -1 else None)
+        if len(parts) == 2:
+            return slice(int(parts[0]) if parts[0] else None, int(parts[1]) if parts[1] else None)
+    except ValueError:
+        pass
+    raise UsageError(f"--range takes A:B (Python slice, e.g. 0:20 or -10:), not {text!r}")
+
+
+def one_session(mem: Memory, prefix: str):
+    """The session a full id or a unique prefix names."""
+    rows = mem.store().find_sessions(prefix)
+    rows = [r for r in rows if r.started_at is not None] or rows
+    if not rows:
+        raise Failure(f"no session matches {prefix!r}")
+    exact = [r for r in rows if r.session_id == prefix]
+    if exact:
+        return exact[0]
+    if len(rows) > 1:
+        raise Failure(f"{prefix!r} matches {len(rows)} sessions; give more of the id")
+    return rows[0]
+
+
+def show(mem: Memory, session_id: str, range: str | None = None) -> dict:
+    """One session: its facts, changed files, decisions and messages (a slice of them)."""
+    sl = parse_range(range)
+    warnings: list[str] = []
+    refresh(mem, warnings)
+    store = mem.store()
+    row = one_session(mem, session_id)
+    indexed = list(enumerate(store.messages(row.id)))[sl]
+    d = session_json(row)
+    d.update(files_changed=[{"path": p, "tool": t, "explanation": e, "at": iso_utc(ts)}
+                            for p, t, e, ts in store.file_changes(row.id)],
+             decisions=row.decisions.splitlines() if row.decisions else [],
+             messages=[{"index": i, "role": role, "at": iso_utc(ts), "sidechain": bool(side),
+                        "text": text} for i, (_id, role, ts, side, text) in indexed])
+    return {"warnings": warnings, "session": d}
+
+
+def files(mem: Memory, path: str | None = None) -> dict:
+    """Every recorded change to paths containing `path`, newest first, with Claude's reason."""
+    warnings: list[str] = []
+    refresh(mem, warnings)
+    store = mem.store()
+    titles: dict[int, object] = {}
+    changes = []
+    for p, tool, explanation, ts, sid in store.file_history(path):
+        row = titles.get(sid) or store.session(sid)
+        titles[sid] = row
+        changes.append({"path": p, "tool": tool, "explanation": explanation, "at": iso_utc(ts),
+                        "session_id": row.session_id, "title": row.title})
+    return {"path": path, "warnings": warnings, "changes": changes}
+
+
+def index(mem: Memory, *, rebuild: bool = False, background: bool = False, prune: bool = False,
+          worker: bool = False, progress=None, embed_progress=None) -> dict:
+    """Bring the index up to date; `rebuild` reads every file again and embeds (in a detached
+    process with `background`, returning at once with its state)."""
+    from . import background as bg
+    if background and not rebuild:
+        raise UsageError("--background goes with --rebuild")
+    if background:
+        state = bg.rebuild_state(mem)
+        if state:
+            raise Failure(str(bg.RebuildRunning(state)))
+        pid = bg.spawn(mem.ws, "index", "--rebuild", "--worker")
+        return {"workspace": mem.ws, "rebuild": {"running": True, "pid": pid}}
+    embedded = pending = None
+    try:
+        if rebuild:
+            def run():
+                return bg.rebuild(mem, progress=progress, lock_timeout=LOCK_SECONDS,
+                                  embed_progress=embed_progress)
+            if worker:
+                bg.lower_priority()
+                rep, embedded, pending = logged(mem, "rebuild", run)
+            else:
+                rep, embedded, pending = run()
+        else:
+            rep = mem.update(lock_timeout=LOCK_SECONDS, prune=prune, progress=progress)
+            if prune:
+                bg.drop_unused_vectors(mem)
+    except IndexBusy as e:
+        raise Failure(f"{e}; try again in a moment") from None
+    return {"workspace": mem.ws, "files_seen": rep.files_seen, "files_read": rep.files_read,
+            "bytes_read": rep.bytes_read, "sessions_updated": len(rep.sessions_touched),
+            "archived": rep.archived, "pruned": rep.pruned, "extracts_written": rep.extracts,
+            "embedded": embedded, "embed_pending": pending, "warnings": mem.log.warnings,
+            "log": mem.log.path}
+
+
+def logged(mem: Memory, what: str, fn):
+    """A detached process's work: its output goes nowhere, so a failure goes to the log."""
+    try:
+        return fn()
+    except Exception as e:
+        mem.log.error(f"background {what} failed: {type(e).__name__}: {one_line(e)}")
+        raise
+
+
+def embed(mem: Memory, *, worker: bool = False, progress=None) -> dict:
+    """Embed what is pending now: what the background embedder does (`worker`: as it)."""
+    from . import background
+    if worker:
+        got = logged(mem, "embedder", lambda: background.run_embedder(mem))
+    else:
+        if background.rebuild_state(mem):
+            raise Failure("a rebuild is running: it embeds everything itself")
+        try:
+            mem.embedder()
+        except Exception as e:  # noqa: BLE001
+            raise Failure(f"the embedding model cannot load: {one_line(e)}") from None
+        got = mem.embed(None, wait=LOCK_SECONDS, progress=progress)
+        if got is None:
+            raise Failure("another process is embedding this index; try again in a moment")
+    done, left = got or (0, 0)
+    return {"workspace": mem.ws, "embedded": done, "pending": left}
+
+
+def status(mem: Memory) -> dict:
+    """Sources, counts, what is pending (files, exchanges), background work, recent warnings."""
+    from . import background
+    store = mem.store()
+    counts = store.counts()
+    files_pending, size = mem.pending()
+    by_source = store.source_counts()
+    dirs = wsmod.claude_project_dirs(mem.ws)
+    rebuild = background.rebuild_state(mem)
+    size_on_disk = sum(os.path.getsize(mem.db_path + s) for s in ("", "-wal")
+                       if os.path.exists(mem.db_path + s))
+    sources = [{"source": "claude-code", "label": "[transcript]", "locations": dirs,
+                "found": bool(dirs), "files": counts["files"],
+                **by_source.get("claude-code", {"sessions": 0, "archived": 0})}]
+    return {
+        "workspace": mem.ws,
+        "index": {"path": mem.db_path, "bytes": size_on_disk,
+                  "schema_version": store.schema_version},
+        "sources": sources,
+        "counts": counts,
+        "pending": {"files": files_pending, "bytes": size},
+        "semantic": semantic_status(mem),
+        "rebuild": ({"running": True, "pid": rebuild.get("pid"), "phase": rebuild.get("phase"),
+                     "done": rebuild.get("done", 0), "total": rebuild.get("total", 0),
+                     "started_at": iso_utc(rebuild.get("started"))}
+                    if rebuild else {"running": False}),
+        "warnings": [w.split(" ", 3)[-1] for w in mem.log.tail(10)],
+    }
+
+
+def semantic_status(mem: Memory) -> dict:
+    """Embedded and pending exchanges, and the background embedder, without loading the model."""
+    from . import background, embed as embedmod
+    from .semantic import vector_key
+    store = mem.store()
+    try:
+        where = embedmod.model_dir()
+        model, why = embedmod.model_name(where), None
+    except embedmod.ModelUnavailable as e:
+        where, model, why = None, embedmod.MODEL, one_line(e)
+    key = vector_key(model)
+    return {"available": why is None, "model": model, "model_path": where, "problem": why,
+            "embedded": store.count_embedded(key), "pending": store.count_pending(key),
+            "embedder_running": background.held(mem, "embed")}

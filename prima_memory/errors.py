@@ -1,0 +1,16 @@
+"""The errors prima-memory reports to a person or a client: each says in one line what went wrong.
+The CLI prints them as `prima-memory: error: ...` (exit 2 for a usage error, 1 otherwise); the
+MCP server returns them as tool errors."""
+from __future__ import annotations
+
+
+class PrimaError(Exception):
+    """An error whose message is meant for the user as it is."""
+
+
+class UsageError(PrimaError):
+    """The request itself is wrong (an empty query, a bad range, a count out of bounds)."""
+
+
+class Failure(PrimaError):
+    """The request is fine but cannot be done (no such session, the index is busy)."""
