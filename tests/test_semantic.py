@@ -68,8 +68,10 @@ def _store_with(tmp_path, sessions: dict[str, list[tuple[str, str, float]]]) -> 
                 rows += [(u, row.id, f"u{u}", "user", ts, 0, None, prompt),
                          (a, row.id, f"a{a}", "assistant", ts + 1, 0, u, reply)]
             st.add_messages(rows)
+            st.add_terms(set().union(*(st.tokens(r[7]) for r in rows)))
             st.update_session(row.id, first_prompt=exchanges[0][0], first_ts=exchanges[0][2],
                               last_ts=exchanges[-1][2] + 1)
+        st.index_terms()  # keyword search finds them too
     return st
 
 
@@ -610,3 +612,19 @@ def test_a_match_by_meaning_shows_the_window_that_matched(tmp_path):
     (hit,) = searchmod.semantic(st, e, "q", limit=5, floor=0.3)
     assert hit.snippet == "the rotation policy keeps thirty days", hit.snippet
     assert st.exchange_texts([hit.message_id])[hit.message_id][0] == "prompt about setup"
+
+
+def test_whatever_fails_in_the_semantic_half_the_words_still_answer(tmp_path):
+    st = _store_with(tmp_path, {"A": [("rotate the nginx logs", "done with logrotate", OLD)]})
+
+    semantic.Embedding(st, Fake()).run()
+
+    class Broken(Fake):
+        def encode(self, texts, batch_size=32):
+            raise RuntimeError("onnxruntime: out of memory")
+    hits, warnings = searchmod.run(st, "logrotate", mode="combined", embedder=Broken())
+    assert [h.row.session_id for h in hits] == ["A"]
+    assert warnings[0].startswith("semantic search is unavailable (RuntimeError: onnxruntime")
+    hits, warnings = searchmod.run(st, "logrotate", mode="semantic", embedder=None,
+                                   why_not="no model here")
+    assert [h.row.session_id for h in hits] == ["A"] and "no model here" in warnings[0]
