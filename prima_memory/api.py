@@ -16,7 +16,7 @@ from . import workspace as wsmod
 from .errors import Failure, UsageError
 from .memory import IndexBusy, IndexReadOnly, Memory
 from .store import is_corruption
-from .timeparse import iso_utc, parse_when
+from .timeparse import iso_utc, local, parse_when
 
 LOCK_SECONDS = 10.0  # how long a request waits for another writer before answering as it stands
 EMBEDDER_WAIT = 2.0  # seconds a search waits for a running background embedder (newest first)
@@ -357,3 +357,44 @@ def semantic_status(mem: Memory) -> dict:
     return {"available": why is None, "model": model, "model_path": where, "problem": why,
             "embedded": store.count_embedded(key), "pending": store.count_pending(key),
             "embedder_running": background.held(mem, "embed")}
+
+
+DIGEST_SESSIONS = 200  # a digest names at most this many sessions (the newest), and says so
+DIGEST_FILES = 10
+
+
+def digest(mem: Memory, since: str | None = None, until: str | None = None) -> dict:
+    """A period's digest from the index alone, no model: its sessions by (local) day with their
+    titles, tags and branch, the files changed most, the decisions marked (DECIDED, SAVE ...)
+    and where each session stopped. Default: the last seven days."""
+    warnings: list[str] = []
+    refresh(mem, warnings)
+    f = filters(since or "7d", until)
+    store = mem.store()
+    facts = sorted(store.session_facts(f.since, f.until), key=lambda r: -(r[2] or r[1] or 0))
+    if len(facts) > DIGEST_SESSIONS:
+        warnings.append(f"{len(facts)} sessions in the period: the newest {DIGEST_SESSIONS} shown")
+    rows = {r.id: r for r in store.sessions_by_id([sid for sid, *_ in facts[:DIGEST_SESSIONS]])}
+    days: dict[str, list[dict]] = {}
+    changed: dict[str, set] = {}
+    decisions = []
+    for sid, *_ in facts[:DIGEST_SESSIONS]:
+        row = rows.get(sid)
+        if row is None:
+            continue
+        for path in store.changed_paths(row.id):
+            changed.setdefault(path, set()).add(row.session_id)
+        asked = store.last_messages(row.id, "user", 1)
+        said = store.last_messages(row.id, "assistant", 1, min_chars=40)  # not "Done."
+        d = session_json(row)
+        d.update(last_request=asked[0][1] if asked else None,
+                 last_substantial_reply=said[0][1] if said else None)
+        days.setdefault(local(row.started_at, "%Y-%m-%d"), []).append(d)
+        decisions += [{"session_id": row.session_id, "title": row.title, "line": line}
+                      for line in row.decisions.splitlines() if line.strip()]
+    files_most = sorted(changed.items(), key=lambda kv: (-len(kv[1]), kv[0]))[:DIGEST_FILES]
+    return {"since": iso_utc(f.since), "until": iso_utc(f.until), "warnings": warnings,
+            "sessions": sum(len(v) for v in days.values()),
+            "days": [{"day": day, "sessions": days[day]} for day in sorted(days, reverse=True)],
+            "files_most_changed": [{"path": p, "sessions": len(s)} for p, s in files_most],
+            "decisions": decisions}

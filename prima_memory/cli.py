@@ -47,6 +47,11 @@ def _parser() -> argparse.ArgumentParser:
     f = sub.add_parser("files", parents=[common], help="file change history")
     f.add_argument("path", nargs="?", help="only paths containing this")
 
+    dg = sub.add_parser("digest", parents=[common],
+                        help="a period's sessions by day, files changed most, decisions, open ends")
+    dg.add_argument("--since", metavar="WHEN", help="from (default: 7d, the last seven days)")
+    dg.add_argument("--until", metavar="WHEN")
+
     ix = sub.add_parser("index", parents=[common], help="bring the index up to date")
     ix.add_argument("--rebuild", action="store_true", help="read every source file again")
     ix.add_argument("--prune", action="store_true", help="drop sessions whose files are gone")

@@ -174,6 +174,29 @@ def cmd_files(mem, args) -> int:
     return 0
 
 
+def cmd_digest(mem, args) -> int:
+    data = api.digest(mem, args.since, args.until)
+    lines = [f"warning: {w}" for w in data["warnings"]]
+    lines.append(f"{data['sessions']} sessions from {local_iso(data['since'])} to "
+                 f"{local_iso(data['until']) if data['until'] else 'now'}")
+    for day in data["days"]:
+        lines += ["", f"## {day['day']}"]
+        for d in day["sessions"]:
+            lines.append(f"- {d['title']}" + (f"  ({d['branch']})" if d["branch"] else "")
+                         + (f"  [{', '.join(d['tags'])}]" if d["tags"] else "")
+                         + f"  session {d['session_id']}")
+            if d["last_request"]:
+                lines.append(f"    stopped at: {one_line(d['last_request'], 160)}")
+    if data["files_most_changed"]:
+        lines += ["", "## Files changed most"]
+        lines += [f"- {f['path']} ({f['sessions']} sessions)" for f in data["files_most_changed"]]
+    if data["decisions"]:
+        lines += ["", "## Decisions"]
+        lines += [f"- {one_line(x['line'], 200)}  ({x['title']})" for x in data["decisions"]]
+    emit(args, data, "\n".join(lines))
+    return 0
+
+
 # -- index, embed, status ---------------------------------------------------------------------------
 
 def cmd_index(mem, args) -> int:

@@ -179,3 +179,33 @@ def test_quickstart_without_history_shows_a_demo_as_one_json_document(env):
     assert data["index"]["sessions_updated"] > 0 and data["status"]["counts"]["sessions"] > 0
     assert data["search"]["results"], "the sample search finds something"
     assert not (env.ws / ".prima-memory").exists(), "the demo never writes into this folder"
+
+
+def test_a_digest_of_a_period_from_the_index_alone(env):
+    now = time.time()
+    a = env.transcript("dddd0001-0000-4000-8000-000000000001", start=now - 3 * DAY, branch="main")
+    a.exchange("Move the cache to Redis", "DECIDED: Redis for the session cache, not memcached.")
+    a.tool("Edit", {"file_path": str(env.ws / "src" / "cache.py"), "old_string": "a",
+                    "new_string": "b"}, text="Point the cache at Redis.")
+    a.exchange("Now the eviction policy", "Set allkeys-lru.")
+    b = env.transcript("dddd0002-0000-4000-8000-000000000002", start=now - 2 * DAY)
+    b.tool("Edit", {"file_path": str(env.ws / "src" / "cache.py"), "old_string": "b",
+                    "new_string": "c"}, text="Tune the TTL.")
+    b.exchange("Tune the cache TTL", "Raised it to ten minutes.")
+    old = env.transcript("dddd0003-0000-4000-8000-000000000003", start=now - 30 * DAY)
+    old.exchange("Ancient work", "Long ago.")
+    d = env.json("digest")  # the last seven days
+    assert d["sessions"] == 2 and [len(day["sessions"]) for day in d["days"]] == [1, 1]
+    first = d["days"][-1]["sessions"][0]  # days newest first: the older session is last
+    assert first["title"] == "Move the cache to Redis" and first["branch"] == "main"
+    assert first["last_request"] == "Now the eviction policy"
+    # where it stopped: the last request, and the last reply of some length ("Done." is not)
+    assert first["last_substantial_reply"] == "DECIDED: Redis for the session cache, not memcached."
+    assert d["files_most_changed"][0] == {"path": str(env.ws / "src" / "cache.py"), "sessions": 2}
+    assert [x["line"] for x in d["decisions"]] == [
+        "DECIDED: Redis for the session cache, not memcached."]
+    assert env.json("digest", "--since", "60d")["sessions"] == 3
+    text = env.run("digest").stdout
+    assert "## Files changed most" in text and "stopped at: Now the eviction policy" in text
+    p = env.run("digest", "--since", "last tuesday", check=False)
+    assert p.returncode == 2 and "not a date" in p.stderr
