@@ -216,21 +216,37 @@ def one_session(mem: Memory, prefix: str):
     return rows[0]
 
 
-def show(mem: Memory, session_id: str, range: str | None = None) -> dict:
-    """One session: its facts, changed files, decisions and messages (a slice of them)."""
+DETAILS = ("summary", "turns", "full")
+
+
+def show(mem: Memory, session_id: str, range: str | None = None, detail: str = "full") -> dict:
+    """One session at a depth: `summary` (its facts, changed files with Claude's reasons,
+    decisions, first and last request, last reply of some length), `turns` (and the main
+    thread's messages) or `full` (and the subagents' too). `range` slices the messages."""
+    if detail not in DETAILS:
+        raise UsageError(f"detail must be one of {', '.join(DETAILS)}, not {detail!r}")
     sl = parse_range(range)
     warnings: list[str] = []
     refresh(mem, warnings)
     store = mem.store()
     row = one_session(mem, session_id)
-    indexed = list(enumerate(store.messages(row.id)))[sl]
     d = session_json(row)
     d.update(files_changed=[{"path": p, "tool": t, "explanation": e, "at": iso_utc(ts)}
                             for p, t, e, ts in store.file_changes(row.id)],
-             decisions=row.decisions.splitlines() if row.decisions else [],
-             messages=[{"index": i, "role": role, "at": iso_utc(ts), "sidechain": bool(side),
-                        "text": text} for i, (_id, role, ts, side, text) in indexed])
-    return {"warnings": warnings, "session": d}
+             decisions=row.decisions.splitlines() if row.decisions else [])
+    msgs = list(enumerate(store.messages(row.id)))
+    if detail == "summary":
+        asked = [text for _i, (_id, role, _ts, side, text) in msgs if role == "user" and not side]
+        said = store.last_messages(row.id, "assistant", 1, min_chars=40)
+        d.update(first_request=asked[0] if asked else None,
+                 last_request=asked[-1] if asked else None,
+                 last_substantial_reply=said[0][1] if said else None)
+    else:
+        if detail == "turns":
+            msgs = [(i, m) for i, m in msgs if not m[3]]
+        d["messages"] = [{"index": i, "role": role, "at": iso_utc(ts), "sidechain": bool(side),
+                          "text": text} for i, (_id, role, ts, side, text) in msgs[sl]]
+    return {"warnings": warnings, "detail": detail, "session": d}
 
 
 def files(mem: Memory, path: str | None = None) -> dict:

@@ -43,6 +43,9 @@ def _parser() -> argparse.ArgumentParser:
     sh = sub.add_parser("show", parents=[common], help="print one session")
     sh.add_argument("session_id", help="a session id or a unique prefix of one")
     sh.add_argument("--range", metavar="A:B", help="a slice of the messages, Python style (e.g. -10:)")
+    sh.add_argument("--detail", choices=["summary", "turns", "full"], default="full",
+                    help="summary: facts, files, decisions, where it stopped; turns: and the main "
+                         "thread's messages; full (default): and the subagents' too")
 
     f = sub.add_parser("files", parents=[common], help="file change history")
     f.add_argument("path", nargs="?", help="only paths containing this")

@@ -144,12 +144,21 @@ def cmd_recent(mem, args) -> int:
 
 
 def cmd_show(mem, args) -> int:
-    data = api.show(mem, args.session_id, args.range)
+    data = api.show(mem, args.session_id, args.range, args.detail)
     d = data["session"]
     lines = [f"{d['title']}", f"session {d['session_id']}  {d['label']}  "
              f"{local_iso(d['started_at'])} – {local_iso(d['ended_at'])}  branch {d['branch'] or '—'}",
              f"project {d['project'] or '—'}", ""]
-    for m in d["messages"]:
+    if data["detail"] == "summary":
+        for key, label in (("first_request", "first asked"), ("last_request", "last asked"),
+                           ("last_substantial_reply", "last reply")):
+            if d[key]:
+                lines.append(f"{label}: {one_line(d[key], 300)}")
+        for c in d["files_changed"]:
+            lines.append(f"changed {c['path']} ({c['tool']})"
+                         + (f": {one_line(c['explanation'], 160)}" if c["explanation"] else ""))
+        lines += [f"decision: {x}" for x in d["decisions"]]
+    for m in d.get("messages", []):
         who = "user" if m["role"] == "user" else "claude"
         lines.append(f"[{m['index']}] {who}{' (subagent)' if m['sidechain'] else ''} "
                      f"{local_iso(m['at'])}")

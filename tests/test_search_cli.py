@@ -209,3 +209,28 @@ def test_a_digest_of_a_period_from_the_index_alone(env):
     assert "## Files changed most" in text and "stopped at: Now the eviction policy" in text
     p = env.run("digest", "--since", "last tuesday", check=False)
     assert p.returncode == 2 and "not a date" in p.stderr
+
+
+def test_show_at_each_detail(env):
+    sid = "eeee0001-0000-4000-8000-000000000001"
+    t = env.transcript(sid, start=OLD)
+    t.exchange("Profile the importer", "It spends its time in the CSV parser, rebuilding rows.")
+    t.tool("Edit", {"file_path": str(env.ws / "imp.py"), "old_string": "a", "new_string": "b"},
+           text="Reuse one row buffer.")
+    t.exchange("Ship it", "Done.")
+    env.subagent(sid, "a1b2c3d4", start=OLD + 5).exchange("Search for CSV callers", "Found 3.")
+    full = env.json("show", sid)
+    assert full["detail"] == "full" and any(m["sidechain"] for m in full["session"]["messages"])
+    turns = env.json("show", sid, "--detail", "turns")["session"]
+    assert turns["messages"] and not any(m["sidechain"] for m in turns["messages"])
+    assert [m["text"] for m in turns["messages"] if m["role"] == "user"] == [
+        "Profile the importer", "Ship it"]
+    s = env.json("show", sid[:8], "--detail", "summary")["session"]
+    assert "messages" not in s
+    assert (s["first_request"], s["last_request"]) == ("Profile the importer", "Ship it")
+    assert s["last_substantial_reply"].startswith("It spends its time")  # "Done." is too short
+    assert s["files_changed"][0]["explanation"] == "Reuse one row buffer."
+    text = env.run("show", sid, "--detail", "summary").stdout
+    assert "last asked: Ship it" in text and "Reuse one row buffer." in text
+    p = env.run("show", sid, "--detail", "everything", check=False)
+    assert p.returncode == 2
