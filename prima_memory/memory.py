@@ -130,13 +130,20 @@ class Memory:
             self._lock = WriterLock(os.path.join(self.dir, "index.lock"))
         return self._lock
 
+    def _take_lock(self, timeout: float) -> None:
+        """The writer lock, or IndexBusy after `timeout` seconds; release with lock().release()."""
+        from .locking import LockTimeout
+        try:
+            self.lock().acquire(timeout=timeout)
+        except LockTimeout:
+            raise IndexBusy(f"another prima-memory process is updating {self.db_path}") from None
+
     def update(self, *, lock_timeout: float = 10.0, budget: float | None = None,
                only_session: str | None = None, prune: bool = False, rebuild: bool = False,
                progress=None, extracts: bool = True, quick: bool = False):
         """Index what changed. Raises IndexBusy if the lock is not free within lock_timeout.
         only_session / quick narrow what is looked at (see Indexer.run)."""
         from .indexer import Indexer, Report
-        from .locking import LockTimeout
         store = self.store()
         if store.readonly:
             raise IndexReadOnly(self.db_path)
@@ -147,11 +154,11 @@ class Memory:
                 indexer.quick_done(complete=True)
             return Report()  # nothing to do: no lock taken
         try:
-            self.lock().acquire(timeout=lock_timeout)
-        except LockTimeout:
+            self._take_lock(lock_timeout)
+        except IndexBusy:
             if only_session:
                 self._owe(store, only_session)
-            raise IndexBusy(f"another prima-memory process is updating {self.db_path}") from None
+            raise
         try:
             if rebuild:
                 with store.transaction():
@@ -178,13 +185,12 @@ class Memory:
         """Claude's last reply as the Stop hook saw it, for a transcript that lags behind: kept
         as one provisional message until the transcript's own lines bring it."""
         from .indexer import Indexer
-        from .locking import LockTimeout
         store = self.store()
         if store.readonly:
             return False
         try:
-            self.lock().acquire(timeout=lock_timeout)
-        except LockTimeout:
+            self._take_lock(lock_timeout)
+        except IndexBusy:
             return False
         try:
             return Indexer(self.ws, store, self.log).note_reply(session_id, text)
@@ -235,14 +241,10 @@ class Memory:
     def index_extracts(self, *, lock_timeout: float) -> int:
         """Bring the extracts' records up to date (before a deep search)."""
         from .indexer import Indexer
-        from .locking import LockTimeout
         store = self.store()
         if store.readonly:
             return 0
-        try:
-            self.lock().acquire(timeout=lock_timeout)
-        except LockTimeout:
-            raise IndexBusy(f"another prima-memory process is updating {self.db_path}") from None
+        self._take_lock(lock_timeout)
         try:
             return Indexer(self.ws, store, self.log).index_extracts()
         finally:

@@ -92,10 +92,18 @@ def recency_points(started_at: float | None, now: float) -> float:
     return 10.0 * (1 - max(0.0, age) / WEEK)
 
 
+def _facts(store: Store, filters: Filters | None, deep: bool) -> list[tuple]:
+    """(id, started, ended, files_count) of the sessions a search may return."""
+    f = filters or Filters()
+    return list(store.session_facts(f.since, f.until, f.branch, f.tag, f.source, deep))
+
+
 def keyword_scores(store: Store, query: str, *, filters: Filters | None = None,
-                   now: float | None = None, deep: bool = False) -> list[tuple[float, int]]:
+                   now: float | None = None, deep: bool = False,
+                   facts: list[tuple] | None = None) -> list[tuple[float, int]]:
     """(score, session) of every session the query matches, best first (a tie goes to the
-    session that ended last). `deep`: the extracts' records too."""
+    session that ended last). `deep`: the extracts' records too; `facts`: _facts() when the
+    caller has them already."""
     whole, words = normalize_query(query)
     if not words:
         return []
@@ -106,13 +114,12 @@ def keyword_scores(store: Store, query: str, *, filters: Filters | None = None,
     matched = set(counts[0]).intersection(*counts[1:]) | in_title | set(in_paths)
     if not matched:
         return []
-    f = filters or Filters()
     total = counts[0] if len(counts) == 1 else {
         sid: sum(c.get(sid, 0) for c in counts) for sid in matched}
     recent = now - WEEK
     scored = []
-    for sid, started, ended, files_count in store.session_facts(f.since, f.until, f.branch,
-                                                                 f.tag, f.source, deep):
+    for sid, started, ended, files_count in (_facts(store, filters, deep) if facts is None
+                                             else facts):
         if sid not in matched:
             continue
         score = 2 * total.get(sid, 0) + min(5, files_count)
@@ -127,8 +134,11 @@ def keyword_scores(store: Store, query: str, *, filters: Filters | None = None,
     return [(-negscore, sid) for negscore, _, sid in scored]
 
 
-def _hits(store: Store, scored, words: list[str]) -> list[Hit]:
-    """Hits for (score, session) pairs, each with the lines that matched."""
+def keyword(store: Store, query: str, *, limit: int = 10, filters: Filters | None = None,
+            now: float | None = None, deep: bool = False) -> list[Hit]:
+    """The best `limit` sessions by keyword, each with the lines that matched."""
+    scored = keyword_scores(store, query, filters=filters, now=now, deep=deep)[:limit]
+    words = normalize_query(query)[1]
     rows = {r.id: r for r in store.sessions_by_id([sid for _, sid in scored])}
     hits = [Hit(rows[sid], score, rows[sid].title) for score, sid in scored]
     for hit in hits:
@@ -136,23 +146,11 @@ def _hits(store: Store, scored, words: list[str]) -> list[Hit]:
     return hits
 
 
-def keyword(store: Store, query: str, *, limit: int = 10, filters: Filters | None = None,
-            now: float | None = None, deep: bool = False) -> list[Hit]:
-    scored = keyword_scores(store, query, filters=filters, now=now, deep=deep)[:limit]
-    return _hits(store, scored, normalize_query(query)[1])
-
-
-def _admitted(store: Store, filters: Filters | None, deep: bool):
-    """The sessions a search may return, as a test of a session id."""
-    f = filters or Filters()
-    return {r[0] for r in store.session_facts(f.since, f.until, f.branch, f.tag, f.source,
-                                               deep)}.__contains__
-
-
-def _semantic_matches(store, embedder, query, limit, filters, floor, deep):
+def _semantic_matches(store, embedder, query, limit, facts, floor):
+    """Matches by meaning among the sessions in `facts` (see _facts)."""
     from . import semantic
     return semantic.search(store, embedder, query, limit=limit,
-                           admit=_admitted(store, filters, deep),
+                           admit={r[0] for r in facts}.__contains__,
                            floor=semantic.Settings().floor if floor is None else floor)
 
 
@@ -176,7 +174,8 @@ def semantic(store: Store, embedder, query: str, *, limit: int = 10,
              filters: Filters | None = None, floor: float | None = None,
              deep: bool = False) -> list[Hit]:
     """Sessions by meaning: the best exchange's similarity x 100."""
-    matches = _semantic_matches(store, embedder, query, limit, filters, floor, deep)
+    matches = _semantic_matches(store, embedder, query, limit, _facts(store, filters, deep),
+                                floor)
     rows = {r.id: r for r in store.sessions_by_id([m.session for m in matches])}
     hits = []
     for m in (m for m in matches if m.session in rows):  # a session pruned meanwhile is gone
@@ -208,9 +207,10 @@ def combine(keyword_scored, meaning) -> list[tuple[float, int]]:
 def combined(store: Store, embedder, query: str, *, limit: int = 10,
              filters: Filters | None = None, now: float | None = None,
              floor: float | None = None, deep: bool = False) -> list[Hit]:
-    kw = keyword_scores(store, query, filters=filters, now=now, deep=deep)
+    facts = _facts(store, filters, deep)  # read once for both halves
+    kw = keyword_scores(store, query, now=now, facts=facts)
     pool = max(limit * 5, 50)  # a session deep in either list can still rise with the bonus
-    matches = _semantic_matches(store, embedder, query, pool, filters, floor, deep)
+    matches = _semantic_matches(store, embedder, query, pool, facts, floor)
     scored = combine(kw, [(m.similarity, m.session) for m in matches])
     rows = {r.id: r for r in store.sessions_by_id([sid for _s, sid in scored])}
     scored = [x for x in scored if x[1] in rows]  # a session pruned meanwhile is gone
