@@ -41,13 +41,30 @@ def spawn(ws: str, *args: str) -> int:
                    (os.POSIX_SPAWN_OPEN, 1, null, os.O_WRONLY, 0),
                    (os.POSIX_SPAWN_OPEN, 2, null, os.O_WRONLY, 0)]
         # a new session: no terminal, and not in the process group Claude Code may kill
-        return os.posix_spawn(sys.executable, cmd, os.environ, file_actions=actions, setsid=True)
+        pid = os.posix_spawn(sys.executable, cmd, os.environ, file_actions=actions, setsid=True)
+        _children.append(pid)
+        return pid
     import subprocess
     flags = getattr(subprocess, "DETACHED_PROCESS", 0) | getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0)
     p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                          stderr=subprocess.DEVNULL, close_fds=True,
                          start_new_session=not flags, creationflags=flags)
     return p.pid
+
+
+_children: list[int] = []  # spawned here and not yet reaped
+
+
+def reap() -> None:
+    """Collect the exit of finished children: a long-lived process (the MCP server) would
+    otherwise keep them as zombies. A short-lived one leaves them to init."""
+    for pid in list(_children):
+        try:
+            done, _status = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            done = pid
+        if done:
+            _children.remove(pid)
 
 
 def held(mem, name: str) -> bool:
@@ -105,15 +122,19 @@ def run_embedder(mem) -> tuple[int, int] | None:
     if store.get_meta(NO_MODEL_KEY):
         with store.transaction():
             store.set_meta(NO_MODEL_KEY, None)
-    total = 0
+    total, left = 0, 0
+    stop = lambda: held(mem, "rebuild")  # noqa: E731
     while True:
-        got = mem.embed(None, should_stop=lambda: held(mem, "rebuild"))
-        if got is None:
+        got = mem.embed(None, should_stop=stop)
+        if got is None:  # another embedder has it
             return None if not total else (total, 0)
         done, left = got
         total += done
         if left or not done:
-            return total, left
+            break
+    if not left:  # then the SIMILAR_TO edges of what was embedded
+        mem.link(None, should_stop=stop)
+    return total, left
 
 
 # -- rebuild ------------------------------------------------------------------------------------
@@ -195,6 +216,9 @@ def rebuild(mem, *, progress=None, embed_progress=None, lock_timeout: float = 10
         done, left = got if got is not None else (0, mem.store().count_pending(key))
         if not left:
             drop_unused_vectors(mem)
+            state.update(phase="linking")
+            _save(mem, state)
+            mem.link(None, wait=600.0)
         return rep, done, left
     finally:
         try:

@@ -238,6 +238,29 @@ class Memory:
         finally:
             lock.release()
 
+    def link(self, budget: float | None, *, wait: float = 0.0, should_stop=None,
+             settings=None) -> tuple[int, int] | None:
+        """Compute the SIMILAR_TO edges of exchanges embedded since, for up to `budget`
+        seconds, under the embed lock. Returns (linked, still pending), or None when another
+        process holds the lock."""
+        from .locking import LockTimeout
+        from .semantic import link, vector_key
+        store = self.store()
+        embedder = self.embedder()
+        model = vector_key(embedder.model, settings)
+        if store.readonly:
+            return 0, len(store.unlinked_exchanges(model))
+        lock = self.side_lock("embed")
+        try:
+            lock.acquire(timeout=wait)
+        except LockTimeout:
+            return None
+        try:
+            return link(store, model, getattr(embedder, "dim", 384), budget=budget,
+                        should_stop=should_stop)
+        finally:
+            lock.release()
+
     def index_extracts(self, *, lock_timeout: float) -> int:
         """Bring the extracts' records up to date (before a deep search)."""
         from .indexer import Indexer

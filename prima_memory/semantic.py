@@ -132,12 +132,16 @@ _LOADED: dict = {}  # (index path, inode, model) -> (generation, ids, windows, m
 # (the MCP server) reads the vectors once, and again only after they changed
 
 
+def _key(store: Store, *what) -> tuple:
+    try:  # an index moved aside and made anew starts its count again
+        return (store.path, os.stat(store.path).st_ino, *what)
+    except OSError:
+        return (store.path, 0, *what)
+
+
 def _matrix(store: Store, model: str, dim: int):
     gen = store.vectors_generation()
-    try:  # an index moved aside and made anew starts its count again
-        key = (store.path, os.stat(store.path).st_ino, model)
-    except OSError:
-        key = (store.path, 0, model)
+    key = _key(store, model)
     got = _LOADED.get(key)
     if got is None or got[0] != gen:
         got = (gen, *_read_matrix(store, model, dim))
@@ -158,6 +162,13 @@ def _read_matrix(store: Store, model: str, dim: int):
     if not np.isfinite(mat).all():  # a damaged vector must not sort first (NaN) or everywhere
         mat = np.nan_to_num(mat, nan=0.0, posinf=0.0, neginf=0.0)
     return np.asarray(ids, dtype=np.int64), np.asarray(windows, dtype=np.int32), mat
+
+
+def warm(store: Store, embedder, settings: Settings | None = None) -> None:
+    """Read the vectors (and their times) now, so that the first search does not wait."""
+    model = vector_key(embedder.model, settings)
+    ids = _matrix(store, model, getattr(embedder, "dim", 384))[0]
+    _times(store, model, ids)
 
 
 def search(store: Store, embedder, query: str, *, limit: int, admit=None,
@@ -186,3 +197,138 @@ def search(store: Store, embedder, query: str, *, limit: int, admit=None,
         if len(out) >= limit:
             break
     return out
+
+
+# -- find_similar (DESIGN §4) ---------------------------------------------------------------------
+
+YEAR = 365 * 86400.0
+TURNS = 50  # a session of this many turns gets the whole depth weight
+
+
+class Similar:
+    """An exchange as find_similar ranks it: 0.7 similarity + 0.2 recency (linear, zero at 365
+    days) + 0.1 min(1, session turns / 50)."""
+
+    def __init__(self, exchange: int, similarity: float, recency: float, turns: int,
+                 window: int = 0):
+        self.exchange, self.session = exchange, exchange >> SHIFT
+        self.similarity, self.recency, self.turns, self.window = similarity, recency, turns, window
+        self.score = score(similarity, recency, turns)
+
+
+def score(similarity: float, recency: float, turns: int) -> float:
+    return 0.7 * similarity + 0.2 * recency + 0.1 * min(1.0, turns / TURNS)
+
+
+def recency(ts: float | None, now: float) -> float:
+    """1 now, falling linearly to 0 at 365 days; an unknown time counts as old."""
+    if ts is None:
+        return 0.0
+    return max(0.0, min(1.0, 1.0 - (now - ts) / YEAR))
+
+
+def similar(store: Store, embedder, query: str, *, limit: int, admit=None,
+            floor: float = FLOOR, settings: Settings | None = None,
+            now: float | None = None) -> list[Similar]:
+    """The exchanges most like the query, by find_similar's score, best first: one per session
+    (its best; the rest of a session is read with it). Exchanges under `floor` similarity are
+    not candidates. Exact: every exchange is scored, turns counted only where they can decide."""
+    import numpy as np
+    now = time.time() if now is None else now
+    model = vector_key(embedder.model, settings)
+    ids, windows, mat = _matrix(store, model, getattr(embedder, "dim", 384))
+    if not len(ids):
+        return []
+    q = embedder.encode([query[:CUT]])[0].astype(np.float32)
+    sims = mat @ q
+    times = _times(store, model, ids)
+    rec = np.clip(1.0 - (now - times) / YEAR, 0.0, 1.0)
+    rec[np.isnan(rec)] = 0.0
+    part = 0.7 * sims + 0.2 * rec  # the score before turns, which add at most 0.1
+    keep = np.nonzero(sims >= floor)[0]
+    order = keep[np.argsort(-part[keep], kind="stable")]
+    best: dict[int, int] = {}  # session -> row of its best exchange (by the score before turns)
+    for k in order:
+        session = int(ids[k]) >> SHIFT
+        if session in best or (admit is not None and not admit(session)):
+            continue
+        best[session] = int(k)
+    rows = list(best.values())
+    if len(rows) > limit:  # turns can lift a session by 0.1 at most: only those within reach
+        cut = part[rows[limit - 1]] - 0.1
+        rows = [k for k in rows if part[k] >= cut]
+    turns = store.session_turns(int(ids[k]) >> SHIFT for k in rows)
+    out = [Similar(int(ids[k]), float(sims[k]), float(rec[k]), turns[int(ids[k]) >> SHIFT],
+                   int(windows[k])) for k in rows]
+    out.sort(key=lambda m: (-m.score, -m.exchange))
+    return out[:limit]
+
+
+def _times(store: Store, model: str, ids):
+    """When each row's exchange was written (NaN if unknown), cached like the matrix."""
+    import numpy as np
+    key = _key(store, model, "times")
+    gen = store.vectors_generation()
+    got = _LOADED.get(key)
+    if got is None or got[0] != gen or len(got[1]) != len(ids):
+        ts = store.exchange_times(model)
+        got = (gen, np.asarray([np.nan if ts.get(x) is None else ts[x] for x in ids.tolist()],
+                               dtype=np.float64))
+        _LOADED[key] = got
+    return got[1]
+
+
+# -- SIMILAR_TO edges ---------------------------------------------------------------------------
+
+EDGE = 0.85  # DESIGN §4: exchange pairs at least this similar are joined
+EDGE_BLOCK = 64  # pending exchanges per matrix product (x all windows) and per write
+
+
+def link(store: Store, model: str, dim: int = 384, *, budget: float | None = None,
+         should_stop=None) -> tuple[int, int]:
+    """Compute the SIMILAR_TO edges of the exchanges embedded since their edges were last
+    computed: their windows against every window, in blocks, newest vectors never against each
+    other from scratch again. Two exchanges are as similar as their most similar windows; pairs
+    within one session are not edges (it is read whole anyway). Returns (exchanges linked now,
+    still pending). The result equals computing every pair from scratch."""
+    import numpy as np
+    todo = store.unlinked_exchanges(model)
+    if not todo:
+        return 0, 0
+    deadline = None if budget is None else time.monotonic() + budget
+    ids, _windows, mat = _matrix(store, model, dim)
+    sessions = ids >> SHIFT
+    pending = sorted(todo, reverse=True)  # newest first; one with no usable vector gets none
+    rows_of: dict[int, list[int]] = {}
+    wanted = np.isin(ids, np.asarray(pending, dtype=np.int64))
+    for k in np.nonzero(wanted)[0]:
+        rows_of.setdefault(int(ids[k]), []).append(int(k))
+    done = 0
+    for i in range(0, len(pending), EDGE_BLOCK):
+        if (deadline is not None and i and time.monotonic() >= deadline) or \
+                (should_stop is not None and should_stop()):
+            return done, len(pending) - i
+        block = pending[i:i + EDGE_BLOCK]
+        rows = np.asarray([k for x in block for k in rows_of.get(x, ())], dtype=np.int64)
+        edges = _edges(ids, sessions, mat, rows) if len(rows) else []
+        with store.writing():
+            done += store.set_edges(model, {x: todo[x] for x in block}, edges)
+    return done, 0
+
+
+def _edges(ids, sessions, mat, rows) -> list[tuple[int, int, float]]:
+    """(a, b, cosine), a < b, of the rows' exchanges against every exchange of another session:
+    the best window pair of each."""
+    import numpy as np
+    sims = mat[rows] @ mat.T
+    r, c = np.nonzero((sims >= EDGE) & (sessions[rows][:, None] != sessions[None, :]))
+    if not len(r):
+        return []
+    x, y, cos = ids[rows][r], ids[c], sims[r, c]
+    a, b = np.minimum(x, y), np.maximum(x, y)
+    order = np.lexsort((-cos, b, a))  # per pair, the best first
+    a, b, cos = a[order], b[order], cos[order]
+    first = np.ones(len(a), dtype=bool)
+    first[1:] = (a[1:] != a[:-1]) | (b[1:] != b[:-1])
+    return [(int(p), int(q), round(float(v), 6))
+            for p, q, v in zip(a[first], b[first], cos[first])]

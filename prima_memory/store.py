@@ -25,8 +25,9 @@ from .workspace import open_nofollow
 # 2: sessions.unfinished; 3: changed paths searchable from an index; 4: no "HEAD" branches, and
 # prima-memory's own command runs are no longer sessions; 5: text folded alike on both sides of
 # matching; 6: indexes for message counts, recent files, latest and unfinished sessions, and
-# the version in user_version; 7: vectors, content-addressed, and the exchanges they embed
-SCHEMA_VERSION = 7
+# the version in user_version; 7: vectors, content-addressed, and the exchanges they embed;
+# 8: SIMILAR_TO edges between exchanges
+SCHEMA_VERSION = 8
 SHIFT = 24  # ordinals per session: 16M fragments, far past any real transcript
 _TOKENIZER_ARGS = ["remove_diacritics", "0"]
 
@@ -56,6 +57,24 @@ CREATE TRIGGER IF NOT EXISTS embedded_ai AFTER INSERT ON embedded BEGIN
   UPDATE meta SET value = value + 1 WHERE key = 'vectors_gen'; END;
 CREATE TRIGGER IF NOT EXISTS embedded_ad AFTER DELETE ON embedded BEGIN
   UPDATE meta SET value = value + 1 WHERE key = 'vectors_gen'; END;
+"""
+
+# SIMILAR_TO edges (DESIGN §4): exchange pairs of different sessions whose vectors (best window
+# against best window) have cosine >= 0.85, stored once with a < b. `linked` records, per model,
+# the text each exchange's edges were computed for: an exchange embedded since (new, or its text
+# changed) is pending, and its edges are computed against all vectors, never all pairs again.
+# An exchange whose vectors link goes loses its edges with it.
+_EDGE_SCHEMA = """
+-- keyed by exchange first: with the model first, SQLite scans a model's edges to find one b
+CREATE TABLE IF NOT EXISTS similar(a INTEGER NOT NULL, b INTEGER NOT NULL, model TEXT NOT NULL,
+  cosine REAL NOT NULL, PRIMARY KEY(a, b, model)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS similar_b ON similar(b);
+CREATE TABLE IF NOT EXISTS linked(exchange INTEGER NOT NULL, model TEXT NOT NULL,
+  text_hash BLOB NOT NULL, PRIMARY KEY(exchange, model)) WITHOUT ROWID;
+CREATE TRIGGER IF NOT EXISTS embedded_ad_edges AFTER DELETE ON embedded BEGIN
+  DELETE FROM linked WHERE exchange = old.exchange AND model = old.model;
+  DELETE FROM similar WHERE model = old.model AND a = old.exchange;
+  DELETE FROM similar WHERE model = old.model AND b = old.exchange; END;
 """
 
 _SCHEMA = f"""
@@ -109,6 +128,7 @@ CREATE VIEW exchanges AS
   FROM messages r LEFT JOIN messages u ON u.id = r.pair
   WHERE r.role = 'assistant' AND (r.text != '' OR u.id IS NOT NULL);
 {_VECTOR_SCHEMA}
+{_EDGE_SCHEMA}
 INSERT INTO meta(key, value) VALUES ('schema_version', '{SCHEMA_VERSION}');
 PRAGMA user_version = {SCHEMA_VERSION};
 """
@@ -602,6 +622,30 @@ class Store:
             "SELECT id, role, ts, sidechain, text FROM messages WHERE session = ? AND text != '' "
             "ORDER BY sidechain, ts, id", (session,)))
 
+    def message_times(self, ids) -> dict[int, float | None]:
+        ids = list(ids)
+        return dict(self.db.execute(
+            f"SELECT id, ts FROM messages WHERE id IN ({','.join('?' * len(ids))})", ids)) \
+            if ids else {}
+
+    def messages_around(self, message_id: int, n: int) -> list[tuple]:
+        """(id, role, ts, sidechain, text): the message and up to n on each side of it, in its
+        own thread (main or subagents)."""
+        session = message_id >> SHIFT
+        lo, hi = session << SHIFT, ((session + 1) << SHIFT) - 1
+        side = self.db.execute("SELECT sidechain FROM messages WHERE id = ?",
+                               (message_id,)).fetchone()
+        if side is None:
+            return []
+        cols = "SELECT id, role, ts, sidechain, text FROM messages"
+        before = list(self.db.execute(
+            f"{cols} WHERE id BETWEEN ? AND ? AND sidechain = ? AND text != '' "
+            "ORDER BY id DESC LIMIT ?", (lo, message_id - 1, side[0], n)))
+        after = list(self.db.execute(
+            f"{cols} WHERE id BETWEEN ? AND ? AND sidechain = ? AND text != '' "
+            "ORDER BY id LIMIT ?", (message_id, hi, side[0], n + 1)))
+        return before[::-1] + after
+
     def last_messages(self, session: int, role: str, n: int, min_chars: int = 0,
                       skip_key: str = "") -> list[tuple]:
         """(ts, text) of the last n main-thread messages of a role, newest first."""
@@ -640,8 +684,10 @@ class Store:
             "SELECT path FROM file_changes WHERE session = ? GROUP BY path ORDER BY min(id)",
             (session,))]
 
-    def file_history(self, fragment: str | None):
-        sql = ("SELECT f.path, f.tool, f.explanation, f.ts, s.id FROM file_changes f "
+    def file_history(self, fragment: str | None = None):
+        """(path, tool, explanation, ts, session, session's cwd) of every change, newest first;
+        with `fragment`, of paths containing it in any case."""
+        sql = ("SELECT f.path, f.tool, f.explanation, f.ts, s.id, s.cwd FROM file_changes f "
                "JOIN sessions s ON s.id = f.session")
         if fragment:
             return list(self.db.execute(sql + " WHERE instr(lower(f.path), lower(?)) > 0 "
@@ -790,6 +836,66 @@ class Store:
         return self.db.execute(
             "SELECT x.exchange, v.n, v.vec FROM embedded x JOIN vectors v "
             "ON v.text_hash = x.text_hash AND v.model = x.model WHERE x.model = ?", (model,))
+
+    def exchange_times(self, model: str) -> dict[int, float | None]:
+        """exchange id -> when its reply was written, for every exchange embedded by `model`."""
+        return dict(self.db.execute(
+            "SELECT x.exchange, m.ts FROM embedded x JOIN messages m ON m.id = x.exchange "
+            "WHERE x.model = ?", (model,)))
+
+    def session_turns(self, sessions) -> dict[int, int]:
+        """session -> its turns: the requests of its main thread."""
+        out: dict[int, int] = {}
+        for s in dict.fromkeys(sessions):
+            out[s] = self.db.execute(
+                "SELECT count(*) FROM messages WHERE id BETWEEN ? AND ? AND role = 'user' "
+                "AND sidechain = 0 AND text != ''",
+                (s << SHIFT, ((s + 1) << SHIFT) - 1)).fetchone()[0]
+        return out
+
+    # -- SIMILAR_TO edges (see _EDGE_SCHEMA) ----------------------------------------------------
+
+    def unlinked_exchanges(self, model: str) -> dict[int, bytes]:
+        """exchange -> text hash, of the embedded exchanges whose edges are not computed for
+        the text they are embedded as."""
+        return dict(self.db.execute(
+            "SELECT x.exchange, x.text_hash FROM embedded x WHERE x.model = ? AND NOT EXISTS "
+            "(SELECT 1 FROM linked l WHERE l.exchange = x.exchange AND l.model = x.model "
+            "AND l.text_hash = x.text_hash)", (model,)))
+
+    def count_edges(self, model: str) -> int:
+        return self.db.execute("SELECT count(*) FROM similar WHERE model = ?",
+                               (model,)).fetchone()[0]
+
+    def set_edges(self, model: str, done: dict[int, bytes], edges) -> int:
+        """Record the edges of the exchanges in `done` (exchange -> the text hash they were
+        computed for), in the caller's write transaction. An exchange embedded since as another
+        text stays pending; an edge to an exchange no longer embedded is not kept. `edges`:
+        (a, b, cosine) with a < b. Returns the exchanges recorded."""
+        ids = list(done)
+        current = dict(self.db.execute(
+            f"SELECT exchange, text_hash FROM embedded WHERE model = ? AND exchange IN "
+            f"({','.join('?' * len(ids))})", (model, *ids))) if ids else {}
+        fresh = {x for x, h in done.items() if current.get(x) == h}
+        for x in fresh:
+            self.db.execute("DELETE FROM similar WHERE model = ? AND a = ?", (model, x))
+            self.db.execute("DELETE FROM similar WHERE model = ? AND b = ?", (model, x))
+        self.db.executemany(
+            "INSERT OR REPLACE INTO linked(exchange, model, text_hash) VALUES (?, ?, ?)",
+            ((x, model, done[x]) for x in fresh))
+        self.db.executemany(
+            "INSERT OR REPLACE INTO similar(a, b, model, cosine) SELECT ?2, ?3, ?1, ?4 "
+            "WHERE EXISTS (SELECT 1 FROM embedded WHERE exchange = ?2 AND model = ?1) "
+            "AND EXISTS (SELECT 1 FROM embedded WHERE exchange = ?3 AND model = ?1)",
+            ((model, a, b, c) for a, b, c in edges if a in fresh or b in fresh))
+        return len(fresh)
+
+    def edges(self, model: str, exchange: int) -> list[tuple[int, float]]:
+        """(other exchange, cosine) joined to this one, the most similar first."""
+        return list(self.db.execute(
+            "SELECT b, cosine FROM similar WHERE model = ?1 AND a = ?2 UNION ALL "
+            "SELECT a, cosine FROM similar WHERE model = ?1 AND b = ?2 ORDER BY 2 DESC",
+            (model, exchange)))
 
     def vectors_generation(self) -> int:
         """Changes whenever an exchange's link to its vectors does (see _VECTOR_SCHEMA)."""
@@ -979,8 +1085,13 @@ def _to_v7(store: Store) -> None:
     store.db.execute(_VECTOR_SCHEMA)
 
 
+def _to_v8(store: Store) -> None:
+    """SIMILAR_TO edges: every embedded exchange starts pending, its vectors kept."""
+    store.db.execute(_EDGE_SCHEMA)
+
+
 # version -> the step that brings an index of that version to the next; older ones are rebuilt
-_MIGRATIONS = {3: _to_v4, 4: _to_v5, 5: _to_v6, 6: _to_v7}
+_MIGRATIONS = {3: _to_v4, 4: _to_v5, 5: _to_v6, 6: _to_v7, 7: _to_v8}
 
 
 # The sessions' columns with every text one read as bytes (see _lenient), for recovery.
