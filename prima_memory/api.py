@@ -15,7 +15,7 @@ from . import search as searchmod
 from . import workspace as wsmod
 from .errors import Failure, UsageError
 from .memory import IndexBusy, IndexReadOnly, Memory
-from .store import is_corruption
+from .store import SHIFT, is_corruption
 from .timeparse import iso_utc, local, parse_when
 
 LOCK_SECONDS = 10.0  # how long a request waits for another writer before answering as it stands
@@ -23,17 +23,22 @@ EMBEDDER_WAIT = 2.0  # seconds a search waits for a running background embedder 
 
 
 def call(ws: str, fn):
-    """fn(memory) on the workspace's memory: a damaged index is moved aside and rebuilt and fn
-    runs again; SQLite busy past its timeout gets one more try after a pause."""
+    """fn(memory) on the workspace's memory, guarded (see `guarded`), then closed."""
     mem = Memory(ws)
     try:
-        try:
-            return mem.guarded(lambda: fn(mem))
-        except apsw.BusyError:
-            time.sleep(0.5)
-            return mem.guarded(lambda: fn(mem))
+        return guarded(mem, fn)
     finally:
         mem.close()
+
+
+def guarded(mem: Memory, fn):
+    """fn(mem): a damaged index is moved aside and rebuilt and fn runs again; SQLite busy past
+    its timeout gets one more try after a pause."""
+    try:
+        return mem.guarded(lambda: fn(mem))
+    except apsw.BusyError:
+        time.sleep(0.5)
+        return mem.guarded(lambda: fn(mem))
 
 
 def one_line(e: BaseException) -> str:
@@ -144,9 +149,10 @@ def filters(since: str | None = None, until: str | None = None, branch: str | No
 # -- the requests ---------------------------------------------------------------------------------
 
 def search(mem: Memory, query: str, *, mode: str = "combined", limit: int = 10,
-           filters: searchmod.Filters | None = None, deep: bool = False,
+           filters: searchmod.Filters | None = None, deep: bool = False, context: int = 0,
            progress=None) -> dict:
-    """Sessions matching the query, best first, with the seed's warnings first."""
+    """Sessions matching the query, best first, with the seed's warnings first; `context`: the
+    turn that matched best and that many turns each side of it."""
     query = searchmod.clean_text(query)
     if not query.strip():
         raise UsageError("the query is empty")
@@ -166,9 +172,22 @@ def search(mem: Memory, query: str, *, mode: str = "combined", limit: int = 10,
         d = session_json(h.row)
         d.update(title=h.title, score=h.score, files_changed=h.files, snippet=h.snippet,
                  matches=h.matches, message_id=h.message_id)
+        if context and h.message_id is not None:
+            d["context"] = [_turn(m, matched=m[0] == h.message_id)
+                            for m in mem.store().messages_around(h.message_id, context)]
         results.append(d)
     return {"query": query, "mode": mode, "warnings": search_warnings + warnings,
             "results": results}
+
+
+CONTEXT_CHARS = 1200  # a turn around a match is cut here: the match itself is what counts
+
+
+def _turn(m, *, matched: bool) -> dict:
+    _id, role, ts, side, text = m
+    cut = text if matched or len(text) <= CONTEXT_CHARS else text[:CONTEXT_CHARS] + "…"
+    return {"role": role, "at": iso_utc(ts), "sidechain": bool(side), "matched": matched,
+            "text": cut}
 
 
 def recent(mem: Memory, n: int = 10) -> dict:
@@ -207,13 +226,26 @@ def one_session(mem: Memory, prefix: str):
     rows = mem.store().find_sessions(prefix)
     rows = [r for r in rows if r.started_at is not None] or rows
     if not rows:
-        raise Failure(f"no session matches {prefix!r}")
+        latest = mem.store().recent_sessions(CANDIDATES)
+        raise Failure(f"no session matches {prefix!r}"
+                      + (f"; the latest are: {_candidates(latest)}" if latest else ""))
     exact = [r for r in rows if r.session_id == prefix]
     if exact:
         return exact[0]
     if len(rows) > 1:
-        raise Failure(f"{prefix!r} matches {len(rows)} sessions; give more of the id")
+        rows.sort(key=lambda r: -(r.ended_at or 0))
+        raise Failure(f"{prefix!r} matches {len(rows)} sessions; give more of the id: "
+                      f"{_candidates(rows[:CANDIDATES])}"
+                      + (f" and {len(rows) - CANDIDATES} more" if len(rows) > CANDIDATES else ""))
     return rows[0]
+
+
+CANDIDATES = 5
+
+
+def _candidates(rows) -> str:
+    return "; ".join(f"{r.session_id} ({_excerpt(r.title, 60)}, {local(r.started_at, '%Y-%m-%d')})"
+                     for r in rows)
 
 
 DETAILS = ("summary", "turns", "full")
@@ -249,19 +281,61 @@ def show(mem: Memory, session_id: str, range: str | None = None, detail: str = "
     return {"warnings": warnings, "detail": detail, "session": d}
 
 
+def workspace_path(ws: str, path: str) -> str:
+    """`path` relative to the workspace (absolute, or relative to it), by its text alone: the
+    file system is never asked. A path outside the workspace is a UsageError."""
+    if not path.strip():
+        raise UsageError("the path is empty")
+    if "\0" in path:
+        raise UsageError("the path holds a NUL character")
+    full = os.path.normpath(path if os.path.isabs(path) else os.path.join(ws, path))
+    if full != ws and not full.startswith(ws.rstrip(os.sep) + os.sep):
+        raise UsageError(f"{path!r} is outside the workspace {ws}: give a path inside it, "
+                         "absolute or relative to it")
+    return os.path.relpath(full, ws).replace(os.sep, "/")
+
+
+def shown_path(ws: str, path: str, cwd: str | None) -> str:
+    """A changed file as the workspace sees it: relative to it when inside it, else relative to
+    the folder its session worked in (a history recorded where the workspace used to be)."""
+    if not os.path.isabs(path):
+        return path
+    for root in (ws, cwd):
+        if root and (path == root or path.startswith(root.rstrip(os.sep) + os.sep)):
+            return os.path.relpath(path, root).replace(os.sep, "/")
+    return path
+
+
 def files(mem: Memory, path: str | None = None) -> dict:
-    """Every recorded change to paths containing `path`, newest first, with Claude's reason."""
+    """Which sessions changed a file (or the files under a folder), when, and Claude's reason
+    for each change, newest first. `path` is taken relative to the workspace; it names a file,
+    a folder, or the end of a path ("upload.py" finds src/upload.py); when nothing has such a
+    path, the paths containing it (in any case) are shown, with a warning."""
+    rel = workspace_path(mem.ws, path) if path is not None else None
     warnings: list[str] = []
     refresh(mem, warnings)
     store = mem.store()
+    rows = [(shown_path(mem.ws, p, cwd), p, tool, why, ts, sid)
+            for p, tool, why, ts, sid, cwd in store.file_history(
+                None if rel in (None, ".") else os.path.basename(rel))]
+    if rel not in (None, "."):
+        exact = [r for r in rows if r[0] == rel or r[0].startswith(rel + "/")
+                 or r[0].endswith("/" + rel)]
+        if not exact:
+            low = rel.lower()
+            exact = [r for r in rows if low in r[0].lower()]
+            if exact:
+                warnings.append(f"no changed path is or ends in {rel!r}: showing the paths "
+                                "that contain it")
+        rows = exact
     titles: dict[int, object] = {}
     changes = []
-    for p, tool, explanation, ts, sid in store.file_history(path):
+    for shown, p, tool, explanation, ts, sid in rows:
         row = titles.get(sid) or store.session(sid)
         titles[sid] = row
-        changes.append({"path": p, "tool": tool, "explanation": explanation, "at": iso_utc(ts),
-                        "session_id": row.session_id, "title": row.title})
-    return {"path": path, "warnings": warnings, "changes": changes}
+        changes.append({"path": p, "relative": shown, "tool": tool, "explanation": explanation,
+                        "at": iso_utc(ts), "session_id": row.session_id, "title": row.title})
+    return {"path": rel, "warnings": warnings, "sessions": len(titles), "changes": changes}
 
 
 def index(mem: Memory, *, rebuild: bool = False, background: bool = False, prune: bool = False,
@@ -275,8 +349,11 @@ def index(mem: Memory, *, rebuild: bool = False, background: bool = False, prune
         state = bg.rebuild_state(mem)
         if state:
             raise Failure(str(bg.RebuildRunning(state)))
+        if mem.store().readonly:
+            raise Failure(str(IndexReadOnly(mem.db_path)))
         pid = bg.spawn(mem.ws, "index", "--rebuild", "--worker")
-        return {"workspace": mem.ws, "rebuild": {"running": True, "pid": pid}}
+        return {"workspace": mem.ws, "rebuild": {"running": True, "pid": pid,
+                                                 "started": True}}
     embedded = pending = None
     try:
         if rebuild:
@@ -351,10 +428,7 @@ def status(mem: Memory) -> dict:
         "counts": counts,
         "pending": {"files": files_pending, "bytes": size},
         "semantic": semantic_status(mem),
-        "rebuild": ({"running": True, "pid": rebuild.get("pid"), "phase": rebuild.get("phase"),
-                     "done": rebuild.get("done", 0), "total": rebuild.get("total", 0),
-                     "started_at": iso_utc(rebuild.get("started"))}
-                    if rebuild else {"running": False}),
+        "rebuild": {"running": True, **rebuild_json(rebuild)} if rebuild else {"running": False},
         "warnings": [w.split(" ", 3)[-1] for w in mem.log.tail(10)],
     }
 
@@ -373,6 +447,96 @@ def semantic_status(mem: Memory) -> dict:
     return {"available": why is None, "model": model, "model_path": where, "problem": why,
             "embedded": store.count_embedded(key), "pending": store.count_pending(key),
             "embedder_running": background.held(mem, "embed")}
+
+
+LINK_BUDGET = 5.0  # seconds find_similar spends on pending SIMILAR_TO edges before answering
+LINKED_SHOWN = 5  # linked exchanges shown per result
+EXCERPT = 300
+
+
+def _excerpt(text: str | None, n: int = EXCERPT) -> str | None:
+    if not text:
+        return text
+    text = " ".join(text.split())
+    return text if len(text) <= n else text[:n].rstrip() + "…"
+
+
+def similar(mem: Memory, query: str, *, limit: int = 10) -> dict:
+    """find_similar: past exchanges most like the query, ranked by 0.7 similarity + 0.2 recency
+    (linear, zero at 365 days) + 0.1 min(1, session turns / 50), one per session, each with the
+    exchanges of other sessions its SIMILAR_TO edges join it to (cosine >= 0.85)."""
+    from . import background, semantic
+    query = searchmod.clean_text(query)
+    if not query.strip():
+        raise UsageError("the query is empty")
+    warnings: list[str] = []
+    refresh(mem, warnings)
+    embedder, why_not = meaning(mem, "semantic", warnings)
+    if embedder is None:
+        raise Failure(f"find_similar needs the embedding model, which cannot load ({why_not}); "
+                      "search_sessions with mode keyword still works")
+    store = mem.store()
+    settings = semantic.Settings()
+    model = semantic.vector_key(embedder.model, settings)
+    if not store.readonly and not background.rebuild_state(mem):
+        got = mem.link(LINK_BUDGET, wait=EMBEDDER_WAIT)
+        left = len(store.unlinked_exchanges(model)) if got is None else got[1]
+        if left:
+            warnings.append(f"{left} exchanges have no similarity links yet (they are still "
+                            "found; their links come in the background)")
+    admit = {r[0] for r in store.session_facts()}.__contains__
+    matches = semantic.similar(store, embedder, query, limit=limit, admit=admit,
+                               floor=settings.floor, settings=settings)
+    rows = {r.id: r for r in store.sessions_by_id({m.session for m in matches})}
+    results = []
+    for m in (m for m in matches if m.session in rows):
+        d = session_json(rows[m.session])
+        d.update(_exchange(store, m.exchange), score=round(m.score, 4),
+                 similarity=round(m.similarity, 4), recency=round(m.recency, 4), turns=m.turns,
+                 linked=_linked(store, model, m.exchange))
+        results.append(d)
+    return {"query": query, "warnings": warnings, "results": results}
+
+
+def _exchange(store, exchange: int) -> dict:
+    prompt, reply = store.exchange_texts([exchange]).get(exchange, (None, None))
+    ts = store.message_times([exchange]).get(exchange)
+    return {"exchange_id": exchange, "at": iso_utc(ts), "prompt": _excerpt(prompt),
+            "reply": _excerpt(reply)}
+
+
+def _linked(store, model: str, exchange: int) -> list[dict]:
+    """The exchanges its SIMILAR_TO edges join it to: the most similar of each other session."""
+    best: dict[int, tuple[int, float]] = {}
+    for other, cosine in store.edges(model, exchange):  # most similar first
+        best.setdefault(other >> SHIFT, (other, cosine))
+        if len(best) >= LINKED_SHOWN:
+            break
+    rows = {r.id: r for r in store.sessions_by_id(best)}
+    out = []
+    for sid, (other, cosine) in best.items():
+        if sid in rows:
+            ex = _exchange(store, other)
+            out.append({"session_id": rows[sid].session_id, "title": rows[sid].title,
+                        "cosine": round(cosine, 4), "exchange_id": other, "at": ex["at"],
+                        "text": _excerpt(ex["prompt"] or ex["reply"], 160)})
+    return out
+
+
+def rebuild_background(mem: Memory) -> dict:
+    """Start a rebuild in the background and return at once with its state; the one already
+    running, if any, is reported instead of a second started."""
+    from . import background
+    state = background.rebuild_state(mem)
+    if state is None:
+        return index(mem, rebuild=True, background=True)
+    return {"workspace": mem.ws, "rebuild": {"running": True, "started": False,
+                                             **rebuild_json(state)}}
+
+
+def rebuild_json(state: dict) -> dict:
+    return {"pid": state.get("pid"), "phase": state.get("phase"), "done": state.get("done", 0),
+            "total": state.get("total", 0), "started_at": iso_utc(state.get("started"))}
 
 
 DIGEST_SESSIONS = 200  # a digest names at most this many sessions (the newest), and says so
@@ -402,9 +566,11 @@ def digest(mem: Memory, since: str | None = None, until: str | None = None) -> d
             changed.setdefault(path, set()).add(row.session_id)
         asked = store.last_messages(row.id, "user", 1)
         said = store.last_messages(row.id, "assistant", 1, min_chars=40)  # not "Done."
-        d = session_json(row)
-        d.update(last_request=asked[0][1] if asked else None,
-                 last_substantial_reply=said[0][1] if said else None)
+        d = {"session_id": row.session_id, "title": row.title, "label": row.label,
+             "started_at": iso_utc(row.started_at), "ended_at": iso_utc(row.ended_at),
+             "branch": row.branch or None, "tags": row.tag_list, "author": row.author,
+             "last_request": asked[0][1] if asked else None,
+             "last_substantial_reply": said[0][1] if said else None}
         days.setdefault(local(row.started_at, "%Y-%m-%d"), []).append(d)
         decisions += [{"session_id": row.session_id, "title": row.title, "line": line}
                       for line in row.decisions.splitlines() if line.strip()]

@@ -37,6 +37,14 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--tag")
     s.add_argument("--source", help="only this source (claude-code, ...)")
 
+    s.add_argument("--context", type=_count, default=0, metavar="N",
+                   help="show the turn that matched and N turns each side of it")
+
+    si = sub.add_parser("similar", parents=[common],
+                        help="past exchanges most like QUERY, with the ones linked to them")
+    si.add_argument("query", nargs="+", help="words describing it (an error, a question)")
+    si.add_argument("--limit", type=_positive, default=10)
+
     r = sub.add_parser("recent", parents=[common], help="the latest sessions")
     r.add_argument("-n", type=_positive, default=10, dest="n")
 
@@ -75,6 +83,8 @@ def _parser() -> argparse.ArgumentParser:
     h.add_argument("event", choices=["session-start", "stop", "pre-compact"])
 
     sub.add_parser("status", parents=[common], help="what is indexed, pending, warnings")
+    sub.add_parser("mcp", parents=[common],
+                   help="serve this memory to Claude over MCP (stdio), as the plugin does")
     q = sub.add_parser("quickstart", parents=[common],
                        help="index this folder (or a demo history) and show what it found")
     q.add_argument("--demo", action="store_true", help="use the demo history even if this folder has one")
@@ -91,6 +101,19 @@ def _positive(text: str) -> int:
         raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
     if not 1 <= n <= MAX_COUNT:
         raise argparse.ArgumentTypeError(f"must be from 1 to {MAX_COUNT:,}: {text[:30]}")
+    return n
+
+
+MAX_CONTEXT = 20
+
+
+def _count(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if not 0 <= n <= MAX_CONTEXT:
+        raise argparse.ArgumentTypeError(f"must be from 0 to {MAX_CONTEXT}: {text[:30]}")
     return n
 
 

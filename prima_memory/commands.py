@@ -21,6 +21,9 @@ def run(args) -> int:
         elif isinstance(v, list):
             setattr(args, k, [searchmod.clean_text(x) if isinstance(x, str) else x for x in v])
     ws = wsmod.resolve_workspace(getattr(args, "workspace", None))
+    if args.command == "mcp":  # a long-lived server: it holds its memory open itself
+        from . import mcp_server
+        return mcp_server.serve(ws)
     handler = globals()[f"cmd_{args.command}"]
     return api.call(ws, lambda mem: handler(mem, args))
 
@@ -52,7 +55,7 @@ def cmd_search(mem, args) -> int:
     data = api.search(mem, " ".join(args.query), mode=args.mode, limit=args.limit,
                       filters=api.filters(args.since, args.until, args.branch, args.tag,
                                           args.source),
-                      deep=args.deep, progress=_progress(args))
+                      deep=args.deep, context=args.context, progress=_progress(args))
     lines = [f"warning: {w}" for w in data["warnings"]]
     if not data["results"]:
         lines.append(f"No sessions match \"{_printable(data['query'])}\".")
@@ -62,6 +65,29 @@ def cmd_search(mem, args) -> int:
         lines.append(f"   {local_iso(r['started_at'])}{branch}  session {r['session_id']}")
         for m in r["matches"] or ([r["snippet"]] if r["snippet"] else []):
             lines.append(f"   > {m}")
+        for t in r.get("context", ()):
+            mark = ">>" if t["matched"] else "  "
+            lines.append(f"   {mark} [{t['role']}] {one_line(t['text'], 300)}")
+    emit(args, data, "\n".join(lines))
+    return 0
+
+
+def cmd_similar(mem, args) -> int:
+    data = api.similar(mem, " ".join(args.query), limit=args.limit)
+    lines = [f"warning: {w}" for w in data["warnings"]]
+    if not data["results"]:
+        lines.append(f"No past exchange is like \"{_printable(data['query'])}\".")
+    for i, r in enumerate(data["results"], 1):
+        lines.append(f"{i}. {r['label']} {r['title']}  [score {r['score']:.3f}: similarity "
+                     f"{r['similarity']:.3f}, recency {r['recency']:.2f}, {r['turns']} turns]")
+        lines.append(f"   {local_iso(r['at'])}  session {r['session_id']}")
+        if r["prompt"]:
+            lines.append(f"   asked: {one_line(r['prompt'], 200)}")
+        if r["reply"]:
+            lines.append(f"   reply: {one_line(r['reply'], 200)}")
+        for e in r["linked"]:
+            lines.append(f"   ~ {e['cosine']:.2f} {one_line(e['title'], 80)} (session "
+                         f"{e['session_id']}, {local_iso(e['at'])}): {one_line(e['text'] or '', 100)}")
     emit(args, data, "\n".join(lines))
     return 0
 
@@ -172,13 +198,13 @@ def cmd_files(mem, args) -> int:
     data = api.files(mem, args.path)
     lines = [f"warning: {w}" for w in data["warnings"]]
     for c in data["changes"]:
-        lines.append(f"{c['at'] or '—'}  {c['tool']:<12} {c['path']}")
+        lines.append(f"{local_iso(c['at'])}  {c['tool'] or '':<12} {c['relative']}")
         lines.append(f"   {c['title']} (session {c['session_id']})")
         if c["explanation"]:
             lines.append(f"   why: {one_line(c['explanation'], 160)}")
     if not data["changes"]:
-        lines.append("No file changes recorded" + (f" for paths containing {args.path!r}."
-                                                    if args.path else "."))
+        lines.append("No file changes recorded" + (f" for {data['path']!r}." if data["path"]
+                                                    else "."))
     emit(args, data, "\n".join(lines))
     return 0
 
