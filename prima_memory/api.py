@@ -41,8 +41,8 @@ def guarded(mem: Memory, fn):
         return mem.guarded(lambda: fn(mem))
 
 
-def one_line(e: BaseException) -> str:
-    return " ".join(str(e).split())[:300] or type(e).__name__
+def one_line(e: BaseException, limit: int = 300) -> str:
+    return " ".join(str(e).split())[:limit] or type(e).__name__
 
 
 # -- keeping the index current before an answer ---------------------------------------------------
@@ -388,22 +388,25 @@ def logged(mem: Memory, what: str, fn):
 
 
 def embed(mem: Memory, *, worker: bool = False, progress=None) -> dict:
-    """Embed what is pending now: what the background embedder does (`worker`: as it)."""
+    """What the background embedder does, now (`worker`: as it): the index brought up to date,
+    pending exchanges embedded, their SIMILAR_TO edges computed."""
     from . import background
+    warnings: list[str] = []
     if worker:
         got = logged(mem, "embedder", lambda: background.run_embedder(mem))
     else:
         if background.rebuild_state(mem):
             raise Failure("a rebuild is running: it embeds everything itself")
+        refresh(mem, warnings)
         try:
             mem.embedder()
         except Exception as e:  # noqa: BLE001
             raise Failure(f"the embedding model cannot load: {one_line(e)}") from None
         got = mem.embed(None, wait=LOCK_SECONDS, progress=progress)
-        if got is None:
+        if got is None or mem.link(None, wait=LOCK_SECONDS) is None:
             raise Failure("another process is embedding this index; try again in a moment")
     done, left = got or (0, 0)
-    return {"workspace": mem.ws, "embedded": done, "pending": left}
+    return {"workspace": mem.ws, "warnings": warnings, "embedded": done, "pending": left}
 
 
 def status(mem: Memory) -> dict:

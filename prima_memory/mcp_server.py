@@ -140,7 +140,7 @@ def guarded_tool(memory: Memory, fn):
     try:
         return memory.call(fn)
     except PrimaError as e:
-        raise ToolError(api.one_line(e)) from None
+        raise ToolError(api.one_line(e, 1500)) from None
 
 
 # -- answers within a size -------------------------------------------------------------------------

@@ -1,0 +1,371 @@
+"""`prima-memory mcp` as Claude meets it: the real server over stdio, driven by the mcp SDK's own
+client, on a workspace of transcripts, with the real model. Each tool's answer is checked against
+the CLI's `--json` for the same question; bad arguments are tool errors after which the server
+keeps serving; answers stay within their size; calls run concurrently; a damaged index and a
+rebuild in another process are survived."""
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import sys
+import time
+
+import anyio
+import pytest
+
+pytest.importorskip("mcp")
+from mcp import ClientSession  # noqa: E402
+from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
+
+from prima_memory.mcp_server import ANSWER_CHARS  # noqa: E402
+
+DAY = 86400
+OLD = time.time() - 20 * DAY
+LOGIN = "aaaa1111-0000-4000-8000-000000000001"
+BACKUP = "aaaa2222-0000-4000-8000-000000000002"
+UPLOAD = "bbbb3333-0000-4000-8000-000000000003"
+TOOLS = {"search_sessions", "recall_session", "recent_sessions", "find_similar",
+         "get_file_history", "summarize_period", "rebuild_index"}
+
+
+def _history(env):
+    a = env.transcript(LOGIN, start=OLD)
+    a.exchange("Fix login redirect loop: after entering credentials users land on /login again",
+               "The session cookie was set with SameSite=Strict, so the browser dropped it on the "
+               "OAuth callback. Changed it to Lax.")
+    a.tool("Edit", {"file_path": str(env.ws / "src" / "auth" / "cookies.py"), "old_string": "a",
+                    "new_string": "b"}, text="Set SameSite=Lax on the session cookie.")
+    a.exchange("DECIDED: keep sessions in cookies, not in local storage", "Noted.")
+    b = env.transcript(BACKUP, start=OLD + DAY)
+    b.exchange("Schedule a nightly pg_dump of the production database to S3",
+               "Added a cron job at 02:00 that runs pg_dump, gzips the dump and uploads it to the "
+               "backups bucket, keeping thirty days.")
+    c = env.transcript(UPLOAD, start=OLD + 2 * DAY)
+    c.exchange("The upload fails with 413 Request Entity Too Large for big files",
+               "nginx limits the body to 1 MB by default: raised client_max_body_size to 50m.")
+    c.tool("Write", {"file_path": str(env.ws / "src" / "upload.py"), "content": "x"},
+           text="Stream the upload to disk instead of holding it in memory.")
+    c.tool("Edit", {"file_path": str(env.ws / "deploy" / "nginx.conf"), "old_string": "a",
+                    "new_string": "b"}, text="Raise client_max_body_size to 50m.")
+    env.json("embed")
+
+
+def _params(env) -> StdioServerParameters:
+    return StdioServerParameters(command=sys.executable,
+                                 args=["-m", "prima_memory", "--workspace", str(env.ws), "mcp"],
+                                 env=env.env, cwd=str(env.root))
+
+
+def serve(env, body):
+    """Run `body(session)` against a fresh server; returns what it returns."""
+    async def main():
+        with open(env.root / "mcp-stderr.log", "a") as errlog:
+            async with stdio_client(_params(env), errlog=errlog) as (r, w), \
+                    ClientSession(r, w) as s:
+                await s.initialize()
+                return await body(s)
+    return anyio.run(main)
+
+
+async def call(s, tool: str, **args):
+    """(is_error, text) of one tool call."""
+    r = await s.call_tool(tool, args)
+    return r.is_error, r.content[0].text
+
+
+async def ok(s, tool: str, **args) -> dict:
+    err, text = await call(s, tool, **args)
+    assert not err, text
+    assert len(text) <= ANSWER_CHARS
+    return json.loads(text)
+
+
+def _sans_times(d):
+    """The data without what differs between two asks a moment apart."""
+    if isinstance(d, dict):
+        return {k: _sans_times(v) for k, v in d.items()
+                if k not in ("since", "until", "truncated")}
+    if isinstance(d, list):
+        return [_sans_times(x) for x in d]
+    return d
+
+
+def test_the_tools_and_their_arguments(env):
+    _history(env)
+
+    async def body(s):
+        return (await s.list_tools()).tools
+    tools = {t.name: t for t in serve(env, body)}
+    assert set(tools) == TOOLS
+    for t in tools.values():
+        assert len(t.description) > 60, t.name
+    search = tools["search_sessions"].input_schema
+    assert search["required"] == ["query"]
+    assert search["properties"]["limit"]["minimum"] == 1
+    assert search["properties"]["limit"]["maximum"] == 50
+    assert search["properties"]["query"]["maxLength"] > 0
+    assert set(search["properties"]["mode"]["enum"]) == {"combined", "keyword", "semantic"}
+    assert set(tools["recall_session"].input_schema["properties"]["detail"]["enum"]) == \
+        {"summary", "turns", "full"}
+    assert tools["search_sessions"].annotations.read_only_hint is True
+    assert tools["rebuild_index"].annotations.read_only_hint is False
+
+
+def test_each_tool_answers_what_the_cli_answers(env):
+    _history(env)
+
+    async def body(s):
+        out = {}
+        for mode in ("combined", "keyword", "semantic"):
+            out[mode] = await ok(s, "search_sessions", query="cookie redirect", mode=mode)
+        out["meaning"] = await ok(s, "search_sessions", query="request body too large for nginx")
+        out["period"] = await ok(s, "search_sessions", query="pg_dump", since="2026-01-01",
+                                 until="1d")
+        out["summary"] = await ok(s, "recall_session", session_id=LOGIN[:6])
+        out["turns"] = await ok(s, "recall_session", session_id=LOGIN, detail="turns",
+                                range="1:3")
+        out["recent"] = await ok(s, "recent_sessions", n=2)
+        out["similar"] = await ok(s, "find_similar", query="the upload is rejected as too big")
+        out["file"] = await ok(s, "get_file_history", path="src/upload.py")
+        out["bare"] = await ok(s, "get_file_history", path="cookies.py")
+        out["folder"] = await ok(s, "get_file_history", path=str(env.ws / "src"))
+        out["digest"] = await ok(s, "summarize_period", since="60d")
+        return out
+    got = serve(env, body)
+
+    for mode in ("combined", "keyword", "semantic"):
+        cli = env.json("search", "cookie", "redirect", "--mode", mode, "--context", "1")
+        assert _sans_times(got[mode]) == _sans_times(cli), mode
+        assert got[mode]["results"][0]["session_id"] == LOGIN
+    first = got["combined"]["results"][0]
+    assert first["label"] == "[transcript]" and first["score"] > 0
+    around = first["context"]
+    assert [t["matched"] for t in around].count(True) == 1
+    assert any("SameSite" in t["text"] for t in around)
+    assert got["meaning"]["results"][0]["session_id"] == UPLOAD, "found by meaning"
+    assert [r["session_id"] for r in got["period"]["results"]] == [BACKUP]
+
+    assert got["summary"] == env.json("show", LOGIN[:6], "--detail", "summary")
+    summary = got["summary"]["session"]
+    assert summary["session_id"] == LOGIN and "messages" not in summary
+    assert summary["decisions"] == ["DECIDED: keep sessions in cookies, not in local storage"]
+    assert [f["explanation"] for f in summary["files_changed"]] == \
+        ["Set SameSite=Lax on the session cookie."]
+    assert got["turns"] == env.json("show", LOGIN, "--detail", "turns", "--range", "1:3")
+    assert [m["index"] for m in got["turns"]["session"]["messages"]] == [1, 2]
+
+    assert got["recent"] == env.json("recent", "-n", "2")
+    assert [d["session_id"] for d in got["recent"]["sessions"]] == [UPLOAD, BACKUP]
+    assert got["recent"]["sessions"][0]["first_user_message"].startswith("The upload fails")
+
+    assert got["similar"] == env.json("similar", "the upload is rejected as too big")
+    best = got["similar"]["results"][0]
+    assert best["session_id"] == UPLOAD
+    assert best["score"] == pytest.approx(0.7 * best["similarity"] + 0.2 * best["recency"]
+                                          + 0.1 * min(1, best["turns"] / 50), abs=1e-3)
+
+    assert got["file"] == env.json("files", "src/upload.py")
+    assert [(c["relative"], c["session_id"], c["explanation"]) for c in got["file"]["changes"]] \
+        == [("src/upload.py", UPLOAD, "Stream the upload to disk instead of holding it in memory.")]
+    assert [c["relative"] for c in got["bare"]["changes"]] == ["src/auth/cookies.py"]
+    assert sorted(c["relative"] for c in got["folder"]["changes"]) == \
+        ["src/auth/cookies.py", "src/upload.py"]
+
+    assert _sans_times(got["digest"]) == _sans_times(env.json("digest", "--since", "60d"))
+    assert got["digest"]["sessions"] == 3
+    assert got["digest"]["decisions"][0]["session_id"] == LOGIN
+
+
+BAD = [
+    ("recall_session", {"session_id": "ffffffff-0000"}, "no session matches"),
+    ("recall_session", {"session_id": "aaaa"}, "matches 2 sessions"),
+    ("recall_session", {"session_id": LOGIN, "range": "x:y"}, "range"),
+    ("recall_session", {"session_id": LOGIN, "detail": "everything"}, "detail"),
+    ("search_sessions", {"query": ""}, "query"),
+    ("search_sessions", {"query": "   \t"}, "the query is empty"),
+    ("search_sessions", {"query": "x", "limit": -1}, "limit"),
+    ("search_sessions", {"query": "x", "limit": 0}, "limit"),
+    ("search_sessions", {"query": "x", "limit": 10 ** 12}, "limit"),
+    ("search_sessions", {"query": "x", "limit": "10"}, "limit"),
+    ("search_sessions", {"query": 42}, "query"),
+    ("search_sessions", {"query": ["a"]}, "query"),
+    ("search_sessions", {"query": "x", "mode": "fuzzy"}, "mode"),
+    ("search_sessions", {"query": "x", "since": "last tuesday"}, "last tuesday"),
+    ("search_sessions", {"query": "x" * 5000}, "query"),
+    ("search_sessions", {}, "query"),
+    ("find_similar", {"query": ""}, "query"),
+    ("find_similar", {"query": "x", "limit": 51}, "limit"),
+    ("recent_sessions", {"n": -5}, "n"),
+    ("get_file_history", {"path": "../../etc/passwd"}, "outside the workspace"),
+    ("get_file_history", {"path": "/etc/passwd"}, "outside the workspace"),
+    ("get_file_history", {"path": "src/../../secret"}, "outside the workspace"),
+    ("get_file_history", {"path": "src/\x00x"}, "NUL"),
+    ("get_file_history", {"path": ""}, "path"),
+    ("summarize_period", {"since": "whenever"}, "whenever"),
+    ("no_such_tool", {}, "no_such_tool"),
+]
+
+
+def test_every_bad_argument_is_a_tool_error_and_the_server_goes_on(env):
+    _history(env)
+
+    async def body(s):
+        out = []
+        for tool, args, _want in BAD:
+            out.append(await call(s, tool, **args))
+            # ... and a good call answers right after each
+            assert (await ok(s, "recent_sessions", n=1))["sessions"][0]["session_id"] == UPLOAD
+        return out
+    for (tool, args, want), (err, text) in zip(BAD, serve(env, body)):
+        assert err, (tool, args, text)
+        assert want in text, (tool, args, text)
+        assert "Traceback" not in text and len(text) < 2000
+
+
+def test_an_ambiguous_or_unknown_id_lists_candidates(env):
+    _history(env)
+
+    async def body(s):
+        return (await call(s, "recall_session", session_id="aaaa"),
+                await call(s, "recall_session", session_id="nope"))
+    (e1, amb), (e2, unknown) = serve(env, body)
+    assert e1 and LOGIN in amb and BACKUP in amb and UPLOAD not in amb
+    assert e2 and all(s in unknown for s in (LOGIN, BACKUP, UPLOAD)), unknown
+
+
+def test_answers_stay_within_their_size_and_say_how_to_get_the_rest(env):
+    big = "4c4c4c4c-0000-4000-8000-000000000004"
+    t = env.transcript(big, start=OLD)
+    for i in range(30):
+        t.exchange(f"zebrafish step {i}: " + "why " * 400, f"zebrafish answer {i}: " + "because " * 500)
+    for i in range(40):
+        env.transcript(f"5d5d5d5d-0000-4000-8000-{i:012d}", start=OLD + i).exchange(
+            f"zebrafish again {i} " + "filler " * 300, "zebrafish reply " + "more " * 300)
+    env.json("embed")
+
+    async def body(s):
+        full = await ok(s, "recall_session", session_id=big, detail="full")
+        nxt = full["truncated"].split('range="')[1].split('"')[0]
+        rest = await ok(s, "recall_session", session_id=big, detail="turns", range=nxt)
+        many = await ok(s, "search_sessions", query="zebrafish", limit=50, mode="keyword")
+        return full, nxt, rest, many
+    full, nxt, rest, many = serve(env, body)
+    shown = full["session"]["messages"]
+    assert 0 < len(shown) < 60 and "left out" in full["truncated"]
+    assert nxt == f"{shown[-1]['index'] + 1}:"
+    assert rest["session"]["messages"][0]["index"] == shown[-1]["index"] + 1, "the rest follows"
+    assert 0 < len(many["results"]) < 41 and "limit" in many["truncated"]
+    assert [r["score"] for r in many["results"]] == sorted((r["score"] for r in many["results"]),
+                                                          reverse=True), "the best are kept"
+
+
+def test_concurrent_calls_each_get_their_own_answer(env):
+    _history(env)
+    asks = [("search_sessions", {"query": "pg_dump"}, BACKUP),
+            ("search_sessions", {"query": "cookie", "mode": "keyword"}, LOGIN),
+            ("find_similar", {"query": "the upload is rejected as too big"}, UPLOAD),
+            ("recall_session", {"session_id": BACKUP[:8] + "-0000-4000-8000-000000000002"}, BACKUP),
+            ("get_file_history", {"path": "nginx.conf"}, UPLOAD)] * 3
+
+    async def body(s):
+        out = [None] * len(asks)
+
+        async def one(i, tool, args):
+            out[i] = await ok(s, tool, **args)
+        async with anyio.create_task_group() as tg:
+            for i, (tool, args, _want) in enumerate(asks):
+                tg.start_soon(one, i, tool, args)
+        return out
+    for (tool, _args, want), got in zip(asks, serve(env, body)):
+        first = (got.get("results") or got.get("changes") or [got.get("session")])[0]
+        assert first["session_id"] == want, tool
+
+
+def test_a_corrupt_index_is_rebuilt_and_the_server_answers(env):
+    _history(env)
+    db = env.data / "index.db"
+
+    async def body(s):
+        before = await ok(s, "search_sessions", query="pg_dump", mode="keyword")
+        size = db.stat().st_size
+        with open(db, "r+b") as f:  # garbage over the live file, under the open server
+            f.write(os.urandom(size))
+        after = await call(s, "search_sessions", query="pg_dump", mode="keyword")
+        again = await ok(s, "search_sessions", query="pg_dump")
+        return before, after, again
+    before, (err, after), again = serve(env, body)
+    assert before["results"][0]["session_id"] == BACKUP
+    assert not err, after
+    assert json.loads(after)["results"][0]["session_id"] == BACKUP
+    assert again["results"][0]["session_id"] == BACKUP
+    assert list(env.data.glob("index.db.corrupt-*")), "moved aside"
+    assert "moved it to" in (env.data / "prima-memory.log").read_text()
+
+
+def test_an_index_replaced_by_another_process_is_read_anew(env):
+    _history(env)
+    db = env.data / "index.db"
+
+    async def body(s):
+        await ok(s, "search_sessions", query="pg_dump", mode="keyword")
+        os.rename(db, str(db) + ".old")  # another process moved it aside and made a new one
+        for suffix in ("-wal", "-shm"):
+            if os.path.exists(str(db) + suffix):
+                os.rename(str(db) + suffix, str(db) + ".old" + suffix)
+        env.json("index")
+        return await ok(s, "search_sessions", query="pg_dump", mode="keyword")
+    assert serve(env, body)["results"][0]["session_id"] == BACKUP
+
+
+def test_a_rebuild_in_another_process_and_rebuild_index(env):
+    _history(env)
+
+    async def body(s):
+        with open(env.data / "index.lock", "a") as writer:  # the rebuild waits for the writer
+            fcntl.flock(writer, fcntl.LOCK_EX)
+            started = await ok(s, "rebuild_index")
+            assert started["rebuild"]["running"] and started["rebuild"]["started"]
+            for _ in range(300):
+                if env.json("status")["rebuild"]["running"]:
+                    break
+                await anyio.sleep(0.1)
+            during = await ok(s, "search_sessions", query="pg_dump")
+            twice = await ok(s, "rebuild_index")
+        for _ in range(600):
+            if not env.json("status")["rebuild"]["running"]:
+                break
+            await anyio.sleep(0.2)
+        after = await ok(s, "search_sessions", query="pg_dump")
+        return started, during, twice, after
+    started, during, twice, after = serve(env, body)
+    assert during["results"] and during["results"][0]["session_id"] == BACKUP, during
+    assert any("rebuild" in w for w in during["warnings"]), during["warnings"]
+    assert twice["rebuild"]["running"] and twice["rebuild"]["started"] is False
+    assert twice["rebuild"]["pid"] == started["rebuild"]["pid"]
+    assert after["results"][0]["session_id"] == BACKUP and not env.json("status")["rebuild"]["running"]
+
+
+def test_the_server_embeds_and_links_while_idle(env, monkeypatch):
+    _history(env)
+    late = "cccc4444-0000-4000-8000-000000000004"
+
+    async def body(s):
+        await ok(s, "recent_sessions", n=1)
+        t = env.transcript(late, start=time.time() - 60)
+        t.exchange("Schedule a nightly pg_dump of the staging database to S3",
+                   "Added a cron job at 03:00 that runs pg_dump, gzips the dump and uploads it "
+                   "to the backups bucket, keeping thirty days.")
+        for _ in range(150):  # no request meanwhile: the server indexes, embeds and links it
+            st = env.json("status")["semantic"]
+            if st["pending"] == 0 and st["embedded"] == 5:
+                break
+            await anyio.sleep(0.2)
+        return await ok(s, "find_similar", query="nightly database backup to S3")
+    got = serve(env, body)
+    assert env.json("status")["semantic"]["pending"] == 0
+    assert not any("not embedded" in w or "no similarity links" in w for w in got["warnings"])
+    top = {r["session_id"]: r for r in got["results"]}
+    assert {BACKUP, late} <= set(top)
+    linked = [x["session_id"] for x in top[late]["linked"]]
+    assert linked == [BACKUP], "nearly the same exchange, in another session"

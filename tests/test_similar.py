@@ -1,0 +1,234 @@
+"""find_similar and its SIMILAR_TO edges, in-process against hand-chosen vectors: the ranking's
+formula on hand-computed cases, and edges kept incrementally that equal edges from scratch."""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+from prima_memory import semantic
+from prima_memory.store import SHIFT, Store
+
+from test_semantic import KEY, Fake, _store_with, _unit
+
+FAR = _unit(0, 0, 0, 1)  # orthogonal to every query here: an exchange that never matches
+
+
+class Quiet(Fake):
+    """The texts the test names get their vectors; every other text is FAR."""
+
+    def _hashed(self, t: str):
+        return FAR
+
+DAY = 86400.0
+NOW = 1_800_000_000.0
+
+
+def _session_of(st: Store, exchange: int) -> str:
+    return st.session(exchange >> SHIFT).session_id
+
+
+def test_the_ranking_formula_on_hand_computed_cases(tmp_path):
+    assert semantic.recency(NOW, NOW) == 1.0
+    assert semantic.recency(NOW - 73 * DAY, NOW) == pytest.approx(0.8)
+    assert semantic.recency(NOW - 365 * DAY, NOW) == 0.0
+    assert semantic.recency(NOW - 800 * DAY, NOW) == 0.0, "zero past a year, never negative"
+    assert semantic.recency(None, NOW) == 0.0
+    assert semantic.score(0.9, 0.8, 25) == pytest.approx(0.7 * 0.9 + 0.2 * 0.8 + 0.1 * 0.5)
+    assert semantic.score(0.5, 0.0, 500) == pytest.approx(0.35 + 0.1), "depth is capped at 1"
+
+    # A: very similar, a year old, 1 turn; B: less similar, today, 50 turns; C: between.
+    e = Quiet({"q": _unit(1, 0, 0, 0),
+               "a0\n\nold and close": _unit(0.95, 0.312249900, 0, 0),
+              "b\n\nnew and deep": _unit(0.6, 0.8, 0, 0),
+              "c\n\nmiddle": _unit(0.8, 0.6, 0, 0)})
+    st = _store_with(tmp_path, {
+        "A": [("a0", "old and close", NOW - 400 * DAY)],
+        "B": [(f"b{i}" if i else "b", f"r{i}" if i else "new and deep", NOW - 60 * (50 - i))
+              for i in range(50)],
+        "C": [("c", "middle", NOW - 182.5 * DAY)] + [(f"c{i}", f"s{i}", NOW - 182 * DAY + i)
+                                                     for i in range(1, 10)]})
+    semantic.Embedding(st, e).run()
+    got = semantic.similar(st, e, "q", limit=10, floor=0.5, now=NOW)
+    scores = {_session_of(st, m.exchange): (round(m.similarity, 4), round(m.recency, 4), m.turns,
+                                            round(m.score, 4)) for m in got}
+    # the exchange ts is its reply's (the prompt's + 1 s)
+    rb = 1 - (60 * 50 - 1) / (365 * DAY)
+    rc = 1 - (182.5 * DAY - 1) / (365 * DAY)
+    assert scores == {
+        "A": (0.95, 0.0, 1, round(0.7 * 0.95 + 0 + 0.1 * 1 / 50, 4)),
+        "B": (0.6, round(rb, 4), 50, round(0.7 * 0.6 + 0.2 * rb + 0.1, 4)),
+        "C": (0.8, round(rc, 4), 10, round(0.7 * 0.8 + 0.2 * rc + 0.1 * 10 / 50, 4)),
+    }
+    # B 0.42 + 0.2 + 0.1 = 0.72 > C 0.56 + 0.1 + 0.02 = 0.68 > A 0.665 + 0 + 0.002 = 0.667:
+    # the most similar comes last, being old and short
+    assert [_session_of(st, m.exchange) for m in got] == ["B", "C", "A"], "by the score"
+    assert all(m.score >= n.score for m, n in zip(got, got[1:]))
+    best = got[0].exchange
+    assert st.exchange_texts([best])[best] == ("b", "new and deep"), "a session's best exchange"
+    # limit 1: turns can still decide, so every candidate within 0.1 is weighed
+    assert [_session_of(st, m.exchange) for m in
+            semantic.similar(st, e, "q", limit=1, floor=0.5, now=NOW)] == ["B"]
+    assert semantic.similar(st, e, "q", limit=10, floor=0.9, now=NOW)[0].exchange >> SHIFT == \
+        st.session_by_session_id("A").id
+
+
+def test_turns_decide_only_within_their_weight(tmp_path):
+    """Two sessions equal but for depth: the deeper wins by 0.1 x depth, exactly."""
+    e = Quiet({"q": _unit(1, 0, 0, 0), "x\n\nshallow": _unit(0.7, 0.714142843, 0, 0),
+              "y\n\ndeep": _unit(0.7, 0.714142843, 0, 0)})
+    st = _store_with(tmp_path, {"S": [("x", "shallow", NOW - DAY)],
+                                "D": [("y", "deep", NOW - DAY)] +
+                                     [(f"p{i}", f"q{i}", NOW - DAY - 10 * i) for i in range(1, 25)]})
+    semantic.Embedding(st, e).run()
+    got = semantic.similar(st, e, "q", limit=1, floor=0.2, now=NOW)
+    assert _session_of(st, got[0].exchange) == "D" and got[0].turns == 25
+    s, d = sorted(semantic.similar(st, e, "q", limit=5, floor=0.6, now=NOW), key=lambda m: m.turns)
+    assert d.score - s.score == pytest.approx(0.1 * (25 - 1) / 50, abs=1e-6)
+
+
+def _random_store(tmp_path, name: str, sessions: int, seed: int):
+    """Sessions whose exchanges cluster round a few directions: many pairs over 0.85."""
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(size=(4, 8))
+    vectors, layout = {}, {}
+    for s in range(sessions):
+        ex = []
+        for k in range(3):
+            v = centres[rng.integers(4)] + rng.normal(scale=0.25, size=8)
+            prompt, reply = f"p{s}-{k}", f"r{s}-{k}"
+            vectors[f"{prompt}\n\n{reply}"] = list(v)
+            ex.append((prompt, reply, NOW - DAY * (sessions - s) + k))
+        layout[f"S{s:02d}"] = ex
+    (tmp_path / name).mkdir()
+    return _store_with(tmp_path / name, layout), vectors, layout
+
+
+def _edges(st: Store) -> dict[tuple[tuple, tuple], float]:
+    """Edges by the texts they join (ids differ between stores), cosine rounded."""
+    texts = {}
+    out = {}
+    for a, b, cos in st.db.execute("SELECT a, b, cosine FROM similar WHERE model = ?", (KEY,)):
+        for x in (a, b):
+            if x not in texts:
+                texts[x] = st.exchange_texts([x])[x]
+        out[tuple(sorted((texts[a], texts[b])))] = round(cos, 5)
+    return out
+
+
+def test_edges_after_incremental_updates_equal_edges_from_scratch(tmp_path, monkeypatch):
+    monkeypatch.setattr(semantic, "EDGE_BLOCK", 4)  # several blocks per update
+    full, vectors, layout = _random_store(tmp_path, "full", 24, seed=3)
+    e = Fake(vectors, dim=8)
+    semantic.Embedding(full, e).run()
+    assert semantic.link(full, KEY, 8) == (72, 0)
+    want = _edges(full)
+    assert len(want) > 20, "the test needs edges to compare"
+    assert all(c >= semantic.EDGE for c in want.values())
+    # every pair is within one session or an edge, by brute force
+    vecs = {t: np.asarray(v) / np.linalg.norm(v) for t, v in vectors.items()}
+    brute = {}
+    for s1, ex1 in layout.items():
+        for s2, ex2 in layout.items():
+            if s1 < s2:
+                for p1, r1, _ in ex1:
+                    for p2, r2, _ in ex2:
+                        c = float(vecs[f"{p1}\n\n{r1}"] @ vecs[f"{p2}\n\n{r2}"])
+                        if c >= semantic.EDGE:
+                            brute[tuple(sorted(((p1, r1), (p2, r2))))] = round(c, 5)
+    assert want.keys() == brute.keys()
+    assert all(abs(want[k] - brute[k]) < 1e-4 for k in want)
+
+    # the same history, arriving a few sessions at a time, linked after each arrival
+    inc = Store(str(tmp_path / "inc.db"))
+    names = sorted(layout)
+    for start in range(0, len(names), 5):
+        with inc.transaction():
+            for name in names[start:start + 5]:
+                row = inc.session_for("claude-code", name, "[transcript]")
+                ids = iter(inc.new_message_ids(row.id, 2 * len(layout[name])))
+                rows = []
+                for prompt, reply, ts in layout[name]:
+                    u, a = next(ids), next(ids)
+                    rows += [(u, row.id, f"u{u}", "user", ts, 0, None, prompt),
+                             (a, row.id, f"a{a}", "assistant", ts + 1, 0, u, reply)]
+                inc.add_messages(rows)
+        semantic.Embedding(inc, e).run()
+        linked, left = semantic.link(inc, KEY, 8)
+        assert (linked, left) == (3 * len(names[start:start + 5]), 0), "only the new ones"
+    got = _edges(inc)
+    assert got.keys() == want.keys()
+    assert all(abs(got[k] - want[k]) < 1e-4 for k in want), "float32 products, blocked apart"
+    assert semantic.link(inc, KEY, 8) == (0, 0), "nothing left to do"
+
+
+def test_a_changed_or_deleted_exchange_takes_its_edges_with_it(tmp_path):
+    same = _unit(1, 0, 0, 0)
+    e = Fake({"a\n\none": same, "b\n\ntwo": same, "c\n\nthree": _unit(0.9, 0.435889894, 0, 0)})
+    st = _store_with(tmp_path, {"A": [("a", "one", NOW)], "B": [("b", "two", NOW)],
+                                "C": [("c", "three", NOW)]})
+    semantic.Embedding(st, e).run()
+    semantic.link(st, KEY, 4)
+    assert st.count_edges(KEY) == 3
+    a = next(x for x, _n, _v in st.exchange_vectors(KEY) if _session_of(st, x) == "A")
+    assert sorted(round(c, 3) for _o, c in st.edges(KEY, a)) == [0.9, 1.0]
+    with st.transaction():  # A's reply grows into something else: its edges go at once
+        st.set_message_texts([(a, "one, and then something else entirely")])
+    assert st.count_edges(KEY) == 1 and st.edges(KEY, a) == []
+    e.vectors["a\n\none, and then something else entirely"] = _unit(0, 0, 1, 0)
+    semantic.Embedding(st, e).run()
+    assert semantic.link(st, KEY, 4) == (1, 0), "re-linked as its new text"
+    assert st.count_edges(KEY) == 1
+    with st.transaction():
+        st.delete_session(st.session_by_session_id("B").id)
+    assert st.count_edges(KEY) == 0
+    assert st.db.execute("SELECT count(*) FROM linked WHERE exchange >> ? = ?",
+                         (SHIFT, st.session_by_session_id("C").id)).fetchone()[0] == 1
+
+
+def test_linking_keeps_its_budget_and_yields(tmp_path, monkeypatch):
+    monkeypatch.setattr(semantic, "EDGE_BLOCK", 2)
+    st = _store_with(tmp_path, {f"S{i}": [(f"p{i}", f"r{i}", NOW + i)] for i in range(9)})
+    semantic.Embedding(st, Fake()).run()
+    assert semantic.link(st, KEY, 4, budget=0) == (2, 7), "one block, then the budget is spent"
+    assert semantic.link(st, KEY, 4, should_stop=lambda: True) == (0, 7)
+    assert semantic.link(st, KEY, 4) == (7, 0)
+
+
+def test_edges_are_kept_per_model(tmp_path):
+    same = _unit(1, 0, 0, 0)
+    st = _store_with(tmp_path, {"A": [("a", "one", NOW)], "B": [("b", "two", NOW)]})
+
+    class Other(Fake):
+        model = "other-model"
+    for emb in (Fake({"a\n\none": same, "b\n\ntwo": same}), Other({"a\n\none": same, "b\n\ntwo": _unit(0, 1, 0, 0)})):
+        semantic.Embedding(st, emb).run()
+        semantic.link(st, semantic.vector_key(emb.model), 4)
+    assert st.count_edges(KEY) == 1
+    assert st.count_edges(semantic.vector_key("other-model")) == 0
+
+
+def test_a_vector_of_the_wrong_size_is_linked_with_no_edges(tmp_path):
+    st = _store_with(tmp_path, {"A": [("a", "one", NOW)], "B": [("b", "two", NOW)]})
+    semantic.Embedding(st, Fake()).run()
+    with st.transaction():
+        st.db.execute("UPDATE vectors SET vec = x'00'")
+    assert semantic.link(st, KEY, 4) == (2, 0), "not pending for ever"
+    assert st.count_edges(KEY) == 0
+
+
+def test_the_speed_of_linking_does_not_depend_on_time(tmp_path):
+    """Linking a new exchange touches only its own edges (the old pairs are never recomputed):
+    shown by counting, not timing."""
+    st = _store_with(tmp_path, {f"S{i}": [(f"p{i}", f"r{i}", time.time())] for i in range(30)})
+    semantic.Embedding(st, Fake()).run()
+    semantic.link(st, KEY, 4)
+    with st.transaction():
+        row = st.session_for("claude-code", "NEW", "[transcript]")
+        u, a = st.new_message_ids(row.id, 2)
+        st.add_messages([(u, row.id, "u", "user", NOW, 0, None, "new"),
+                         (a, row.id, "a", "assistant", NOW, 0, u, "one")])
+    semantic.Embedding(st, Fake()).run()
+    assert list(st.unlinked_exchanges(KEY)) == [a]
+    assert semantic.link(st, KEY, 4) == (1, 0)
