@@ -76,17 +76,19 @@ class Memory:
     # -- warm start and idle work ----------------------------------------------------------------
 
     def warm(self) -> None:
-        """Load the model and read the vectors before the first request needs them."""
+        """Load the model and read the vectors before the first request needs them. The model
+        loads outside the lock (requests go on meanwhile; one that needs it first loads its own)."""
+        from . import embed, semantic
+        if not self.mem.exists():  # `claude mcp list` in any folder starts the server: it must
+            return                 # not leave a .prima-memory behind; a request makes one
         try:
-            self.mem.embedder()
+            loaded = embed.load()
         except Exception as e:  # noqa: BLE001 - searches say so; keyword still answers
             self.mem.log.warn(f"mcp: the embedding model cannot load: {e}", once=True)
             return
         with self.lock:
             try:
-                from . import semantic
-                embedder = self.mem.embedder()
-                semantic.warm(self.mem.store(), embedder)
+                semantic.warm(self.mem.store(), self.mem.embedder(loaded))
             except Exception as e:  # noqa: BLE001 - the first search reads them instead
                 self.mem.log.warn(f"mcp: vectors not read ahead: {type(e).__name__}: {e}")
 
@@ -112,6 +114,8 @@ class Memory:
             return False
         try:
             mem = self.mem
+            if not mem.exists():
+                return False
             self._reopen_if_replaced()
             store = mem.store()
             if store.readonly or background.rebuild_state(mem) or background.held(mem, "embed"):

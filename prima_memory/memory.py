@@ -199,11 +199,12 @@ class Memory:
 
     # -- embeddings ----------------------------------------------------------------------------
 
-    def embedder(self):
-        """The embedding model, loaded once per process (raises embed.ModelUnavailable)."""
+    def embedder(self, loaded=None):
+        """The embedding model, loaded once per process (raises embed.ModelUnavailable), or
+        `loaded` if none is yet (one loaded by another thread)."""
         if self._embedder is None:
             from . import embed
-            self._embedder = embed.load()
+            self._embedder = loaded or embed.load()
             if self._embedder.note:
                 self.log.warn(f"embeddings: {self._embedder.note}", once=True)
         return self._embedder

@@ -352,13 +352,14 @@ def test_the_server_embeds_and_links_while_idle(env, monkeypatch):
 
     async def body(s):
         await ok(s, "recent_sessions", n=1)
+        before = env.json("status")["semantic"]["embedded"]
         t = env.transcript(late, start=time.time() - 60)
         t.exchange("Schedule a nightly pg_dump of the staging database to S3",
                    "Added a cron job at 03:00 that runs pg_dump, gzips the dump and uploads it "
                    "to the backups bucket, keeping thirty days.")
         for _ in range(150):  # no request meanwhile: the server indexes, embeds and links it
             st = env.json("status")["semantic"]
-            if st["pending"] == 0 and st["embedded"] == 5:
+            if st["pending"] == 0 and st["embedded"] == before + 1:
                 break
             await anyio.sleep(0.2)
         return await ok(s, "find_similar", query="nightly database backup to S3")
@@ -369,3 +370,13 @@ def test_the_server_embeds_and_links_while_idle(env, monkeypatch):
     assert {BACKUP, late} <= set(top)
     linked = [x["session_id"] for x in top[late]["linked"]]
     assert linked == [BACKUP], "nearly the same exchange, in another session"
+
+
+def test_starting_the_server_leaves_nothing_behind(env):
+    """`claude mcp list` starts every server to check it, in whatever folder it is run."""
+    async def body(s):
+        tools = (await s.list_tools()).tools
+        await anyio.sleep(3)  # past the idle delay: the idle work must not make an index either
+        return tools
+    assert len(serve(env, body)) == len(TOOLS)
+    assert not (env.ws / ".prima-memory").exists()
