@@ -84,8 +84,8 @@ plugin_dir="$share/plugin"
 versions="$share/plugin-versions"
 version="$(date +%Y%m%d-%H%M%S)-$$"
 mkdir -p "$versions/$version.tmp"
-cp -R "$here/.claude-plugin" "$here/hooks" "$here/commands" "$here/prima_memory" "$here/README.md" \
-  "$versions/$version.tmp/"
+cp -R "$here/.claude-plugin" "$here/.mcp.json" "$here/hooks" "$here/commands" "$here/prima_memory" \
+  "$here/README.md" "$versions/$version.tmp/"
 find "$versions/$version.tmp" -name __pycache__ -prune -exec rm -rf {} +
 mv "$versions/$version.tmp" "$versions/$version"  # complete before anything points at it
 rm -f "$share"/.plugin-next-*  # left by an install that was killed

@@ -98,6 +98,19 @@ def session_start_hook_ms(debug_log: Path) -> float | None:
     return None if start is None or end is None else (end - start) * 1000
 
 
+def mcp_connect(debug_log: Path, server: str) -> tuple[float, float] | None:
+    """(connect ms, timeout ms) of an MCP server as Claude Code logged them: its "Starting
+    connection with timeout of N ms" and "Successfully connected (transport: ...) in N ms"."""
+    try:
+        text = debug_log.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    name = re.escape(f'MCP server "{server}":')
+    timeout = re.search(name + r" Starting connection with timeout of (\d+)ms", text)
+    took = re.search(name + r" Successfully connected \(transport: \w+\) in (\d+)ms", text)
+    return None if not (timeout and took) else (float(took.group(1)), float(timeout.group(1)))
+
+
 def _ts(text: str) -> float:
     from datetime import datetime, timezone
     return datetime.fromisoformat(text).replace(tzinfo=timezone.utc).timestamp()

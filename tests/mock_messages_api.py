@@ -63,6 +63,16 @@ class Request:
     def tool_names(self) -> list[str]:
         return [t.get("name") for t in self.body.get("tools") or [] if isinstance(t, dict)]
 
+    def tool_results(self) -> list[dict]:
+        """The tool_result blocks of the last message: {"tool_use_id", "is_error", "text"}."""
+        last = self.messages[-1] if self.messages else None
+        content = last.get("content") if isinstance(last, dict) else None
+        if not isinstance(content, list):
+            return []
+        return [{"tool_use_id": b.get("tool_use_id"), "is_error": bool(b.get("is_error")),
+                 "text": _text_of(b.get("content"))}
+                for b in content if isinstance(b, dict) and b.get("type") == "tool_result"]
+
 
 class MockApi:
     def __init__(self, lifetime: float = 900.0):

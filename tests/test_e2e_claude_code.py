@@ -3,10 +3,12 @@ runs `claude -p` offline against a local mock of the Messages API, in a fake HOM
 default permissions users have (as root Claude Code refuses bypass flags anyway). The assertions
 are on what reached the model (the mock records every request) and on what landed on disk.
 
-The tests run in order and build on each other: install, a session that writes a file, a session
-that gets the briefing, /recall (plain and hostile), /compact, recall-only sessions, the plugin
-disabled, an update while sessions run. Skipped, with the reason, where npm or the package is
-unavailable, or where install.sh has not made .venv.
+The tests run in order and build on each other: install (and Claude Code's own checks of the
+installed plugin), a session that writes a file, a session that gets the briefing, /recall (plain
+and hostile), /compact, recall-only sessions, the plugin disabled, an update while sessions run,
+the MCP server (listed, its tools offered to the model, a search and an error through it).
+Skipped, with the reason, where npm or the package is unavailable, or where install.sh has not
+made .venv.
 """
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ import re
 import shutil
 import sys
 import threading
+import time
 from pathlib import Path
 
 import apsw
@@ -30,6 +33,12 @@ VENV_PYTHON = REPO / ".venv" / "bin" / "python"
 PLUGIN = "prima-memory@prima-memory"
 BRIEFING = re.compile(r"<prima-memory>.*?</prima-memory>", re.S)
 RECALL_HEADER = re.compile(r'prima-memory: past sessions matching "(.*)" \(quoted data')
+# How Claude Code names a plugin's MCP server (plugin:<plugin>:<server in .mcp.json>) and the
+# tools it offers the model from it (mcp__plugin_<plugin>_<server>__<tool>)
+MCP_SERVER = "plugin:prima-memory:prima-memory"
+MCP_TOOL = "mcp__plugin_prima-memory_prima-memory__"
+MCP_TOOLS = ["search_sessions", "recall_session", "recent_sessions", "find_similar",
+             "get_file_history", "summarize_period", "rebuild_index"]
 
 
 class World:
@@ -45,6 +54,7 @@ class World:
         self.canary.mkdir()
         self.sessions: dict[str, str] = {}  # name -> session id
         self.recall_sessions: list[str] = []
+        self.mcp_search_result = ""  # the tool_result text search_sessions' answer arrived as
 
     def claude(self, prompt: str, *extra, resume: str | None = None, debug: Path | None = None,
                timeout: float = 120) -> dict:
@@ -125,6 +135,25 @@ def test_install_sh_with_claude_on_path_registers_the_plugin(cc):
     assert (cc.home / ".config" / "prima-memory" / "python").read_text().strip() == str(VENV_PYTHON)
     p = cc.cc("plugin", "list")
     assert "prima-memory" in p.stdout
+
+
+def test_claude_code_validates_the_installed_plugin_and_reads_its_mcp_json(cc):
+    live = cc.share / "plugin"  # the folder Claude Code runs the plugin from
+    assert json.loads((live / ".mcp.json").read_text()) == \
+        json.loads((REPO / ".mcp.json").read_text())
+    # `plugin validate` on the folder reads its marketplace.json; on plugin.json, the manifest,
+    # the commands' front matter and hooks/hooks.json. --strict: a warning fails too
+    for target, kind in ((live, "marketplace"), (live / ".claude-plugin" / "plugin.json",
+                                                 "plugin")):
+        p = cc.cc("plugin", "validate", "--strict", str(target))
+        assert p.returncode == 0, p.stdout + p.stderr
+        assert f"Validating {kind} manifest: {target}" in p.stdout, p.stdout
+        assert "Validation passed" in p.stdout and "warning" not in p.stdout.lower(), p.stdout
+    # Neither reads .mcp.json in 2.1.197 (a file of garbage passes both), so: the plugin as
+    # Claude Code loaded it has the server (the server itself: test_mcp_list_...)
+    p = cc.cc("plugin", "details", PLUGIN)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert re.search(r"MCP servers \(1\)\s+prima-memory\b", p.stdout), p.stdout
 
 
 # -- sessions, hooks and the briefing ----------------------------------------------------------
@@ -274,11 +303,13 @@ def test_a_disabled_plugin_gives_no_briefing(cc):
     try:
         cc.claude("Is the plugin quiet now?")
         assert cc.api.requests and "<prima-memory>" not in cc.sent()
+        assert not _mcp_tools(cc.api.requests[0])  # nor its MCP server
     finally:
         p = cc.cc("plugin", "enable", PLUGIN)
         assert p.returncode == 0, p.stdout + p.stderr
     cc.claude("And back?")
     assert "<prima-memory>" in cc.sent()
+    assert _mcp_tools(cc.api.requests[0]) == sorted(MCP_TOOLS)
 
 
 # -- updates --------------------------------------------------------------------------------------
@@ -290,7 +321,7 @@ def test_an_update_never_leaves_the_live_plugin_folder_incomplete(cc):
         live.unlink()
         shutil.copytree(target, live, symlinks=True)
     needed = [Path("hooks/run.sh"), Path("hooks/hooks.json"), Path("hooks/entry.py"),
-              Path("commands/recall.md"), Path(".claude-plugin/plugin.json")]
+              Path("commands/recall.md"), Path(".claude-plugin/plugin.json"), Path(".mcp.json")]
     missing: list[str] = []
     checks = 0
     stop = threading.Event()
@@ -320,9 +351,119 @@ def test_an_update_never_leaves_the_live_plugin_folder_incomplete(cc):
     versions = sorted((cc.share / "plugin-versions").iterdir())
     assert 1 <= len(versions) <= 2, versions
     assert live.resolve() in [v.resolve() for v in versions]
-    # and sessions go on working from it
+    # and sessions go on working from it, the MCP server too
     cc.claude("Still there?")
     assert cc.sessions["writer"] in _briefing(cc.sent())
+    assert _mcp_tools(cc.api.requests[0]) == sorted(MCP_TOOLS)
+
+
+# -- the MCP server ------------------------------------------------------------------------------
+# Here ANTHROPIC_BASE_URL is the mock, and Claude Code then turns its tool search off: a `claude -p`
+# session waits for the MCP servers to connect before its first request, which carries their tools
+# in `tools`. Against Anthropic's API (tool search on) the first request does not wait, and the
+# tools are deferred: named in a system reminder, loaded through ToolSearch.
+
+def _mcp_tools(request) -> list[str]:
+    """The prima-memory MCP tools offered in a request, by their own names."""
+    return sorted(n[len(MCP_TOOL):] for n in request.tool_names() if n.startswith(MCP_TOOL))
+
+
+def _mcp_call(cc, trigger: str, tool: str, args: dict, *, allow: bool = True) -> tuple[dict, dict]:
+    """A session in which the model calls one prima-memory tool; returns Claude Code's JSON
+    result and the tool_result the next request carried ({"tool_use_id", "is_error", "text"})."""
+    cc.api.rule(trigger, {"tool": MCP_TOOL + tool, "input": args})
+    # Under default permissions an MCP tool needs the user's yes, which `claude -p` has nobody to
+    # ask (see test_an_mcp_tool_is_refused_without_permission): the test grants it, as a user
+    # would once with "don't ask again", or with permissions.allow in settings.json
+    extra = ("--allowedTools", MCP_TOOL + tool) if allow else ()
+    out = cc.claude(f"Please {trigger}", *extra)
+    results = [t for r in cc.api.requests for t in r.tool_results()]
+    assert len(results) == 1, [r.messages[-1] for r in cc.api.requests]
+    return out, results[0]
+
+
+def _answer(text: str):
+    """The server's JSON answer from a tool_result's text."""
+    return json.loads(text)
+
+
+def test_mcp_list_shows_the_plugins_server_connected(cc):
+    t = time.monotonic()
+    p = cc.cc("mcp", "list")
+    secs = time.monotonic() - t
+    assert p.returncode == 0, p.stdout + p.stderr
+    # 2.1.197: "Checking MCP server health…", then for each server
+    # "plugin:prima-memory:prima-memory: bash <plugin folder>/hooks/run.sh mcp - ✔ Connected"
+    # ("✘ Failed to connect" when the server does not answer)
+    lines = [ln for ln in p.stdout.splitlines() if MCP_SERVER in ln]
+    assert len(lines) == 1, p.stdout
+    line = lines[0]
+    assert re.search(r"hooks/run\.sh\"? mcp\b", line), line
+    if "health" in p.stdout.lower() or re.search(r"connect|fail|✔|✘|✗", line, re.I):
+        assert re.search(r"(?<!not )\bconnected\b", line, re.I), line
+        assert not re.search(r"fail|✘|✗|pending|needs", line, re.I), line
+    print(f"\n`claude mcp list` with its health check: {secs:.1f} s", file=sys.stderr)
+
+
+def test_the_mcp_tools_reach_the_model(cc, tmp_path):
+    log = tmp_path / "debug.txt"
+    cc.claude("Which tools do you have?", debug=log)
+    first = cc.api.requests[0]
+    assert _mcp_tools(first) == sorted(MCP_TOOLS), first.tool_names()
+    search = next(t for t in first.body["tools"] if t["name"] == MCP_TOOL + "search_sessions")
+    assert search["input_schema"]["required"] == ["query"]
+    assert "past sessions" in search["description"]
+    connect = h.mcp_connect(log, MCP_SERVER)
+    assert connect is not None, log.read_text()[-3000:]
+    ms, timeout = connect
+    assert ms < timeout
+    print(f"\nMCP server start to connected inside Claude Code {h.VERSION}: {ms:.0f} ms "
+          f"(the first request waits for it; Claude Code gives up after {timeout / 1000:.0f} s)",
+          file=sys.stderr)
+
+
+def test_a_search_through_the_mcp_server_reaches_the_model(cc):
+    writer = cc.sessions["writer"]
+    out, result = _mcp_call(cc, "look through our memory for the parser notes", "search_sessions",
+                            {"query": "zanzibarite", "mode": "keyword"})
+    assert not out.get("permission_denials"), out
+    assert not result["is_error"], result
+    cc.mcp_search_result = result["text"]
+    assert writer in result["text"]
+    answer = _answer(result["text"])
+    assert answer["query"] == "zanzibarite" and answer["mode"] == "keyword"
+    assert [r["session_id"] for r in answer["results"]] == [writer], answer
+    assert answer["results"][0]["title"] == "Write the zanzibarite notes for the parser"
+
+
+def test_the_search_answer_reaches_the_model_without_a_wrapper(cc):
+    if not cc.mcp_search_result:
+        pytest.skip("test_a_search_through_the_mcp_server_reaches_the_model did not get that far")
+    assert "results" in json.loads(cc.mcp_search_result)
+
+
+def test_an_mcp_tool_error_reaches_the_model_and_the_file_outside_does_not(cc):
+    secret = cc.e.root / "outside" / "secret.txt"
+    secret.parent.mkdir(exist_ok=True)
+    secret.write_text("quetzalcoatlite passphrase\n")
+    rel = "../../outside/secret.txt"
+    assert (cc.ws / rel).resolve() == secret.resolve()
+    out, result = _mcp_call(cc, "show the history of that file", "get_file_history",
+                            {"path": rel})
+    assert result["is_error"], result
+    assert "outside the workspace" in result["text"] and rel in result["text"], result
+    assert "quetzalcoatlite" not in cc.sent()
+    assert out.get("result") == "The tool ran; that is done."  # the session went on
+
+
+def test_an_mcp_tool_is_refused_without_permission(cc):
+    """What the --allowedTools of the tests above stand for: with the default permissions Claude
+    Code would ask the user; `claude -p` cannot, so it refuses and tells the model."""
+    out, result = _mcp_call(cc, "list the recent sessions", "recent_sessions", {}, allow=False)
+    assert [d["tool_name"] for d in out.get("permission_denials", [])] == [
+        MCP_TOOL + "recent_sessions"], out
+    assert result["is_error"] and MCP_TOOL + "recent_sessions" in result["text"], result
+    assert cc.sessions["writer"] not in result["text"]
 
 
 # -- cost ------------------------------------------------------------------------------------------
