@@ -163,9 +163,15 @@ def bounded(data: dict, more, limit: int = ANSWER_CHARS) -> str:
         return text
     data = json.loads(text)
     room = limit - 400  # for the note
-    shortened = 0
-    for width in (1500, 600, 250, 120):
-        shortened = _shorten(data, width)
+    shortened = capped = 0
+    # first the long texts and the lists inside each item (a result's files, a day's sessions),
+    # so that as many items as possible stay; then items go from the end
+    for step in (("text", 1500), ("list", 5), ("text", 600), ("list", 3), ("text", 250),
+                 ("text", 120)):
+        if step[0] == "text":
+            shortened += _shorten(data, step[1])
+        else:
+            capped += sum(_cap_inner(v, step[1]) for v in data.values() if isinstance(v, list))
         if len(dumps(data)) <= room:
             break
     dropped: dict[str, int] = {}
@@ -179,6 +185,8 @@ def bounded(data: dict, more, limit: int = ANSWER_CHARS) -> str:
     note = []
     if dropped:
         note.append("left out to fit: " + ", ".join(f"{n} of {p}" for p, n in dropped.items()))
+    if capped:
+        note.append(f"{capped} items of lists inside the {'/'.join(k for k, v in data.items() if isinstance(v, list))} left out")
     if shortened:
         note.append(f"{shortened} long texts shortened (ending in …)")
     more = more(data) if callable(more) else more
@@ -198,6 +206,17 @@ def _shorten(node, width: int) -> int:
         elif isinstance(v, (dict, list)):
             n += _shorten(v, width)
     return n
+
+
+def _cap_inner(items: list, n: int) -> int:
+    """Cut every list inside the items of `items` to n entries; returns how many went."""
+    cut = 0
+    for item in items:
+        for v in (item.values() if isinstance(item, dict) else ()):
+            if isinstance(v, list) and len(v) > n:
+                cut += len(v) - n
+                del v[n:]
+    return cut
 
 
 def _last_part(path: str, items: list) -> tuple[str, list]:
@@ -246,6 +265,11 @@ def build(memory: Memory):
     server = MCPServer("prima-memory", instructions=INSTRUCTIONS, version=__version__,
                        log_level="WARNING")
     reads = ToolAnnotations(readOnlyHint=True, openWorldHint=False)
+
+    def tool(**kw):
+        # the answer as plain text: a structured {"result": str} copy would reach the model
+        # instead (Claude Code 2.1.197), the JSON quoted inside JSON
+        return server.tool(structured_output=False, **kw)
     Query = Annotated[str, Field(min_length=1, max_length=4000, strict=True,
                                  description="what to look for, in words")]
     When = Annotated[str | None, Field(max_length=40, strict=True, description=(
@@ -255,7 +279,7 @@ def build(memory: Memory):
         return Annotated[int, Field(ge=1, le=most, strict=True,
                                     description=f"{what}, 1 to {most} (default {default})")]
 
-    @server.tool(annotations=reads)
+    @tool(annotations=reads)
     def search_sessions(query: Query, limit: limit_of(10, MAX_LIMIT, "sessions") = 10,
                         mode: Literal["combined", "keyword", "semantic"] = "combined",
                         since: When = None, until: When = None) -> str:
@@ -268,7 +292,7 @@ def build(memory: Memory):
         return bounded(data, "Ask with a smaller limit, a narrower period (since/until), or "
                              "read one session with recall_session.")
 
-    @server.tool(annotations=reads)
+    @tool(annotations=reads)
     def recall_session(session_id: Annotated[str, Field(min_length=1, max_length=200,
                                                         strict=True, description=(
                            "a session id, or a unique start of one"))],
@@ -290,14 +314,14 @@ def build(memory: Memory):
                     f"recall_session with range=\"{msgs[-1]['index'] + 1}:\" for them.")
         return bounded(data, more)
 
-    @server.tool(annotations=reads)
+    @tool(annotations=reads)
     def recent_sessions(n: limit_of(10, MAX_LIMIT, "sessions") = 10) -> str:
         """The latest sessions in this workspace, newest first, each with its first and last
         request and the files it changed."""
         data = guarded_tool(memory, lambda mem: api.recent(mem, n))
         return bounded(data, "Ask for fewer (n), or read one with recall_session.")
 
-    @server.tool(annotations=reads)
+    @tool(annotations=reads)
     def find_similar(query: Query, limit: limit_of(10, MAX_LIMIT, "exchanges") = 10) -> str:
         """Past exchanges (a request and Claude's reply) most like the query, e.g. an error
         message: "have we seen this before?". Ranked by 0.7 similarity + 0.2 recency (zero at a
@@ -306,7 +330,7 @@ def build(memory: Memory):
         data = guarded_tool(memory, lambda mem: api.similar(mem, query, limit=limit))
         return bounded(data, "Ask with a smaller limit, or read one with recall_session.")
 
-    @server.tool(annotations=reads)
+    @tool(annotations=reads)
     def get_file_history(path: Annotated[str, Field(min_length=1, max_length=4096, strict=True,
                                                     description=(
                              "a file or folder, relative to the workspace (or absolute inside "
@@ -317,7 +341,7 @@ def build(memory: Memory):
         data = guarded_tool(memory, lambda mem: api.files(mem, path))
         return bounded(data, "Ask for a more exact path (a file rather than a folder).")
 
-    @server.tool(annotations=reads)
+    @tool(annotations=reads)
     def summarize_period(since: Annotated[str, Field(min_length=1, max_length=40, strict=True,
                                                      description=(
                              "from: a date (2026-11-23), a time ago (7d, 2w) or yesterday"))],
@@ -328,7 +352,7 @@ def build(memory: Memory):
         data = guarded_tool(memory, lambda mem: api.digest(mem, since, until))
         return bounded(data, "Ask for a shorter period.")
 
-    @server.tool(annotations=ToolAnnotations(readOnlyHint=False, destructiveHint=False,
+    @tool(annotations=ToolAnnotations(readOnlyHint=False, destructiveHint=False,
                                              idempotentHint=True, openWorldHint=False))
     def rebuild_index() -> str:
         """Start rebuilding this workspace's index from the transcripts, in the background, and
@@ -340,15 +364,25 @@ def build(memory: Memory):
 
 
 def serve(ws: str) -> int:
-    """Run the server on stdin/stdout until the client closes it."""
+    """Run the server on stdin/stdout until the client closes it or stops it with a signal."""
+    import signal
     memory = Memory(ws)
     server = build(memory)
     idle = threading.Thread(target=memory.idle_loop, name="prima-memory idle", daemon=True)
+
+    def stop(*_args) -> None:
+        # Claude Code ends a server with SIGINT, then SIGTERM 100 ms later, its stdin still open:
+        # the stdio reader would keep the event loop waiting. Work in flight is in a transaction
+        # that SQLite rolls back, so quitting at once loses nothing.
+        memory.stopping.set()
+        if memory.lock.acquire(timeout=0.05):
+            memory.mem.close()
+        os._exit(0)
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, stop)
     idle.start()
     try:
         server.run("stdio")
-    except KeyboardInterrupt:
-        pass
     finally:
         memory.stopping.set()
         idle.join(timeout=5)

@@ -380,3 +380,22 @@ def test_starting_the_server_leaves_nothing_behind(env):
         return tools
     assert len(serve(env, body)) == len(TOOLS)
     assert not (env.ws / ".prima-memory").exists()
+
+
+def test_a_signal_ends_the_server_at_once_with_its_stdin_still_open(env):
+    """Claude Code stops a server with SIGINT (then SIGTERM 100 ms later) without closing it."""
+    import signal
+    import subprocess
+    _history(env)
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        p = subprocess.Popen([sys.executable, *_params(env).args],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, env=env.env, cwd=str(env.root))
+        try:
+            time.sleep(2)  # started, and warming up
+            assert p.poll() is None, p.stderr.read()
+            p.send_signal(sig)
+            assert p.wait(timeout=3) == 0
+        finally:
+            p.kill()
+            p.wait()
