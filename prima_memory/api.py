@@ -449,6 +449,8 @@ def semantic_status(mem: Memory) -> dict:
     key = vector_key(model)
     return {"available": why is None, "model": model, "model_path": where, "problem": why,
             "embedded": store.count_embedded(key), "pending": store.count_pending(key),
+            "similar_edges": store.count_edges(key),
+            "edges_pending": len(store.unlinked_exchanges(key)),
             "embedder_running": background.held(mem, "embed")}
 
 

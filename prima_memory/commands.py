@@ -302,6 +302,9 @@ def render_status(d: dict) -> str:
     lines.append(f"semantic   {sem['embedded']} exchanges embedded, {sem['pending']} pending; "
                  f"{state}" + ("; the background embedder is running" if sem["embedder_running"]
                                else ""))
+    lines.append(f"similar    {sem['similar_edges']} SIMILAR_TO edges"
+                 + (f", {sem['edges_pending']} exchanges not linked yet" if sem["edges_pending"]
+                    else ""))
     rb = d["rebuild"]
     if rb["running"]:
         lines.append(f"rebuild    running (pid {rb['pid']}, started {rb['started_at']}): "

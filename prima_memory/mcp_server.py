@@ -142,7 +142,7 @@ def guarded_tool(memory: Memory, fn):
     """Run a data API call as a tool: its PrimaError is the tool error the model reads."""
     from mcp.server.mcpserver.exceptions import ToolError
     try:
-        return memory.call(fn)
+        return lean(memory.call(fn), memory.ws)
     except PrimaError as e:
         raise ToolError(api.one_line(e, 1500)) from None
 
@@ -152,6 +152,32 @@ def guarded_tool(memory: Memory, fn):
 def dumps(data) -> str:
     text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
     return text.encode("utf-8", "replace").decode("utf-8")  # a lone surrogate cannot be sent
+
+
+CLI_ONLY = ("show", "resume")  # how a person goes back to a session, from a shell
+
+
+def lean(data, ws: str):
+    """The data as Claude needs it: without what is unset or empty (null, "", []), the shell
+    commands meant for a person, the project where it is this workspace (every answer is), a
+    snippet where the turns around the match are given, and paths inside the workspace relative
+    to it."""
+    if isinstance(data, list):
+        return [lean(x, ws) for x in data]
+    if isinstance(data, str):
+        return data[len(ws) + 1:] if data.startswith(ws + os.sep) else data
+    if not isinstance(data, dict):
+        return data
+    out = {k: lean(v, ws) for k, v in data.items()
+           if k not in CLI_ONLY and not _empty(v) and not (k == "project" and v == ws)
+           and not (k == "snippet" and data.get("context"))}
+    if out.get("relative") == out.get("path"):  # a file history's two forms are now one
+        out.pop("relative", None)
+    return out
+
+
+def _empty(v) -> bool:
+    return v is None or (isinstance(v, (str, list, dict)) and not v)
 
 
 def bounded(data: dict, more, limit: int = ANSWER_CHARS) -> str:
@@ -166,8 +192,8 @@ def bounded(data: dict, more, limit: int = ANSWER_CHARS) -> str:
     shortened = capped = 0
     # first the long texts and the lists inside each item (a result's files, a day's sessions),
     # so that as many items as possible stay; then items go from the end
-    for step in (("text", 1500), ("list", 5), ("text", 600), ("list", 3), ("text", 250),
-                 ("text", 120)):
+    for step in (("text", 1500), ("list", 5), ("text", 600), ("list", 3), ("text", 300),
+                 ("text", 200), ("list", 2), ("text", 120)):
         if step[0] == "text":
             shortened += _shorten(data, step[1])
         else:
