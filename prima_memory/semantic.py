@@ -128,8 +128,18 @@ class Match:
         self.window = window  # which window of the exchange's text matched best
 
 
-_LOADED: dict = {}  # (index path, inode, model) -> (generation, ids, windows, matrix): a long-lived process
-# (the MCP server) reads the vectors once, and again only after they changed
+_LOADED: dict = {}  # (index path, inode, model) -> Held: a long-lived process (the MCP server)
+# reads the vectors once, then only what changed
+REREAD = 0.25  # past this share of exchanges changed, the vectors are read again whole
+
+
+class Held:
+    """The vectors of one model as read: a row per window, with the text hash each exchange was
+    embedded as (what a later read compares) and, once asked for, each row's time."""
+
+    def __init__(self, gen: int, hashes: dict, ids, windows, mat):
+        self.gen, self.hashes, self.ids, self.windows, self.mat = gen, hashes, ids, windows, mat
+        self.times = None
 
 
 def _key(store: Store, *what) -> tuple:
@@ -139,21 +149,47 @@ def _key(store: Store, *what) -> tuple:
         return (store.path, 0, *what)
 
 
-def _matrix(store: Store, model: str, dim: int):
-    gen = store.vectors_generation()
+def _held(store: Store, model: str, dim: int) -> Held:
     key = _key(store, model)
-    got = _LOADED.get(key)
-    if got is None or got[0] != gen:
-        got = (gen, *_read_matrix(store, model, dim))
-        _LOADED[key] = got
-    return got[1:]
+    held = _LOADED.get(key)
+    if held is None or held.gen != store.vectors_generation():
+        with store.snapshot():  # the count, the links and the vectors of one state
+            held = _refresh(store, model, dim, held)
+        _LOADED[key] = held
+    return held
 
 
-def _read_matrix(store: Store, model: str, dim: int):
+def _matrix(store: Store, model: str, dim: int):
+    held = _held(store, model, dim)
+    return held.ids, held.windows, held.mat
+
+
+def _refresh(store: Store, model: str, dim: int, old: Held | None) -> Held:
+    """The vectors now: read whole the first time, then only the exchanges embedded (or
+    embedded anew) since, the ones whose link went dropped: a new session costs its own rows."""
+    import numpy as np
+    gen = store.vectors_generation()
+    hashes = store.embedded_hashes(model)
+    if old is not None:
+        gone = [x for x, h in old.hashes.items() if hashes.get(x) != h]
+        new = [x for x, h in hashes.items() if old.hashes.get(x) != h]
+        if len(gone) + len(new) <= REREAD * max(1, len(hashes)):
+            keep = ~np.isin(old.ids, np.asarray(gone, dtype=np.int64))
+            ids, windows, mat = _read_matrix(store.exchange_vectors(model, new), dim)
+            held = Held(gen, hashes, np.concatenate([old.ids[keep], ids]),
+                        np.concatenate([old.windows[keep], windows]),
+                        np.concatenate([old.mat[keep], mat]))
+            if old.times is not None:
+                held.times = np.concatenate([old.times[keep], _row_times(store, ids)])
+            return held
+    return Held(gen, hashes, *_read_matrix(store.exchange_vectors(model), dim))
+
+
+def _read_matrix(rows, dim: int):
     import numpy as np
     size = 4 * dim
     ids, windows, blobs = [], [], []
-    for exchange, n, vec in store.exchange_vectors(model):
+    for exchange, n, vec in rows:
         if isinstance(vec, bytes) and len(vec) == size:  # anything else was not made here
             ids.append(exchange)
             windows.append(n)
@@ -164,11 +200,17 @@ def _read_matrix(store: Store, model: str, dim: int):
     return np.asarray(ids, dtype=np.int64), np.asarray(windows, dtype=np.int32), mat
 
 
+def _row_times(store: Store, ids):
+    """When each row's exchange was written (NaN if unknown)."""
+    import numpy as np
+    ts = store.message_times(set(ids.tolist()))
+    return np.asarray([np.nan if ts.get(x) is None else ts[x] for x in ids.tolist()],
+                      dtype=np.float64)
+
+
 def warm(store: Store, embedder, settings: Settings | None = None) -> None:
     """Read the vectors (and their times) now, so that the first search does not wait."""
-    model = vector_key(embedder.model, settings)
-    ids = _matrix(store, model, getattr(embedder, "dim", 384))[0]
-    _times(store, model, ids)
+    _timed(store, vector_key(embedder.model, settings), getattr(embedder, "dim", 384))
 
 
 def search(store: Store, embedder, query: str, *, limit: int, admit=None,
@@ -236,12 +278,12 @@ def similar(store: Store, embedder, query: str, *, limit: int, admit=None,
     import numpy as np
     now = time.time() if now is None else now
     model = vector_key(embedder.model, settings)
-    ids, windows, mat = _matrix(store, model, getattr(embedder, "dim", 384))
+    held = _timed(store, model, getattr(embedder, "dim", 384))
+    ids, windows, times = held.ids, held.windows, held.times
     if not len(ids):
         return []
     q = embedder.encode([query[:CUT]])[0].astype(np.float32)
-    sims = mat @ q
-    times = _times(store, model, ids)
+    sims = held.mat @ q
     rec = np.clip(1.0 - (now - times) / YEAR, 0.0, 1.0)
     rec[np.isnan(rec)] = 0.0
     part = 0.7 * sims + 0.2 * rec  # the score before turns, which add at most 0.1
@@ -264,18 +306,12 @@ def similar(store: Store, embedder, query: str, *, limit: int, admit=None,
     return out[:limit]
 
 
-def _times(store: Store, model: str, ids):
-    """When each row's exchange was written (NaN if unknown), cached like the matrix."""
-    import numpy as np
-    key = _key(store, model, "times")
-    gen = store.vectors_generation()
-    got = _LOADED.get(key)
-    if got is None or got[0] != gen or len(got[1]) != len(ids):
-        ts = store.exchange_times(model)
-        got = (gen, np.asarray([np.nan if ts.get(x) is None else ts[x] for x in ids.tolist()],
-                               dtype=np.float64))
-        _LOADED[key] = got
-    return got[1]
+def _timed(store: Store, model: str, dim: int) -> Held:
+    """The vectors with each row's time, read at find_similar's first use (then kept)."""
+    held = _held(store, model, dim)
+    if held.times is None:
+        held.times = _row_times(store, held.ids)
+    return held
 
 
 # -- SIMILAR_TO edges ---------------------------------------------------------------------------

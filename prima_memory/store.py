@@ -624,9 +624,9 @@ class Store:
 
     def message_times(self, ids) -> dict[int, float | None]:
         ids = list(ids)
-        return dict(self.db.execute(
-            f"SELECT id, ts FROM messages WHERE id IN ({','.join('?' * len(ids))})", ids)) \
-            if ids else {}
+        return {i: ts for k in range(0, len(ids), 500) for i, ts in self.db.execute(
+            f"SELECT id, ts FROM messages WHERE id IN ({','.join('?' * len(ids[k:k + 500]))})",
+            ids[k:k + 500])}
 
     def messages_around(self, message_id: int, n: int) -> list[tuple]:
         """(id, role, ts, sidechain, text): the message and up to n on each side of it, in its
@@ -830,18 +830,34 @@ class Store:
             "WHERE EXISTS (SELECT 1 FROM vectors WHERE text_hash = ?3 AND model = ?2)",
             ((i, model, h) for i, h in rows))
 
-    def exchange_vectors(self, model: str):
+    def exchange_vectors(self, model: str, exchanges=None):
         """(exchange id, window number, vector bytes) of every window of every embedded
-        exchange."""
-        return self.db.execute(
-            "SELECT x.exchange, v.n, v.vec FROM embedded x JOIN vectors v "
-            "ON v.text_hash = x.text_hash AND v.model = x.model WHERE x.model = ?", (model,))
+        exchange (of those in `exchanges` if given)."""
+        sql = ("SELECT x.exchange, v.n, v.vec FROM embedded x JOIN vectors v "
+               "ON v.text_hash = x.text_hash AND v.model = x.model WHERE x.model = ?")
+        if exchanges is None:
+            return self.db.execute(sql, (model,))
+        ids = list(exchanges)
+        return [r for i in range(0, len(ids), 500) for r in self.db.execute(
+            f"{sql} AND x.exchange IN ({','.join('?' * len(ids[i:i + 500]))})",
+            (model, *ids[i:i + 500]))]
 
-    def exchange_times(self, model: str) -> dict[int, float | None]:
-        """exchange id -> when its reply was written, for every exchange embedded by `model`."""
-        return dict(self.db.execute(
-            "SELECT x.exchange, m.ts FROM embedded x JOIN messages m ON m.id = x.exchange "
-            "WHERE x.model = ?", (model,)))
+    def embedded_hashes(self, model: str) -> dict[int, bytes]:
+        """exchange -> the text hash it is embedded as (no vectors read)."""
+        return dict(self.db.execute("SELECT exchange, text_hash FROM embedded WHERE model = ?",
+                                    (model,)))
+
+    @contextlib.contextmanager
+    def snapshot(self):
+        """Reads that see one state of the index (a read transaction), unless in one already."""
+        if self.db.in_transaction:
+            yield self
+            return
+        self.db.execute("BEGIN")
+        try:
+            yield self
+        finally:
+            self.db.execute("COMMIT")
 
     def session_turns(self, sessions) -> dict[int, int]:
         """session -> its turns: the requests of its main thread."""

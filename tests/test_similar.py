@@ -232,3 +232,38 @@ def test_the_speed_of_linking_does_not_depend_on_time(tmp_path):
     semantic.Embedding(st, Fake()).run()
     assert list(st.unlinked_exchanges(KEY)) == [a]
     assert semantic.link(st, KEY, 4) == (1, 0)
+
+
+def test_the_vectors_held_in_memory_follow_changes_as_a_fresh_read_would(tmp_path, monkeypatch):
+    """A long-lived process reads only what changed: new exchanges, replies grown, sessions
+    gone. What it then holds equals what a fresh read gives."""
+    monkeypatch.setattr(semantic, "REREAD", 1.0)  # never the whole again, to test the steps
+    st, vectors, layout = _random_store(tmp_path, "s", 8, seed=5)
+    e = Fake(vectors, dim=8)
+    semantic.Embedding(st, e).run()
+    semantic._LOADED.clear()
+
+    def held():
+        h = semantic._timed(st, KEY, 8)
+        return sorted(zip(h.ids.tolist(), h.windows.tolist(), map(tuple, h.mat.tolist()),
+                          h.times.tolist()))
+    first = held()
+    reads = []
+    real = st.exchange_vectors
+    monkeypatch.setattr(st, "exchange_vectors",
+                        lambda model, exchanges=None: reads.append(exchanges) or real(model, exchanges))
+    grown = next(x for x, _n, _v in real(KEY) if _session_of(st, x) == "S03")
+    with st.transaction():
+        st.set_message_texts([(grown, "a longer reply")])
+        st.delete_session(st.session_by_session_id("S05").id)
+        row = st.session_for("claude-code", "NEW", "[transcript]")
+        u, a = st.new_message_ids(row.id, 2)
+        st.add_messages([(u, row.id, "u", "user", NOW, 0, None, "new"),
+                         (a, row.id, "a", "assistant", NOW + 1, 0, u, "one")])
+    semantic.Embedding(st, e).run()
+    after = held()
+    assert reads and all(r is not None and len(r) == 2 for r in reads), "only the two changed"
+    semantic._LOADED.clear()
+    monkeypatch.setattr(st, "exchange_vectors", real)
+    assert after == held(), "the same as a fresh read"
+    assert len(after) == len(first) - 3 + 1 and after != first
