@@ -157,20 +157,20 @@ def dumps(data) -> str:
 CLI_ONLY = ("show", "resume")  # how a person goes back to a session, from a shell
 
 
-def lean(data, ws: str):
+def lean(data, ws: str, top: bool = True):
     """The data as Claude needs it: without what is unset or empty (null, "", []), the shell
     commands meant for a person, the project where it is this workspace (every answer is), a
     snippet where the turns around the match are given, and paths inside the workspace relative
-    to it."""
+    to it. The answer's own lists stay, empty or not: "results": [] says no session matched."""
     if isinstance(data, list):
-        return [lean(x, ws) for x in data]
+        return [lean(x, ws, False) for x in data]
     if isinstance(data, str):
         return data[len(ws) + 1:] if data.startswith(ws + os.sep) else data
     if not isinstance(data, dict):
         return data
-    out = {k: lean(v, ws) for k, v in data.items()
-           if k not in CLI_ONLY and not _empty(v) and not (k == "project" and v == ws)
-           and not (k == "snippet" and data.get("context"))}
+    out = {k: lean(v, ws, False) for k, v in data.items()
+           if k not in CLI_ONLY and not (_empty(v) and not (top and isinstance(v, list)))
+           and not (k == "project" and v == ws) and not (k == "snippet" and data.get("context"))}
     if out.get("relative") == out.get("path"):  # a file history's two forms are now one
         out.pop("relative", None)
     return out

@@ -405,3 +405,13 @@ def test_a_signal_ends_the_server_at_once_with_its_stdin_still_open(env):
         finally:
             p.kill()
             p.wait()
+
+
+def test_no_match_is_an_empty_list_not_a_missing_one(env):
+    _history(env)
+
+    async def body(s):
+        return (await ok(s, "search_sessions", query="xylophonequartz", mode="keyword"),
+                await ok(s, "get_file_history", path="no/such/file.py"))
+    search, files = serve(env, body)
+    assert search["results"] == [] and files["changes"] == [] and files["sessions"] == 0
