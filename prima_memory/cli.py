@@ -37,7 +37,7 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--tag")
     s.add_argument("--source", help="only this source (claude-code, ...)")
 
-    s.add_argument("--context", type=_count, default=0, metavar="N",
+    s.add_argument("--context", type=_whole(0, MAX_CONTEXT), default=0, metavar="N",
                    help="show the turn that matched and N turns each side of it")
 
     si = sub.add_parser("similar", parents=[common],
@@ -92,29 +92,23 @@ def _parser() -> argparse.ArgumentParser:
 
 
 MAX_COUNT = 1_000_000  # SQLite's integers end at 2**63; no listing needs more
-
-
-def _positive(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if not 1 <= n <= MAX_COUNT:
-        raise argparse.ArgumentTypeError(f"must be from 1 to {MAX_COUNT:,}: {text[:30]}")
-    return n
-
-
 MAX_CONTEXT = 20
 
 
-def _count(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if not 0 <= n <= MAX_CONTEXT:
-        raise argparse.ArgumentTypeError(f"must be from 0 to {MAX_CONTEXT}: {text[:30]}")
-    return n
+def _whole(lo: int, hi: int):
+    """An argparse type: a whole number from lo to hi."""
+    def parse(text: str) -> int:
+        try:
+            n = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+        if not lo <= n <= hi:
+            raise argparse.ArgumentTypeError(f"must be from {lo} to {hi:,}: {text[:30]}")
+        return n
+    return parse
+
+
+_positive = _whole(1, MAX_COUNT)
 
 
 def _attach_slices(argv: list[str]) -> list[str]:

@@ -301,12 +301,13 @@ def build(memory: Memory):
     When = Annotated[str | None, Field(max_length=40, strict=True, description=(
         "a date (2026-11-30), a time ago (7d, 2w, 3m) or yesterday/today"))]
 
-    def limit_of(default: int, most: int, what: str):
-        return Annotated[int, Field(ge=1, le=most, strict=True,
-                                    description=f"{what}, 1 to {most} (default {default})")]
+    def limit_of(what: str):
+        return Annotated[int, Field(ge=1, le=MAX_LIMIT, strict=True,
+                                    description=f"{what}, 1 to {MAX_LIMIT} (default 10)")]
+    Sessions, Exchanges = limit_of("sessions"), limit_of("exchanges")
 
     @tool(annotations=reads)
-    def search_sessions(query: Query, limit: limit_of(10, MAX_LIMIT, "sessions") = 10,
+    def search_sessions(query: Query, limit: Sessions = 10,
                         mode: Literal["combined", "keyword", "semantic"] = "combined",
                         since: When = None, until: When = None) -> str:
         """Search this workspace's past sessions by keywords and meaning (mode "combined", the
@@ -341,14 +342,14 @@ def build(memory: Memory):
         return bounded(data, more)
 
     @tool(annotations=reads)
-    def recent_sessions(n: limit_of(10, MAX_LIMIT, "sessions") = 10) -> str:
+    def recent_sessions(n: Sessions = 10) -> str:
         """The latest sessions in this workspace, newest first, each with its first and last
         request and the files it changed."""
         data = guarded_tool(memory, lambda mem: api.recent(mem, n))
         return bounded(data, "Ask for fewer (n), or read one with recall_session.")
 
     @tool(annotations=reads)
-    def find_similar(query: Query, limit: limit_of(10, MAX_LIMIT, "exchanges") = 10) -> str:
+    def find_similar(query: Query, limit: Exchanges = 10) -> str:
         """Past exchanges (a request and Claude's reply) most like the query, e.g. an error
         message: "have we seen this before?". Ranked by 0.7 similarity + 0.2 recency (zero at a
         year) + 0.1 session depth, one per session, each with the exchanges of other sessions

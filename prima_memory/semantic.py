@@ -135,11 +135,40 @@ REREAD = 0.25  # past this share of exchanges changed, the vectors are read agai
 
 class Held:
     """The vectors of one model as read: a row per window, with the text hash each exchange was
-    embedded as (what a later read compares) and, once asked for, each row's time."""
+    embedded as (what a later read compares) and, once asked for, each row's time. Rows live in
+    buffers with room to grow, so new exchanges are appended without copying all the others."""
 
-    def __init__(self, gen: int, hashes: dict, ids, windows, mat):
-        self.gen, self.hashes, self.ids, self.windows, self.mat = gen, hashes, ids, windows, mat
-        self.times = None
+    def __init__(self, gen: int, hashes: dict, ids, windows, mat, times=None):
+        self.gen, self.hashes = gen, hashes
+        self._cols = [ids, windows, mat, times]
+        self.n = len(ids)
+
+    ids = property(lambda self: self._cols[0][:self.n])
+    windows = property(lambda self: self._cols[1][:self.n])
+    mat = property(lambda self: self._cols[2][:self.n])
+
+    @property
+    def times(self):
+        return None if self._cols[3] is None else self._cols[3][:self.n]
+
+    @times.setter
+    def times(self, values) -> None:
+        self._cols[3] = values
+
+    def append(self, ids, windows, mat, times=None) -> None:
+        import numpy as np
+        need = self.n + len(ids)
+        if need > len(self._cols[0]):  # double the room: appends cost their own rows, amortised
+            room = max(need, 2 * len(self._cols[0]), 1024)
+            for i, col in enumerate(self._cols):
+                if col is not None:
+                    grown = np.empty((room, *col.shape[1:]), dtype=col.dtype)
+                    grown[:self.n] = col[:self.n]
+                    self._cols[i] = grown
+        for col, new in zip(self._cols, (ids, windows, mat, times)):
+            if col is not None:
+                col[self.n:need] = new
+        self.n = need
 
 
 def _key(store: Store, *what) -> tuple:
@@ -174,14 +203,15 @@ def _refresh(store: Store, model: str, dim: int, old: Held | None) -> Held:
         gone = [x for x, h in old.hashes.items() if hashes.get(x) != h]
         new = [x for x, h in hashes.items() if old.hashes.get(x) != h]
         if len(gone) + len(new) <= REREAD * max(1, len(hashes)):
-            keep = ~np.isin(old.ids, np.asarray(gone, dtype=np.int64))
             ids, windows, mat = _read_matrix(store.exchange_vectors(model, new), dim)
-            held = Held(gen, hashes, np.concatenate([old.ids[keep], ids]),
-                        np.concatenate([old.windows[keep], windows]),
-                        np.concatenate([old.mat[keep], mat]))
-            if old.times is not None:
-                held.times = np.concatenate([old.times[keep], _row_times(store, ids)])
-            return held
+            times = None if old.times is None else _row_times(store, ids)
+            if gone:  # rows to drop: the rest is copied once, then the new appended
+                keep = ~np.isin(old.ids, np.asarray(gone, dtype=np.int64))
+                old = Held(gen, hashes, old.ids[keep], old.windows[keep], old.mat[keep],
+                           None if old.times is None else old.times[keep])
+            old.gen, old.hashes = gen, hashes
+            old.append(ids, windows, mat, times)
+            return old
     return Held(gen, hashes, *_read_matrix(store.exchange_vectors(model), dim))
 
 

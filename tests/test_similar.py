@@ -267,3 +267,13 @@ def test_the_vectors_held_in_memory_follow_changes_as_a_fresh_read_would(tmp_pat
     monkeypatch.setattr(st, "exchange_vectors", real)
     assert after == held(), "the same as a fresh read"
     assert len(after) == len(first) - 3 + 1 and after != first
+    for i in range(3):  # new sessions only: appended where the rows are, none copied
+        with st.transaction():
+            row = st.session_for("claude-code", f"MORE{i}", "[transcript]")
+            u, a = st.new_message_ids(row.id, 2)
+            st.add_messages([(u, row.id, "u", "user", NOW, 0, None, f"more {i}"),
+                             (a, row.id, "a", "assistant", NOW + 2, 0, u, "again")])
+        semantic.Embedding(st, e).run()
+        grown = held()
+    semantic._LOADED.clear()
+    assert grown == held() and len(grown) == len(after) + 3
