@@ -49,6 +49,7 @@ class Memory:
         self.waiting = 0  # requests waiting for the lock: idle work stops between its steps
         self.last_request = time.monotonic()
         self.stopping = threading.Event()
+        self.no_model = False  # the model would not load: the idle work does not try again
         self._inode = None
 
     def call(self, fn):
@@ -68,10 +69,11 @@ class Memory:
             inode = os.stat(self.mem.db_path).st_ino
         except OSError:
             inode = None
-        if self._inode is not None and inode != self._inode:
-            self.mem.close()
-        self.mem.store()
-        self._inode = os.stat(self.mem.db_path).st_ino if os.path.exists(self.mem.db_path) else None
+        if inode != self._inode:
+            if self._inode is not None:
+                self.mem.close()
+            self.mem.store()  # opens it, or makes it
+            self._inode = os.stat(self.mem.db_path).st_ino
 
     # -- warm start and idle work ----------------------------------------------------------------
 
@@ -85,6 +87,7 @@ class Memory:
             loaded = embed.load()
         except Exception as e:  # noqa: BLE001 - searches say so; keyword still answers
             self.mem.log.warn(f"mcp: the embedding model cannot load: {e}", once=True)
+            self.no_model = True
             return
         with self.lock:
             try:
@@ -117,18 +120,16 @@ class Memory:
             if not mem.exists():
                 return False
             self._reopen_if_replaced()
-            store = mem.store()
-            if store.readonly or background.rebuild_state(mem) or background.held(mem, "embed"):
-                return False  # nothing to write, or another process is at it
+            if mem.store().readonly or background.rebuild_state(mem):
+                return False  # nothing to write, or a rebuild owns the index
             stop = lambda: self.waiting > 0 or self.stopping.is_set()  # noqa: E731
             try:
                 mem.update(lock_timeout=0, quick=True)
             except PrimaError:
                 pass  # the writer lock is busy: a hook is indexing
-            try:
-                mem.embedder()
-            except Exception:  # noqa: BLE001 - nothing to embed with: warned at start
+            if self.no_model:
                 return False
+            # (None from embed or link: another process, the background embedder, is at it)
             got = mem.embed(IDLE_STEP, should_stop=stop)
             if got is None or got[1]:
                 return got is not None

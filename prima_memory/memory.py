@@ -37,6 +37,7 @@ class Memory:
         self._store: Store | None = None
         self._lock = None
         self._embedder = None
+        self._no_model: Exception | None = None  # why the model would not load, once tried
         self._dir_checked = False  # ensure_data_dir ran (its lstats once, not per use)
 
     # -- opening ---------------------------------------------------------------------------------
@@ -204,7 +205,13 @@ class Memory:
         `loaded` if none is yet (one loaded by another thread)."""
         if self._embedder is None:
             from . import embed
-            self._embedder = loaded or embed.load()
+            if loaded is None and self._no_model is not None:
+                raise self._no_model  # not tried again in this process (the MCP server's)
+            try:
+                self._embedder = loaded or embed.load()
+            except Exception as e:
+                self._no_model = e
+                raise
             if self._embedder.note:
                 self.log.warn(f"embeddings: {self._embedder.note}", once=True)
         return self._embedder
