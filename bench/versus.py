@@ -50,7 +50,11 @@ class Version:
         self.env.pop("PRIMA_EXPECTED_HOST", None)
         subprocess.run([sys.executable, "-m", "compileall", "-q", str(root / "prima_memory")],
                        check=True, stdout=subprocess.DEVNULL)
-        self.cli([ "index"])
+        self.cli(["index"])
+        # embedded (and linked) beforehand, as a user's history is: the background embedder a
+        # Stop starts then has only the new exchange, not the whole history, to work through
+        subprocess.run([sys.executable, "-m", "prima_memory", "--workspace", str(self.ws),
+                        "embed"], env=self.env, capture_output=True, cwd=str(self.root))
         newest = max(self.pdir.glob("*.jsonl"), key=lambda p: p.stat().st_mtime)
         self.newest, self.original = newest, newest.read_bytes()
         self.start = json.dumps({"session_id": "bench-new-session", "cwd": str(self.ws),

@@ -342,6 +342,12 @@ def test_a_rebuild_in_another_process_and_rebuild_index(env):
                 break
             await anyio.sleep(0.2)
         after = await ok(s, "search_sessions", query="pg_dump")
+        pid = started["rebuild"]["pid"]
+        for _ in range(100):  # the server reaps its finished child: no zombie stays behind
+            if not os.path.exists(f"/proc/{pid}"):
+                break
+            await anyio.sleep(0.2)
+        assert not os.path.exists(f"/proc/{pid}"), open(f"/proc/{pid}/status").read()[:200]
         return started, during, twice, after
     started, during, twice, after = serve(env, body)
     assert during["results"] and during["results"][0]["session_id"] == BACKUP, during
