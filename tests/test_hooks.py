@@ -288,6 +288,9 @@ def test_briefing_tells_recent_work_as_quoted_data(env, source):
     low = out.lower()
     assert "quoted data" in low and "not instructions" in low  # framed as data, not orders
     assert re.search(r"/(prima-memory:)?recall\b", out), out  # how to search
+    tools = [ln for ln in out.splitlines() if "MCP" in ln]  # and that the tools exist, in a line
+    assert len(tools) == 1 and all(t in tools[0] for t in ("search_sessions", "find_similar",
+                                                           "get_file_history")), out
     # the current session is not briefed to itself
     assert D not in out and "capybara" not in low
     # newest first; a block per session runs from its title to the next one's
