@@ -138,12 +138,22 @@ def session_json(row) -> dict:
 
 def filters(since: str | None = None, until: str | None = None, branch: str | None = None,
             tag: str | None = None, source: str | None = None) -> searchmod.Filters:
-    try:
-        start = parse_when(since) if since else None
-        end = parse_when(until, end_of_day=True) if until else None
-    except ValueError as e:
-        raise UsageError(str(e)) from None
+    start = _when(since) if since else None
+    end = _when(until, end_of_day=True) if until else None
     return searchmod.Filters(since=start, until=end, branch=branch, tag=tag, source=source)
+
+
+def _when(text: str, end_of_day: bool = False) -> float:
+    try:
+        ts = parse_when(text, end_of_day=end_of_day)
+        iso_utc(ts)  # a time no calendar shows (before year 1, past 9999) is refused here
+        return ts
+    except ValueError as e:
+        if str(e).startswith("not a date"):
+            raise UsageError(str(e)) from None
+        raise UsageError(f"{text[:40]!r} is out of range ({e})") from None
+    except (OverflowError, OSError) as e:
+        raise UsageError(f"{text[:40]!r} is out of range ({e})") from None
 
 
 # -- the requests ---------------------------------------------------------------------------------
@@ -289,10 +299,11 @@ def workspace_path(ws: str, path: str) -> str:
     if "\0" in path:
         raise UsageError("the path holds a NUL character")
     full = os.path.normpath(path if os.path.isabs(path) else os.path.join(ws, path))
-    if full != ws and not full.startswith(ws.rstrip(os.sep) + os.sep):
-        raise UsageError(f"{path!r} is outside the workspace {ws}: give a path inside it, "
-                         "absolute or relative to it")
-    return os.path.relpath(full, ws).replace(os.sep, "/")
+    for root in dict.fromkeys((ws, os.path.realpath(ws))):  # either spelling of a linked one
+        if full == root or full.startswith(root.rstrip(os.sep) + os.sep):
+            return os.path.relpath(full, root).replace(os.sep, "/")
+    raise UsageError(f"{path!r} is outside the workspace {ws}: give a path inside it, "
+                     "absolute or relative to it")
 
 
 def shown_path(ws: str, path: str, cwd: str | None) -> str:
@@ -300,7 +311,7 @@ def shown_path(ws: str, path: str, cwd: str | None) -> str:
     the folder its session worked in (a history recorded where the workspace used to be)."""
     if not os.path.isabs(path):
         return path
-    for root in (ws, cwd):
+    for root in (ws, os.path.realpath(ws), cwd):
         if root and (path == root or path.startswith(root.rstrip(os.sep) + os.sep)):
             return os.path.relpath(path, root).replace(os.sep, "/")
     return path
@@ -351,7 +362,10 @@ def index(mem: Memory, *, rebuild: bool = False, background: bool = False, prune
             raise Failure(str(bg.RebuildRunning(state)))
         if mem.store().readonly:
             raise Failure(str(IndexReadOnly(mem.db_path)))
-        pid = bg.spawn(mem.ws, "index", "--rebuild", "--worker")
+        pid = bg.spawned_rebuild()
+        if pid is not None:  # started a moment ago, its state not recorded yet
+            raise Failure(f"a rebuild is already running (pid {pid}, starting)")
+        pid = bg.spawn_rebuild(mem.ws)
         return {"workspace": mem.ws, "rebuild": {"running": True, "pid": pid,
                                                  "started": True}}
     embedded = pending = None
@@ -533,8 +547,9 @@ def rebuild_background(mem: Memory) -> dict:
     running, if any, is reported instead of a second started."""
     from . import background
     state = background.rebuild_state(mem)
-    if state is None:
+    if state is None and background.spawned_rebuild() is None:
         return index(mem, rebuild=True, background=True)
+    state = state or {"pid": background.spawned_rebuild(), "phase": "starting"}
     return {"workspace": mem.ws, "rebuild": {"running": True, "started": False,
                                              **rebuild_json(state)}}
 

@@ -53,6 +53,7 @@ def spawn(ws: str, *args: str) -> int:
 
 
 _children: list[int] = []  # spawned here and not yet reaped
+_rebuilds: list[int] = []  # rebuilds spawned here: one may not have written its state yet
 
 
 def reap() -> None:
@@ -65,6 +66,21 @@ def reap() -> None:
             done = pid
         if done:
             _children.remove(pid)
+
+
+def spawn_rebuild(ws: str) -> int:
+    pid = spawn(ws, "index", "--rebuild", "--worker")
+    _rebuilds.append(pid)
+    return pid
+
+
+def spawned_rebuild() -> int | None:
+    """The pid of a rebuild this process started that is still running (it may not have
+    recorded its state yet), else None."""
+    reap()
+    alive = [pid for pid in _rebuilds if pid in _children]
+    _rebuilds[:] = alive
+    return alive[-1] if alive else None
 
 
 def held(mem, name: str) -> bool:

@@ -16,6 +16,7 @@ Requests run one at a time on the memory (one SQLite connection); the SDK runs e
 
 import json
 import os
+import re
 import threading
 import time
 from typing import Annotated, Literal
@@ -63,15 +64,17 @@ class Memory:
                 self.last_request = time.monotonic()
 
     def _reopen_if_replaced(self) -> None:
-        """Another process may have moved a damaged index aside and made a new one: answer from
-        that, not from the old file this process still has open."""
+        """Another process may have moved a damaged index aside and made a new one, or the
+        folder may be gone or a link now: answer from what is there (made anew, a link set
+        aside), not from the old file this process still has open."""
+        from .workspace import is_real_dir
         try:
-            inode = os.stat(self.mem.db_path).st_ino
+            inode = os.stat(self.mem.db_path).st_ino if is_real_dir(self.mem.dir) else None
         except OSError:
             inode = None
-        if inode != self._inode:
+        if inode is None or inode != self._inode:
             if self._inode is not None:
-                self.mem.close()
+                self.mem.reopen()
             self.mem.store()  # opens it, or makes it
             self._inode = os.stat(self.mem.db_path).st_ino
 
@@ -184,7 +187,8 @@ def _empty(v) -> bool:
 def bounded(data: dict, more, limit: int = ANSWER_CHARS) -> str:
     """`data` as JSON of at most `limit` characters: long texts are shortened first, then items
     dropped from the end of the longest lists; a "truncated" field says what was cut and
-    `more` (a text, or a function of what was kept) how to ask for the rest."""
+    `more` (a text, or a function of what was kept and what was dropped) how to ask for the
+    rest."""
     text = dumps(data)
     if len(text) <= limit:
         return text
@@ -202,21 +206,25 @@ def bounded(data: dict, more, limit: int = ANSWER_CHARS) -> str:
         if len(dumps(data)) <= room:
             break
     dropped: dict[str, int] = {}
-    while len(dumps(data)) > room:
+    while (excess := len(dumps(data)) - room) > 0:
         found = _longest_list(data, "")
         if found is None:
             break
         path, items = _last_part(*found)
-        items.pop()
-        dropped[path] = dropped.get(path, 0) + 1
+        # a batch sized by what is in excess (half of it: the last items may be the longest),
+        # so thousands of items take a few passes, not one each
+        n = max(1, int(excess / (2 * len(dumps(items)) / len(items))))
+        del items[-n:]
+        dropped[path] = dropped.get(path, 0) + n
     note = []
     if dropped:
         note.append("left out to fit: " + ", ".join(f"{n} of {p}" for p, n in dropped.items()))
     if capped:
-        note.append(f"{capped} items of lists inside the {'/'.join(k for k, v in data.items() if isinstance(v, list))} left out")
+        inside = "/".join(k for k, v in data.items() if isinstance(v, list))
+        note.append(f"{capped} items of the lists inside each of the {inside} left out")
     if shortened:
         note.append(f"{shortened} long texts shortened (ending in …)")
-    more = more(data) if callable(more) else more
+    more = more(data, dropped) if callable(more) else more
     data["truncated"] = f"answer cut to {limit} characters: {'; '.join(note)}. {more}"
     text = dumps(data)
     return text if len(text) <= limit else text[:limit - 1] + "…"
@@ -334,12 +342,17 @@ def build(memory: Memory):
         data = guarded_tool(memory, lambda mem: api.show(
             mem, session_id, None if range == "full" else range, detail))
 
-        def more(kept: dict) -> str:
+        def more(kept: dict, dropped: dict) -> str:
             msgs = kept["session"].get("messages")
-            if not msgs:
-                return "Ask with detail=\"summary\"."
-            return (f"The messages go on from index {msgs[-1]['index'] + 1}: call "
-                    f"recall_session with range=\"{msgs[-1]['index'] + 1}:\" for them.")
+            if msgs and "session.messages" in dropped:
+                return (f"The messages go on from index {msgs[-1]['index'] + 1}: call "
+                        f"recall_session with range=\"{msgs[-1]['index'] + 1}:\" for them.")
+            if msgs:
+                i = msgs[0]["index"]
+                return (f"A narrower range shows more of each message (one alone: range="
+                        f"\"{i}:{i + 1}\"); one longer than an answer is shown in part "
+                        "(prima-memory show prints it whole).")
+            return "get_file_history gives every change of one file, with its reason."
         return bounded(data, more)
 
     @tool(annotations=reads)
@@ -391,6 +404,45 @@ def build(memory: Memory):
     return server
 
 
+_LONE = re.compile("[\ud800-\udfff]")
+
+
+def _sound(node):
+    """Lone surrogates (which JSON may spell, and Python reads) made U+FFFD."""
+    if isinstance(node, str):
+        return _LONE.sub("\ufffd", node)
+    if isinstance(node, list):
+        return [_sound(x) for x in node]
+    if isinstance(node, dict):
+        return {_sound(k): _sound(v) for k, v in node.items()}
+    return node
+
+
+def _request_line(line: bytes) -> bytes:
+    """A request as the SDK can read it: `\\ud800` is valid JSON (JavaScript writes a lone
+    surrogate so) that its parser refuses, dropping the request without an answer."""
+    if b"\\ud" not in line.lower():
+        return line
+    try:
+        return json.dumps(_sound(json.loads(line))).encode() + b"\n"
+    except ValueError:
+        return line
+
+
+def _filter_stdin() -> None:
+    """Put a pipe in front of stdin that passes each request through _request_line."""
+    r, w = os.pipe()
+    real = os.dup(0)
+    os.dup2(r, 0)
+    os.close(r)
+
+    def pump() -> None:
+        with os.fdopen(real, "rb") as src, os.fdopen(w, "wb", buffering=0) as dst:
+            for line in src:
+                dst.write(_request_line(line))
+    threading.Thread(target=pump, name="prima-memory stdin", daemon=True).start()
+
+
 def serve(ws: str) -> int:
     """Run the server on stdin/stdout until the client closes it or stops it with a signal."""
     import signal
@@ -408,6 +460,7 @@ def serve(ws: str) -> int:
         os._exit(0)
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, stop)
+    _filter_stdin()
     idle.start()
     try:
         server.run("stdio")

@@ -122,6 +122,14 @@ class Memory:
             self._store.close()
             self._store = None
 
+    def reopen(self) -> None:
+        """The index or its folder was replaced or removed under a long-lived process (another
+        process moved a damaged index aside; a `git clean`; a link put in the folder's place):
+        close it and check the folder again (a link is set aside) before it is used anew."""
+        self.close()
+        self._lock = None
+        self._dir_checked = False
+
     # -- writing -----------------------------------------------------------------------------
 
     def lock(self):

@@ -35,7 +35,8 @@ def parse_when(text: str, *, end_of_day: bool = False, now: float | None = None)
 def iso_utc(ts: float | None) -> str | None:
     if ts is None:
         return None
-    return datetime.fromtimestamp(ts, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    dt = datetime.fromtimestamp(ts, timezone.utc)
+    return f"{dt.year:04d}" + dt.strftime("-%m-%dT%H:%M:%SZ")  # %Y gives year 1 as "1"
 
 
 def local(ts: float | None, fmt: str = "%Y-%m-%d %H:%M") -> str:
