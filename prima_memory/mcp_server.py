@@ -149,6 +149,10 @@ def guarded_tool(memory: Memory, fn):
         return lean(memory.call(fn), memory.ws)
     except PrimaError as e:
         raise ToolError(api.one_line(e, 1500)) from None
+    except Exception as e:  # a fault of ours: logged, and said in one line rather than hidden
+        memory.mem.log.error(f"mcp: {type(e).__name__}: {api.one_line(e)}")
+        raise ToolError(f"prima-memory failed: {type(e).__name__}: {api.one_line(e)} "
+                        "(see .prima-memory/prima-memory.log)") from None
 
 
 # -- answers within a size -------------------------------------------------------------------------

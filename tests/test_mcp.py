@@ -421,3 +421,18 @@ def test_no_match_is_an_empty_list_not_a_missing_one(env):
                 await ok(s, "get_file_history", path="no/such/file.py"))
     search, files = serve(env, body)
     assert search["results"] == [] and files["changes"] == [] and files["sessions"] == 0
+
+
+def test_a_fault_of_ours_is_a_one_line_tool_error_and_logged(env, monkeypatch):
+    """In-process, at the tool seam: an exception that is not a PrimaError (a bug) reaches the
+    model as one line naming it, not the SDK's bare "Error executing tool", and is logged."""
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    from prima_memory import api, mcp_server
+    _history(env)
+    monkeypatch.setattr(api, "recent", lambda *a, **k: {}["no such key"])
+    server = mcp_server.build(mcp_server.Memory(str(env.ws)))
+    with pytest.raises(ToolError) as e:
+        anyio.run(server.call_tool, "recent_sessions", {"n": 1})
+    assert "KeyError" in str(e.value) and "no such key" in str(e.value)
+    assert "mcp: KeyError" in (env.data / "prima-memory.log").read_text()
