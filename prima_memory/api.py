@@ -546,10 +546,10 @@ def rebuild_background(mem: Memory) -> dict:
     """Start a rebuild in the background and return at once with its state; the one already
     running, if any, is reported instead of a second started."""
     from . import background
-    state = background.rebuild_state(mem)
-    if state is None and background.spawned_rebuild() is None:
+    state, pid = background.rebuild_state(mem), background.spawned_rebuild()
+    if state is None and pid is None:
         return index(mem, rebuild=True, background=True)
-    state = state or {"pid": background.spawned_rebuild(), "phase": "starting"}
+    state = state or {"pid": pid, "phase": "starting"}  # its state is not recorded yet
     return {"workspace": mem.ws, "rebuild": {"running": True, "started": False,
                                              **rebuild_json(state)}}
 
