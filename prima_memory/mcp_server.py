@@ -312,7 +312,7 @@ def build(memory: Memory):
     Query = Annotated[str, Field(min_length=1, max_length=4000, strict=True,
                                  description="what to look for, in words")]
     When = Annotated[str | None, Field(max_length=40, strict=True, description=(
-        "a date (2026-11-30), a time ago (7d, 2w, 3m) or yesterday/today"))]
+        "a date (2026-11-30), a time ago (12h, 7d, 2w) or yesterday/today"))]
 
     def limit_of(what: str):
         return Annotated[int, Field(ge=1, le=MAX_LIMIT, strict=True,
