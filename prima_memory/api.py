@@ -317,11 +317,14 @@ def shown_path(ws: str, path: str, cwd: str | None) -> str:
     return path
 
 
-def files(mem: Memory, path: str | None = None) -> dict:
+def files(mem: Memory, path: str | None = None, skip: int = 0) -> dict:
     """Which sessions changed a file (or the files under a folder), when, and Claude's reason
     for each change, newest first. `path` is taken relative to the workspace; it names a file,
     a folder, or the end of a path ("upload.py" finds src/upload.py); when nothing has such a
-    path, the paths containing it (in any case) are shown, with a warning."""
+    path, the paths containing it (in any case) are shown, with a warning. `skip` leaves out
+    the newest that many changes (to page through a long history)."""
+    if skip < 0:
+        raise UsageError(f"skip must be 0 or more, not {skip}")
     rel = workspace_path(mem.ws, path) if path is not None else None
     warnings: list[str] = []
     refresh(mem, warnings)
@@ -341,12 +344,14 @@ def files(mem: Memory, path: str | None = None) -> dict:
         rows = exact
     titles: dict[int, object] = {}
     changes = []
-    for shown, p, tool, explanation, ts, sid in rows:
+    total = len(rows)
+    for shown, p, tool, explanation, ts, sid in rows[skip:]:
         row = titles.get(sid) or store.session(sid)
         titles[sid] = row
         changes.append({"path": p, "relative": shown, "tool": tool, "explanation": explanation,
                         "at": iso_utc(ts), "session_id": row.session_id, "title": row.title})
-    return {"path": rel, "warnings": warnings, "sessions": len(titles), "changes": changes}
+    return {"path": rel, "warnings": warnings, "total_changes": total, "skipped": skip,
+            "sessions": len(titles), "changes": changes}
 
 
 def index(mem: Memory, *, rebuild: bool = False, background: bool = False, prune: bool = False,

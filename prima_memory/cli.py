@@ -56,7 +56,10 @@ def _parser() -> argparse.ArgumentParser:
                          "thread's messages; full (default): and the subagents' too")
 
     f = sub.add_parser("files", parents=[common], help="file change history")
-    f.add_argument("path", nargs="?", help="only paths containing this")
+    f.add_argument("path", nargs="?", help="a file or folder, relative to the workspace; a "
+                   "bare name finds it in any folder")
+    f.add_argument("--skip", type=_whole(0, MAX_COUNT), default=0, metavar="N",
+                   help="leave out the newest N changes")
 
     dg = sub.add_parser("digest", parents=[common],
                         help="a period's sessions by day, files changed most, decisions, open ends")

@@ -195,7 +195,7 @@ def cmd_show(mem, args) -> int:
 
 
 def cmd_files(mem, args) -> int:
-    data = api.files(mem, args.path)
+    data = api.files(mem, args.path, args.skip)
     lines = [f"warning: {w}" for w in data["warnings"]]
     for c in data["changes"]:
         lines.append(f"{local_iso(c['at'])}  {c['tool'] or '':<12} {c['relative']}")

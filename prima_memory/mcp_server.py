@@ -379,12 +379,21 @@ def build(memory: Memory):
     def get_file_history(path: Annotated[str, Field(min_length=1, max_length=4096, strict=True,
                                                     description=(
                              "a file or folder, relative to the workspace (or absolute inside "
-                             "it); a bare name finds it in any folder"))]) -> str:
+                             "it); a bare name finds it in any folder"))],
+                         skip: Annotated[int, Field(ge=0, le=1_000_000, strict=True, description=(
+                             "leave out the newest this many changes, to read older ones "
+                             "(default 0)"))] = 0) -> str:
         """Which past sessions changed a file (or files under a folder), when, with which tool,
         and Claude's explanation of each change, newest first. Only the index is read, never the
         file; a path outside the workspace is an error."""
-        data = guarded_tool(memory, lambda mem: api.files(mem, path))
-        return bounded(data, "Ask for a more exact path (a file rather than a folder).")
+        data = guarded_tool(memory, lambda mem: api.files(mem, path, skip))
+
+        def more(kept: dict, dropped: dict) -> str:
+            if "changes" not in dropped:
+                return "Long explanations were shortened."
+            return (f"The older changes follow: call get_file_history with skip="
+                    f"{skip + len(kept['changes'])} for them.")
+        return bounded(data, more)
 
     @tool(annotations=reads)
     def summarize_period(since: Annotated[str, Field(min_length=1, max_length=40, strict=True,

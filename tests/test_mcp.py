@@ -436,3 +436,28 @@ def test_a_fault_of_ours_is_a_one_line_tool_error_and_logged(env, monkeypatch):
         anyio.run(server.call_tool, "recent_sessions", {"n": 1})
     assert "KeyError" in str(e.value) and "no such key" in str(e.value)
     assert "mcp: KeyError" in (env.data / "prima-memory.log").read_text()
+
+
+def test_a_long_file_history_is_read_page_by_page(env):
+    t = env.transcript("dddd5555-0000-4000-8000-000000000005", start=OLD)
+    for i in range(120):
+        t.tool("Edit", {"file_path": str(env.ws / "src" / "busy.py"), "old_string": "a",
+                        "new_string": "b"}, text=f"change number {i:03d} of busy.py, " + "why " * 20)
+    env.json("index")
+
+    async def body(s):
+        pages, skip = [], 0
+        while True:
+            page = await ok(s, "get_file_history", path="src/busy.py", skip=skip)
+            pages.append(page)
+            if "truncated" not in page:
+                return pages
+            skip = int(page["truncated"].split("skip=")[1].split(" ")[0])
+            assert skip == page["skipped"] + len(page["changes"])
+    pages = serve(env, body)
+    assert len(pages) > 1 and all(p["total_changes"] == 120 for p in pages)
+    seen = [c["explanation"][:17] for p in pages for c in p["changes"]]
+    assert seen == [f"change number {i:03d}" for i in reversed(range(120))], "all, newest first"
+    cli = env.json("files", "src/busy.py", "--skip", "100")
+    assert [c["explanation"][:17] for c in cli["changes"]] == \
+        [f"change number {i:03d}" for i in reversed(range(20))]
