@@ -1,0 +1,196 @@
+"""VS Code Copilot Chat sessions as records: `User/workspaceStorage/<id>/chatSessions/<session>.json`
+(versions 1-3) and `.jsonl` (a mutation log, VS Code 1.109+), per ../shared/spec/formats-other-
+agents.md, section B. A session file is a snapshot VS Code rewrites on every save: it is read
+whole, and its session replaced.
+
+Not wired into the indexer yet (issue: other sources); this module is the records seam for
+Copilot Chat, tested in-process.
+"""
+from __future__ import annotations
+
+import json
+import os
+import urllib.parse
+
+from ..records import FileChange, Message, SessionDelta
+from .claude_code import _scrubber
+
+SOURCE = "copilot-chat"
+LABEL = "[VS Code]"
+COPILOT = "GitHub Copilot"
+
+
+def read(path: str) -> tuple[list[SessionDelta], list[str]]:
+    """The session a chat file holds (none for another provider's chat), and problems."""
+    problems: list[str] = []
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+    except OSError as e:
+        return [], [f"unreadable ({e.strerror or e})"]
+    if path.endswith(".jsonl"):
+        doc = replay(raw, problems)
+    else:
+        try:
+            doc = json.loads(raw)
+        except ValueError as e:
+            return [], [f"invalid JSON ({str(e)[:60]})"]
+    if not isinstance(doc, dict):
+        return [], problems + ["not a chat session"]
+    sid = doc.get("sessionId") or os.path.basename(path).rsplit(".", 1)[0]
+    d = session(doc, str(sid), problems)
+    return ([d] if d is not None else []), problems
+
+
+def replay(raw: bytes, problems: list[str]):
+    """The session a mutation log describes: kind 0 sets the whole, 1 sets at a path, 2 pushes
+    (truncating first to `i`), 3 deletes. A last line cut short is a write in progress."""
+    doc = None
+    lines = raw.split(b"\n")
+    for n, line in enumerate(lines):
+        if not line.strip():
+            continue
+        try:
+            op = json.loads(line)
+        except ValueError:
+            if n != len(lines) - 1:
+                problems.append(f"line {n + 1}: invalid JSON")
+            continue
+        try:
+            kind, keys = op.get("kind"), op.get("k") or []
+            if kind == 0:
+                doc = op.get("v")
+                continue
+            parent, last = _walk(doc, keys)
+            if kind == 1:
+                parent[last] = op.get("v")
+            elif kind == 2:
+                target = parent[last] if keys else doc
+                if isinstance(op.get("i"), int):
+                    del target[op["i"]:]
+                target.extend(op.get("v") or [])
+            elif kind == 3:
+                del parent[last]
+        except (AttributeError, KeyError, IndexError, TypeError) as e:
+            problems.append(f"line {n + 1}: cannot apply ({type(e).__name__})")
+    return doc
+
+
+def _walk(doc, keys):
+    node = doc
+    for k in keys[:-1]:
+        node = node[k]
+    return node, (keys[-1] if keys else None)
+
+
+def is_copilot(doc: dict) -> bool:
+    """Copilot's chat, unless the file says another provider answered it (the store is shared
+    by every chat provider)."""
+    responder = doc.get("responderUsername")
+    if isinstance(responder, str) and responder:
+        return responder == COPILOT
+    agents = [((r.get("agent") or {}).get("extensionId") or {}).get("value")
+              for r in doc.get("requests") or () if isinstance(r, dict)]
+    agents = [a for a in agents if isinstance(a, str)]
+    return not agents or any(a.lower().startswith("github.copilot") for a in agents)
+
+
+def session(doc: dict, sid: str, problems: list[str]) -> SessionDelta | None:
+    if not is_copilot(doc):
+        return None
+    scrub = _scrubber(problems)
+    d = SessionDelta(sid, SOURCE, LABEL)
+    title = doc.get("customTitle") or doc.get("computedTitle")
+    if isinstance(title, str) and title.strip():
+        d.custom_title = title.strip()
+    d.seen(_ms(doc.get("creationDate")))
+    d.seen(_ms(doc.get("lastMessageDate")))
+    for n, r in enumerate(doc.get("requests") or ()):
+        if not isinstance(r, dict):
+            continue
+        ts = _ms(r.get("timestamp"))
+        d.seen(ts)
+        msg = r.get("message")
+        asked = msg.get("text") if isinstance(msg, dict) else msg
+        key = str(r.get("requestId") or f"request-{n}")
+        if isinstance(asked, str) and asked.strip():
+            d.messages.append(Message(f"{key}:q", "user", scrub(asked.strip()), ts))
+            if d.first_prompt is None:
+                d.first_prompt = asked.strip()
+        said: list[str] = []
+        for part in r.get("response") or ():
+            if not isinstance(part, dict):
+                continue
+            text = _markdown(part)
+            if text:
+                said.append(text)
+            for uri in _edited(part):
+                d.file_changes.append(FileChange(uri, part.get("kind") or "edit",
+                                                 scrub(" ".join(said)[-500:]), ts, f"{key}:a"))
+        for event in r.get("editedFileEvents") or ():
+            uri = _path(event.get("uri") if isinstance(event, dict) else None)
+            if uri:
+                d.file_changes.append(FileChange(uri, "editedFileEvent",
+                                                 scrub(" ".join(said)[-500:]), ts, f"{key}:a"))
+        if said:
+            d.messages.append(Message(f"{key}:a", "assistant", scrub("\n".join(said)), ts,
+                                      pairs_with=f"{key}:q" if asked else None))
+    seen: set = set()
+    d.file_changes = [c for c in d.file_changes
+                      if (c.path, c.message_key) not in seen and not seen.add((c.path, c.message_key))]
+    return None if d.is_empty() else d
+
+
+def _markdown(part: dict) -> str | None:
+    """Markdown in any of its three shapes: a bare {value}, {kind: markdownContent, value} or
+    {content: {value}}."""
+    kind = part.get("kind")
+    if kind not in (None, "markdownContent"):
+        return None
+    value = part.get("value")
+    if value is None and isinstance(part.get("content"), dict):
+        value = part["content"].get("value")
+    return (value.strip() or None) if isinstance(value, str) else None
+
+
+def _edited(part: dict) -> list[str]:
+    if part.get("kind") in ("textEditGroup", "codeblockUri"):
+        p = _path(part.get("uri"))
+        return [p] if p else []
+    return []
+
+
+def _path(uri) -> str | None:
+    """A file path from a VS Code URI: a {fsPath, path, scheme} object or a string."""
+    if isinstance(uri, dict):
+        if isinstance(uri.get("fsPath"), str):
+            return uri["fsPath"]
+        uri = uri.get("path") if uri.get("scheme") in (None, "file", "vscode-remote") \
+            else uri.get("external")
+    if not isinstance(uri, str) or not uri:
+        return None
+    if "://" in uri:
+        parsed = urllib.parse.urlparse(uri)
+        uri = parsed.path
+    path = urllib.parse.unquote(uri)
+    if len(path) > 2 and path[0] == "/" and path[2] == ":":  # /c:/x on Windows
+        path = path[1:]
+    return path
+
+
+def workspace_folder(storage_dir: str) -> str | None:
+    """The folder a workspaceStorage entry belongs to, from its workspace.json."""
+    try:
+        with open(os.path.join(storage_dir, "workspace.json"), "rb") as f:
+            doc = json.loads(f.read())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(doc, dict):
+        return None
+    return _path(doc.get("folder") or doc.get("workspace"))
+
+
+def _ms(value) -> float | None:
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
+        return value / 1000.0
+    return None
