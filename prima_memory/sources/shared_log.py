@@ -1,0 +1,108 @@
+"""The shared project log as records: `<workspace>/.claude/state/sessions/<PROJECT-ID>/*.md`, one
+markdown entry per file (names starting with `_` skipped), colleagues' entries included in a
+synced workspace. Each entry is one searchable item and one exchange, labelled with its author.
+
+Headers (DESIGN §9): YAML front matter (`project:`, `author:`, `time:` or `date:`) or
+`**Project:**` / `**Author:**` / `**Time:**` (`**Date:**`) lines near the top; else the folder
+name, "unknown" and the file's modification time. Nothing outside the workspace is read.
+
+Not wired into the indexer yet (issue: other sources); tested in-process.
+"""
+from __future__ import annotations
+
+import os
+import re
+import stat
+
+from ..records import Message, SessionDelta
+from .claude_code import _scrubber, parse_ts
+
+SOURCE = "shared-log"
+MAX_BYTES = 1 << 20  # an entry is short; a bigger file is read to here
+HEAD_LINES = 15  # how far down bold header lines are looked for
+
+_FRONT = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.S)
+_YAML = re.compile(r"^([A-Za-z]+)\s*:\s*(.*?)\s*$", re.M)
+_BOLD = re.compile(r"^\s*[-*]?\s*\*\*([A-Za-z]+):?\*\*:?\s*(.*?)\s*$")
+
+
+def folder(ws: str) -> str:
+    return os.path.join(ws, ".claude", "state", "sessions")
+
+
+def discover(ws: str) -> list[tuple[str, str]]:
+    """(project id, path) of every entry: regular files only (a link could point anywhere)."""
+    root = folder(ws)
+    out = []
+    try:
+        projects = sorted(os.scandir(root), key=lambda e: e.name)
+    except OSError:
+        return []  # no log in this workspace: nothing is looked for elsewhere
+    for p in projects:
+        if not p.is_dir(follow_symlinks=False):
+            continue
+        try:
+            entries = sorted(os.scandir(p.path), key=lambda e: e.name)
+        except OSError:
+            continue
+        out += [(p.name, e.path) for e in entries
+                if e.name.endswith(".md") and not e.name.startswith("_")
+                and e.is_file(follow_symlinks=False)]
+    return out
+
+
+def label(author: str) -> str:
+    return f"[shared log · {author}]"
+
+
+def read(path: str, project_id: str) -> tuple[SessionDelta | None, list[str]]:
+    """The entry as a session of one exchange (its whole text, titled by its first heading)."""
+    problems: list[str] = []
+    try:
+        st = os.lstat(path)
+        if not stat.S_ISREG(st.st_mode):
+            return None, ["not a regular file"]
+        with open(path, "rb") as f:
+            raw = f.read(MAX_BYTES + 1)
+    except OSError as e:
+        return None, [f"unreadable ({e.strerror or e})"]
+    if len(raw) > MAX_BYTES:
+        problems.append(f"longer than {MAX_BYTES >> 20} MB: its start read")
+        raw = raw[:MAX_BYTES]
+    text = raw.decode("utf-8", "replace")
+    head = header(text)
+    body = _FRONT.sub("", text, count=1).strip()
+    if not body:
+        return None, problems
+    author = head.get("author") or "unknown"
+    ts = parse_ts(head.get("time")) or parse_ts(head.get("date")) or st.st_mtime
+    d = SessionDelta(f"{project_id}/{os.path.basename(path)}", SOURCE, label(author))
+    d.author = author
+    d.seen(ts)
+    scrub = _scrubber(problems)
+    title = next((ln.lstrip("# ").strip() for ln in body.splitlines() if ln.startswith("#")),
+                 None)
+    if title:
+        d.custom_title = title[:200]
+    d.first_prompt = title or body.splitlines()[0][:200]
+    # one exchange: the entry is the reply, so it is embedded and found as one
+    d.messages.append(Message("entry", "assistant", scrub(body), ts))
+    for line in body.splitlines():
+        if re.search(r"\b(DECIDED|DECISION|SAVE)\b", line):
+            d.decisions.append(line.strip()[:300])
+    return d, problems
+
+
+def header(text: str) -> dict[str, str]:
+    """project, author, time/date from front matter or bold lines near the top."""
+    out: dict[str, str] = {}
+    m = _FRONT.match(text)
+    if m:
+        for k, v in _YAML.findall(m.group(1)):
+            out.setdefault(k.lower(), v.strip("\"'"))
+    else:
+        for line in text.splitlines()[:HEAD_LINES]:
+            b = _BOLD.match(line)
+            if b:
+                out.setdefault(b.group(1).lower(), b.group(2))
+    return {k: v for k, v in out.items() if k in ("project", "author", "time", "date") and v}
