@@ -58,6 +58,7 @@ def refresh(mem: Memory, warnings: list[str], *, progress=None) -> None:
         return
     try:
         mem.update(lock_timeout=LOCK_SECONDS, progress=progress, quick=True)
+        mem.update_sources(lock_timeout=LOCK_SECONDS)
     except IndexBusy as e:
         warnings.append(f"{e} for more than {LOCK_SECONDS:.0f}s: "
                         "answering from the index as it stands")
@@ -386,6 +387,7 @@ def index(mem: Memory, *, rebuild: bool = False, background: bool = False, prune
                 rep, embedded, pending = run()
         else:
             rep = mem.update(lock_timeout=LOCK_SECONDS, prune=prune, progress=progress)
+            mem.update_sources(lock_timeout=LOCK_SECONDS)
             if prune:
                 bg.drop_unused_vectors(mem)
     except IndexBusy as e:
@@ -439,9 +441,21 @@ def status(mem: Memory) -> dict:
     rebuild = background.rebuild_state(mem)
     size_on_disk = sum(os.path.getsize(mem.db_path + s) for s in ("", "-wal")
                        if os.path.exists(mem.db_path + s))
+    from .sources.registry import OTHERS
+    none = {"sessions": 0, "archived": 0}
     sources = [{"source": "claude-code", "label": "[transcript]", "locations": dirs,
-                "found": bool(dirs), "files": counts["files"],
-                **by_source.get("claude-code", {"sessions": 0, "archived": 0})}]
+                "found": bool(dirs), "files": len(store.source_files("claude-code")),
+                **by_source.get("claude-code", none)}]
+    for src in OTHERS:
+        where = src.locations(mem.ws)
+        sources.append({"source": src.name, "label": src.label, "locations": where,
+                        "found": any(os.path.isdir(w) for w in where),
+                        "files": len(store.source_files(src.name)),
+                        **by_source.get(src.name, none)})
+    state = os.path.join(mem.ws, ".claude", "state")
+    sources.append({"source": "session-history", "label": "Session History Summaries",
+                    "locations": [state], "found": os.path.isdir(state),
+                    "read": "only when the conversations find nothing"})
     return {
         "workspace": mem.ws,
         "index": {"path": mem.db_path, "bytes": size_on_disk,

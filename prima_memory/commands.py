@@ -289,9 +289,11 @@ def render_status(d: dict) -> str:
     lines = [f"workspace  {d['workspace']}",
              f"index      {d['index']['path']} ({d['index']['bytes'] / 1e6:.1f} MB)"]
     for s in d["sources"]:
-        where = ", ".join(s["locations"]) or "not found"
-        lines.append(f"source     {s['label']} {where}: {s['sessions']} sessions "
-                     f"({s['archived']} archived), {s['files']} files")
+        where = ", ".join(s["locations"]) or "—"
+        state = "found" if s["found"] else "absent"
+        what = (f"{s['sessions']} sessions ({s['archived']} archived), {s['files']} files"
+                if "sessions" in s else s.get("read", ""))
+        lines.append(f"source     {s['label']} ({state}) {where}: {what}")
     lines.append(f"indexed    {c['messages']} messages, {c['exchanges']} exchanges, "
                  f"{c['file_changes']} file changes")
     lines.append(f"pending    {d['pending']['files']} files changed since the last index "

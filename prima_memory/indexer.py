@@ -204,6 +204,76 @@ class Indexer:
             store.index_terms()
         return n
 
+    def index_sources(self, sources, rep: Report | None = None) -> Report:
+        """Bring the other sources' sessions up to date (see sources/registry.py): an append
+        file resumed from its offset (read again from the start when rewritten), a snapshot
+        file read whole and its session replaced, a file gone archived (append) or its session
+        dropped (snapshot); records outside the source's scope are never indexed."""
+        rep = rep or Report()
+        store = self.store
+        for src in sources:
+            try:
+                found = src.discover(self.ws)
+            except OSError as e:
+                self.log.warn(f"{src.name}: cannot list its files: {e}", once=True)
+                continue
+            known = store.source_files(src.name)
+            present = {p for p, _x in found}
+            with store.transaction():
+                gone = [p for p, row in known.items() if p not in present and row.status != "missing"]
+                if src.mode == "append":
+                    rep.archived += store.archive_missing(gone)
+                else:
+                    for p in gone:
+                        if known[p].session is not None:
+                            store.delete_session(known[p].session)
+                        store.forget_file(p)
+            for path, extra in found:
+                try:
+                    self._source_file(src, path, extra, known.get(path), rep)
+                except OSError as e:
+                    self.log.warn(f"{path}: cannot read: {e}", once=True)
+        return rep
+
+    def _source_file(self, src, path, extra, row, rep: Report) -> None:
+        store = self.store
+        st = os.stat(path)
+        if row and (row.size, row.mtime_ns, row.inode) == (st.st_size, st.st_mtime_ns, st.st_ino):
+            return
+        if row and row.status == "foreign" and st.st_size >= (row.size or 0):
+            return  # another workspace's session, growing
+        offset, state = 0, None
+        if src.mode == "append" and row and row.status != "foreign" \
+                and not _rewritten(path, st, row):
+            offset, state = row.offset, _loads(store.file_state(path))
+        deltas, end, state, problems = src.read(path, extra, offset, state)
+        for p in problems:
+            self.log.warn(f"{path}: {p}")
+        head_len = min(HEAD_BYTES, end)
+        with store.transaction():
+            session, status = (row.session if row else None), "ok"
+            old = store.session(row.session) if row and row.session is not None else None
+            if old is not None and (src.mode == "snapshot" or offset == 0):
+                store.clear_session(old.id)  # read whole: what it held is replaced
+                self._sessions.pop((src.name, old.session_id), None)
+            for d in deltas:
+                if not src.in_scope(d, self.ws):
+                    status, end = "foreign", st.st_size
+                    self.log.info(f"{path}: session of {d.cwd}, not this workspace: skipped")
+                    if session is not None:
+                        store.delete_session(session)
+                    session = None
+                    break
+                session = self._apply(d)
+                store.refresh_counts(session)
+                rep.sessions_touched.add(session)
+            store.save_file(path, src.name, session, 0, st.st_size, st.st_mtime_ns, st.st_ino,
+                            head_len, _head_hash(path, head_len) if end else None, end,
+                            json.dumps(state, separators=(",", ":")) if state else None, status)
+            store.index_terms()
+        rep.files_read += 1
+        rep.bytes_read += max(0, end - offset)
+
     def _scan(self, only_session=None, quick=False):
         """(files found, their stats, what the index knows of them) for a run's scope."""
         store = self.store

@@ -182,6 +182,21 @@ class Memory:
         finally:
             self.lock().release()
 
+    def update_sources(self, *, lock_timeout: float = 10.0, in_hook: bool = False):
+        """Index the sources besides Claude Code (sources/registry.py); in a hook, only those
+        cheap enough for its budget."""
+        from .indexer import Indexer
+        from .sources.registry import OTHERS
+        store = self.store()
+        if store.readonly:
+            raise IndexReadOnly(self.db_path)
+        sources = [s for s in OTHERS if s.in_hooks or not in_hook]
+        self._take_lock(lock_timeout)
+        try:
+            return Indexer(self.ws, store, self.log).index_sources(sources)
+        finally:
+            self.lock().release()
+
     @staticmethod
     def _owe(store, session_id: str) -> None:
         try:

@@ -518,7 +518,9 @@ class Store:
 
     _FILE_ROW = ("SELECT path, session, sidechain, size, mtime_ns, inode, head_len, head_hash, "
                  "offset, status FROM files")
-    _CONVERSATIONS = " AND source != 'extract'"  # files() is for the conversations' scans
+    # files() and the path listings below are the Claude Code indexer's: other sources keep
+    # their own rows (source_files), which its scans must never take for transcripts
+    _CONVERSATIONS = " AND source = 'claude-code'"
 
     def files(self, paths=None, session_id: str | None = None) -> dict[str, FileRow]:
         """What the index knows of source files (parser state apart: see file_state): all of
@@ -540,16 +542,18 @@ class Store:
         return out
 
     def file_paths(self) -> set[str]:
-        return {r[0] for r in self.db.execute("SELECT path FROM files")}
+        return {r[0] for r in self.db.execute(
+            f"SELECT path FROM files WHERE 1{self._CONVERSATIONS}")}
 
     def recent_file_paths(self, since_mtime_ns: int) -> set[str]:
         return {r[0] for r in self.db.execute(
-            "SELECT path FROM files WHERE mtime_ns >= ? OR mtime_ns IS NULL", (since_mtime_ns,))}
+            "SELECT path FROM files WHERE (mtime_ns >= ? OR mtime_ns IS NULL)"
+            f"{self._CONVERSATIONS}", (since_mtime_ns,))}
 
     def file_paths_after(self, rowid: int, n: int) -> list[tuple[int, str]]:
         """(rowid, path) of the next n files after rowid: a sweep through all of them in turn."""
-        return list(self.db.execute("SELECT rowid, path FROM files WHERE rowid > ? ORDER BY rowid "
-                                    "LIMIT ?", (rowid, n)))
+        return list(self.db.execute(f"SELECT rowid, path FROM files WHERE rowid > ?"
+                                    f"{self._CONVERSATIONS} ORDER BY rowid LIMIT ?", (rowid, n)))
 
     def file_state(self, path: str) -> str | None:
         row = self.db.execute("SELECT state FROM files WHERE path = ?", (path,)).fetchone()

@@ -38,7 +38,6 @@ def test_entries_in_both_header_styles(tmp_path):
     assert da.first_ts == shared_log.parse_ts("2026-11-20T14:30:00Z")
     assert [m.role for m in da.messages] == ["assistant"], "one exchange"
     assert "project: P001" not in da.messages[0].text, "the front matter is not the entry"
-    assert da.decisions == ["DECIDED: Postgres, not Mongo."]
     db, _ = shared_log.read(str(b), "P001")
     assert (db.author, db.custom_title) == ("Bob", "Retry queue notes")
     assert db.first_ts == shared_log.parse_ts("2026-11-21")

@@ -86,10 +86,7 @@ def read(path: str, project_id: str) -> tuple[SessionDelta | None, list[str]]:
         d.custom_title = title[:200]
     d.first_prompt = title or body.splitlines()[0][:200]
     # one exchange: the entry is the reply, so it is embedded and found as one
-    d.messages.append(Message("entry", "assistant", scrub(body), ts))
-    for line in body.splitlines():
-        if re.search(r"\b(DECIDED|DECISION|SAVE)\b", line):
-            d.decisions.append(line.strip()[:300])
+    d.messages.append(Message("entry", "assistant", scrub(body), ts))  # (decisions: tagging)
     return d, problems
 
 

@@ -1,0 +1,154 @@
+"""The sources besides Claude Code, behind one small interface, each producing the same records.
+
+A source says where it looks (`locations`), finds its files cheaply (`discover`: paths, with
+what reading one needs), reads one (`read`: the session records it holds), and whether a record
+belongs to this workspace (`in_scope`). Its `mode` says how a changed file is taken:
+"append" files are resumed from a byte offset (Codex appends on resume); "snapshot" files are
+read whole and replace their session (VS Code rewrites a chat on every save). `in_hooks`: cheap
+enough for a hook's budget (a machine-wide scan of VS Code is not).
+
+Claude Code is still read by the indexer's own path (quick scopes, subagent files, a reader
+process); it moves behind this interface next.
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+
+class Source:
+    name = ""
+    label = ""
+    mode = "snapshot"
+    in_hooks = False
+
+    def locations(self, ws: str) -> list[str]:
+        raise NotImplementedError
+
+    def discover(self, ws: str) -> list[tuple[str, object]]:
+        """(path, extra) of every file to read; `extra` goes back to read()."""
+        raise NotImplementedError
+
+    def read(self, path: str, extra, offset: int, state: dict | None):
+        """(session records, end offset, new state, problems)."""
+        raise NotImplementedError
+
+    def in_scope(self, delta, ws: str) -> bool:
+        return True
+
+
+def _within(path: str | None, ws: str) -> bool:
+    if not path:
+        return False
+    path = os.path.normpath(path)
+    return any(path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+               for root in dict.fromkeys((ws, os.path.realpath(ws))))
+
+
+def _files(root: str, accept) -> list[str]:
+    """Regular files under root that `accept(name)`, links never followed."""
+    out = []
+    for folder, dirs, names in os.walk(root, followlinks=False):
+        dirs.sort()
+        out += [os.path.join(folder, n) for n in sorted(names) if accept(n)
+                and os.path.isfile(os.path.join(folder, n))
+                and not os.path.islink(os.path.join(folder, n))]
+    return out
+
+
+class Codex(Source):
+    name, label, mode, in_hooks = "codex", "[Codex]", "append", False
+
+    def home(self) -> str:
+        return os.environ.get("CODEX_HOME") or os.path.join(os.path.expanduser("~"), ".codex")
+
+    def locations(self, ws: str) -> list[str]:
+        return [os.path.join(self.home(), d) for d in ("sessions", "archived_sessions")]
+
+    def discover(self, ws: str) -> list[tuple[str, object]]:
+        def rollout(n: str) -> bool:
+            return n.startswith("rollout-") and n.endswith((".jsonl", ".json"))
+        return [(p, None) for loc in self.locations(ws) for p in _files(loc, rollout)]
+
+    def read(self, path, extra, offset, state):
+        from . import codex
+        return codex.read(path, offset, state)
+
+    def in_scope(self, delta, ws: str) -> bool:
+        """The seed: this workspace or a folder inside it, or no folder recorded."""
+        return not delta.cwd or _within(delta.cwd, ws)
+
+
+def vscode_user_dirs() -> list[str]:
+    """Every VS Code user folder of this account (PRIMA_VSCODE_USER_DIRS overrides the list)."""
+    given = os.environ.get("PRIMA_VSCODE_USER_DIRS")
+    if given is not None:
+        return [d for d in given.split(os.pathsep) if d]
+    home = os.path.expanduser("~")
+    apps = ("Code", "Code - Insiders", "VSCodium")
+    if sys.platform == "darwin":
+        bases = [os.path.join(home, "Library", "Application Support")]
+    elif sys.platform == "win32":
+        bases = [os.environ.get("APPDATA", os.path.join(home, "AppData", "Roaming"))]
+    else:
+        bases = [os.environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")]
+    return [os.path.join(b, a, "User") for b in bases for a in apps] + [
+        os.path.join(home, ".vscode-server", "data", "User"),
+        os.path.join(home, ".vscode-server-insiders", "data", "User")]
+
+
+class CopilotChat(Source):
+    name, label, mode, in_hooks = "copilot-chat", "[VS Code]", "snapshot", False
+
+    def locations(self, ws: str) -> list[str]:
+        return vscode_user_dirs()
+
+    def discover(self, ws: str) -> list[tuple[str, object]]:
+        """Chat files of every VS Code workspace (Copilot records no workspace path), the
+        newest copy of each session id (VS Code copies a chat when its workspace changes)."""
+        from . import copilot
+        newest: dict[str, tuple[float, str, object]] = {}
+        for user in self.locations(ws):
+            storage = os.path.join(user, "workspaceStorage")
+            try:
+                spaces = sorted(e.path for e in os.scandir(storage)
+                                if e.is_dir(follow_symlinks=False))
+            except OSError:
+                spaces = []
+            groups = [(os.path.join(s, sub), copilot.workspace_folder(s)) for s in spaces
+                      for sub in ("chatSessions", os.path.join("GitHub.copilot-chat", "transcripts"))]
+            groups.append((os.path.join(user, "globalStorage", "emptyWindowChatSessions"), None))
+            for folder, project in groups:
+                for p in _files(folder, lambda n: n.endswith((".json", ".jsonl"))):
+                    sid = os.path.basename(p).rsplit(".", 1)[0]
+                    mtime = os.stat(p).st_mtime
+                    if sid not in newest or mtime > newest[sid][0]:
+                        newest[sid] = (mtime, p, project)
+        return [(p, project) for _m, p, project in sorted(newest.values(), key=lambda v: v[1])]
+
+    def read(self, path, extra, offset, state):
+        from . import copilot
+        deltas, problems = copilot.read(path)
+        for d in deltas:
+            d.cwd = extra  # the workspace folder, shown as the session's project
+        return deltas, os.path.getsize(path), state, problems
+
+
+class SharedLog(Source):
+    name, label, mode, in_hooks = "shared-log", "[shared log · author]", "snapshot", True
+
+    def locations(self, ws: str) -> list[str]:
+        from . import shared_log
+        return [shared_log.folder(ws)]
+
+    def discover(self, ws: str) -> list[tuple[str, object]]:
+        from . import shared_log
+        return [(p, project) for project, p in shared_log.discover(ws)]
+
+    def read(self, path, extra, offset, state):
+        from . import shared_log
+        d, problems = shared_log.read(path, extra)
+        return ([d] if d else []), os.path.getsize(path), state, problems
+
+
+OTHERS = (Codex(), CopilotChat(), SharedLog())

@@ -1,0 +1,177 @@
+"""The sources besides Claude Code, as a user meets them through the CLI: Codex (scope by working
+folder, read on from its offset), VS Code Copilot Chat (every workspace, a snapshot replaced),
+the shared project log (author in the results); `status` lists every source; no source file is
+ever written; hooks never scan them."""
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from pathlib import Path
+
+DAY = 86400
+OLD = time.time() - 10 * DAY
+
+
+def _iso(ts: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime(ts))
+
+
+def _rollout(env, name: str, cwd: str | None, prompt: str, reply: str, ts: float = OLD) -> Path:
+    folder = Path(env.env["CODEX_HOME"]) / "sessions" / "2026" / "03" / "01"
+    folder.mkdir(parents=True, exist_ok=True)
+    meta = {"id": name, "timestamp": _iso(ts)}
+    if cwd:
+        meta["cwd"] = cwd
+    lines = [{"timestamp": _iso(ts), "type": "session_meta", "payload": meta},
+             {"timestamp": _iso(ts + 1), "type": "response_item", "payload": {
+                 "type": "message", "role": "user",
+                 "content": [{"type": "input_text", "text": prompt}]}},
+             {"timestamp": _iso(ts + 2), "type": "response_item", "payload": {
+                 "type": "message", "role": "assistant",
+                 "content": [{"type": "output_text", "text": reply}]}}]
+    p = folder / f"rollout-2026-03-01T10-00-00-{name}.jsonl"
+    p.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    return p
+
+
+def _chat(env, folder_uri: str, sid: str, prompt: str, reply: str) -> Path:
+    space = Path(env.env["PRIMA_VSCODE_USER_DIRS"]) / "workspaceStorage" / f"ws-{sid}"
+    (space / "chatSessions").mkdir(parents=True, exist_ok=True)
+    (space / "workspace.json").write_text(json.dumps({"folder": folder_uri}))
+    p = space / "chatSessions" / f"{sid}.json"
+    p.write_text(json.dumps({"version": 3, "sessionId": sid, "responderUsername": "GitHub Copilot",
+                             "creationDate": int(OLD * 1000), "requests": [
+                                 {"requestId": "r1", "timestamp": int(OLD * 1000),
+                                  "message": {"text": prompt}, "response": [{"value": reply}]}]}))
+    return p
+
+
+def _log(env, name: str, text: str) -> Path:
+    p = env.ws / ".claude" / "state" / "sessions" / "P001" / name
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(text)
+    return p
+
+
+def _by_id(results) -> dict:
+    return {r["session_id"]: r for r in results}
+
+
+def test_codex_sessions_are_scoped_to_the_workspace(env):
+    _rollout(env, "cx-here", str(env.ws), "Tune the quokkaqueue workers", "Raised them to 8.")
+    _rollout(env, "cx-sub", str(env.ws / "services" / "api"), "quokkaqueue in the api",
+             "Done there.")
+    _rollout(env, "cx-none", None, "quokkaqueue from an old rollout", "Fine.")
+    _rollout(env, "cx-else", "/somewhere/else", "quokkaqueue elsewhere", "Not ours.")
+    found = _by_id(env.search("quokkaqueue", "--mode", "keyword"))
+    assert set(found) == {"cx-here", "cx-sub", "cx-none"}, found.keys()
+    assert {r["label"] for r in found.values()} == {"[Codex]"}
+    assert found["cx-here"]["source"] == "codex" and found["cx-here"]["project"] == str(env.ws)
+    assert found["cx-here"]["title"] == "Tune the quokkaqueue workers"
+
+
+def test_a_resumed_codex_rollout_is_read_on(env):
+    p = _rollout(env, "cx-grow", str(env.ws), "Start the zebrafish import", "Started.")
+    assert list(_by_id(env.search("zebrafish", "--mode", "keyword"))) == ["cx-grow"]
+    with open(p, "a") as f:  # Codex appends to the same file on resume
+        f.write(json.dumps({"timestamp": _iso(OLD + 60), "type": "response_item", "payload": {
+            "type": "message", "role": "user",
+            "content": [{"type": "input_text", "text": "now the narwhalword part"}]}}) + "\n")
+    hit = env.search("narwhalword", "--mode", "keyword")
+    assert [r["session_id"] for r in hit] == ["cx-grow"]
+    shown = env.json("show", "cx-grow")["session"]
+    assert [m["text"] for m in shown["messages"]] == ["Start the zebrafish import", "Started.",
+                                                      "now the narwhalword part"]
+
+
+def test_copilot_chats_of_every_workspace_and_an_edit_in_place(env):
+    p = _chat(env, "file:///home/u/other%20project", "chat-1", "How do I debounce the ocelotinput?",
+              "Wrap the handler in a debounce of 300 ms.")
+    found = _by_id(env.search("ocelotinput", "--mode", "keyword"))
+    assert list(found) == ["chat-1"]
+    assert found["chat-1"]["label"] == "[VS Code]"
+    assert found["chat-1"]["project"] == "/home/u/other project"
+    # VS Code rewrites the file on every save: the session is replaced, nothing stale stays
+    doc = json.loads(p.read_text())
+    doc["requests"][0]["message"]["text"] = "How do I throttle the lynxinput?"
+    p.write_text(json.dumps(doc))
+    assert list(_by_id(env.search("lynxinput", "--mode", "keyword"))) == ["chat-1"]
+    assert env.search("ocelotinput", "--mode", "keyword") == []
+    shown = env.json("show", "chat-1")["session"]
+    assert [m["text"] for m in shown["messages"]] == ["How do I throttle the lynxinput?",
+                                                      "Wrap the handler in a debounce of 300 ms."]
+    p.unlink()  # a chat deleted in VS Code goes from the index
+    assert env.search("lynxinput", "--mode", "keyword") == []
+
+
+def test_an_edited_snapshot_leaves_no_orphaned_vectors(env):
+    p = _chat(env, "file:///x", "chat-v", "first wording of the pelicanq", "an answer")
+    env.json("embed")
+    before = env.json("status")["semantic"]
+    doc = json.loads(p.read_text())
+    doc["requests"][0]["response"] = [{"value": "a different answer entirely"}]
+    p.write_text(json.dumps(doc))
+    env.json("embed")
+    after = env.json("status")["semantic"]
+    assert after["pending"] == 0 and after["embedded"] == before["embedded"]
+    import apsw
+    db = apsw.Connection(str(env.data / "index.db"))
+    linked = db.execute("SELECT count(*) FROM embedded e LEFT JOIN messages m ON m.id = e.exchange "
+                        "WHERE m.id IS NULL").fetchone()[0]
+    assert linked == 0, "no vectors linked to a message that is gone"
+
+
+def test_shared_log_entries_carry_their_author(env):
+    _log(env, "2026-11-20.md", "---\nproject: P001\nauthor: Alice\ntime: 2026-11-20T10:00:00Z\n"
+                               "---\n# Chose the capybarastore\nWe picked it for its replication.")
+    _log(env, "_template.md", "**Author:** nobody\ncapybarastore template")
+    got = env.search("capybarastore", "--mode", "keyword")
+    assert len(got) == 1
+    assert (got[0]["label"], got[0]["author"], got[0]["source"]) == \
+        ("[shared log · Alice]", "Alice", "shared-log")
+    assert got[0]["title"] == "Chose the capybarastore"
+
+
+def test_status_lists_every_source(env):
+    _rollout(env, "cx-s", str(env.ws), "status check", "ok")
+    _log(env, "a.md", "**Author:** Bo\nan entry")
+    env.json("index")
+    sources = {s["source"]: s for s in env.json("status")["sources"]}
+    assert list(sources) == ["claude-code", "codex", "copilot-chat", "shared-log",
+                             "session-history"]
+    assert sources["codex"]["found"] and sources["codex"]["sessions"] == 1
+    assert sources["shared-log"]["sessions"] == 1 and not sources["copilot-chat"]["found"]
+    assert sources["codex"]["label"] == "[Codex]"
+    text = env.run("status").stdout
+    assert "[Codex] (found)" in text and "[VS Code] (absent)" in text
+
+
+def _sums(paths) -> dict:
+    return {str(p): hashlib.sha256(p.read_bytes()).hexdigest() for p in paths}
+
+
+def test_no_source_file_is_ever_written(env):
+    files = [_rollout(env, "cx-w", str(env.ws), "checksum words", "reply"),
+             _chat(env, "file:///y", "chat-w", "checksum words", "reply"),
+             _log(env, "w.md", "**Author:** C\nchecksum words")]
+    before = _sums(files)
+    env.json("index")
+    env.json("search", "checksum")
+    env.json("embed")
+    env.json("index", "--rebuild")
+    assert _sums(files) == before
+
+
+def test_hooks_never_scan_the_other_sources(env):
+    _rollout(env, "cx-h", str(env.ws), "hookless words", "r")
+    _chat(env, "file:///z", "chat-h", "hookless words", "r")
+    t = env.transcript("eeee0000-0000-4000-8000-000000000001", start=OLD)
+    t.exchange("a claude session", "its reply")
+    for event, extra in (("session-start", {"source": "startup"}), ("stop", {})):
+        payload = {"session_id": "eeee0000-0000-4000-8000-000000000001", "cwd": str(env.ws),
+                   "hook_event_name": event, "transcript_path": str(t.path), **extra}
+        env.run("hook", event, input=json.dumps(payload))
+    sources = {s["source"]: s for s in env.json("status")["sources"]}
+    assert sources["claude-code"]["sessions"] == 1
+    assert sources["codex"]["files"] == 0 and sources["copilot-chat"]["files"] == 0
