@@ -187,8 +187,17 @@ def search(mem: Memory, query: str, *, mode: str = "combined", limit: int = 10,
             d["context"] = [_turn(m, matched=m[0] == h.message_id)
                             for m in mem.store().messages_around(h.message_id, context)]
         results.append(d)
-    return {"query": query, "mode": mode, "warnings": search_warnings + warnings,
-            "results": results}
+    out = {"query": query, "mode": mode, "warnings": search_warnings + warnings,
+           "results": results}
+    if not results:  # the last search step: the session history summaries (the seed's table)
+        from .sources import history
+        found, problems = history.search(mem.ws, query, limit=limit)
+        for p in problems:
+            mem.log.warn(f"session history: {p}", once=True)
+        if found:
+            out["warnings"].append("no conversation matched: showing Session History Summaries")
+            out["history"] = found
+    return out
 
 
 CONTEXT_CHARS = 1200  # a turn around a match is cut here: the match itself is what counts

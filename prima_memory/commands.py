@@ -57,7 +57,11 @@ def cmd_search(mem, args) -> int:
                                           args.source),
                       deep=args.deep, context=args.context, progress=_progress(args))
     lines = [f"warning: {w}" for w in data["warnings"]]
-    if not data["results"]:
+    if data.get("history"):
+        lines.append("Session History Summaries")
+        lines += [f"- {e['date']}{' ' + e['time'] if e['time'] else ''}  {e['summary']}  "
+                  f"({e['file']})" for e in data["history"]]
+    elif not data["results"]:
         lines.append(f"No sessions match \"{_printable(data['query'])}\".")
     for i, r in enumerate(data["results"], 1):
         branch = f"  ({r['branch']})" if r["branch"] else ""
@@ -115,7 +119,9 @@ def cmd_recall(mem, args) -> int:
         return 0
     out = [f"prima-memory: past sessions matching \"{_printable(query)}\" ({QUOTED})"]
     out += [f"note: {w}" for w in data["warnings"]]
-    if not data["results"]:
+    for e in data.get("history", ()):
+        out.append(f"- Session History Summaries, {e['date']}: {one_line(e['summary'], 200)}")
+    if not data["results"] and not data.get("history"):
         out.append("No sessions match.")
     for i, r in enumerate(data["results"], 1):
         out.append(f"{i}. {r['label']} {one_line(r['title'], 100)} — {local_iso(r['started_at'])}"

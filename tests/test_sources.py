@@ -175,3 +175,26 @@ def test_hooks_never_scan_the_other_sources(env):
     sources = {s["source"]: s for s in env.json("status")["sources"]}
     assert sources["claude-code"]["sessions"] == 1
     assert sources["codex"]["files"] == 0 and sources["copilot-chat"]["files"] == 0
+
+
+def test_session_history_answers_only_when_the_conversations_find_nothing(env):
+    state = env.ws / ".claude" / "state"
+    (state / "history").mkdir(parents=True)
+    month = time.strftime("%Y-%m")
+    (state / "state.json").write_text(json.dumps({"sessionHistory": [
+        {"date": f"{month}-01", "time": "09:00", "summary": "Planned the tapirmigration"}]}))
+    (state / "history" / "2020-01.json").write_text(json.dumps(
+        [{"date": "2020-01-05", "summary": "Old tapirmigration notes"}]))
+    got = env.json("search", "tapirmigration")
+    assert got["results"] == []
+    assert [e["summary"] for e in got["history"]] == ["Planned the tapirmigration"]
+    assert got["history"][0]["label"] == "Session History Summaries"
+    assert any("Session History Summaries" in w for w in got["warnings"])
+    text = env.run("search", "tapirmigration").stdout
+    assert "Session History Summaries" in text and "Planned the tapirmigration" in text
+    recall = env.run("recall", "tapirmigration").stdout
+    assert "Session History Summaries, " in recall and "No sessions match" not in recall
+    # a conversation that matches: the history is not read
+    _rollout(env, "cx-tapir", str(env.ws), "tapirmigration for real", "ok")
+    got = env.json("search", "tapirmigration", "--mode", "keyword")
+    assert [r["session_id"] for r in got["results"]] == ["cx-tapir"] and "history" not in got
