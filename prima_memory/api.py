@@ -6,6 +6,7 @@ done now. `call` holds the policy for a damaged or busy index, the same for ever
 """
 from __future__ import annotations
 
+import json
 import os
 import time
 
@@ -460,7 +461,8 @@ def status(mem: Memory) -> dict:
         sources.append({"source": src.name, "label": src.label, "locations": where,
                         "found": any(os.path.isdir(w) for w in where),
                         "files": len(store.source_files(src.name)),
-                        **by_source.get(src.name, none)})
+                        **by_source.get(src.name, none),
+                        "warnings": json.loads(store.get_meta(f"warnings:{src.name}") or "[]")})
     state = os.path.join(mem.ws, ".claude", "state")
     sources.append({"source": "session-history", "label": "Session History Summaries",
                     "locations": [state], "found": os.path.isdir(state),

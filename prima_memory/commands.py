@@ -300,6 +300,7 @@ def render_status(d: dict) -> str:
         what = (f"{s['sessions']} sessions ({s['archived']} archived), {s['files']} files"
                 if "sessions" in s else s.get("read", ""))
         lines.append(f"source     {s['label']} ({state}) {where}: {what}")
+        lines += [f"             warning: {w}" for w in s.get("warnings", ())[:5]]
     lines.append(f"indexed    {c['messages']} messages, {c['exchanges']} exchanges, "
                  f"{c['file_changes']} file changes")
     lines.append(f"pending    {d['pending']['files']} files changed since the last index "

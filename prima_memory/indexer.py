@@ -212,11 +212,15 @@ class Indexer:
         rep = rep or Report()
         store = self.store
         for src in sources:
+            self._problems: list[str] = []  # this run's, kept for status
             try:
                 found = src.discover(self.ws)
             except OSError as e:
                 self.log.warn(f"{src.name}: cannot list its files: {e}", once=True)
                 continue
+            empty = [w for w in src.locations(self.ws) if os.path.isdir(w) and not any(
+                os.scandir(w))]
+            self._problems += [f"{w}: empty folder" for w in empty]
             known = store.source_files(src.name)
             present = {p for p, _x in found}
             with store.transaction():
@@ -233,6 +237,11 @@ class Indexer:
                     self._source_file(src, path, extra, known.get(path), rep)
                 except OSError as e:
                     self.log.warn(f"{path}: cannot read: {e}", once=True)
+                    self._problems.append(f"{path}: unreadable ({e.strerror or e})")
+            if self._problems or store.get_meta(f"warnings:{src.name}"):
+                with store.transaction():  # what status shows of this source, until it changes
+                    store.set_meta(f"warnings:{src.name}",
+                                   json.dumps(self._problems[:20]) if self._problems else None)
         return rep
 
     def _source_file(self, src, path, extra, row, rep: Report) -> None:
@@ -249,6 +258,7 @@ class Indexer:
         deltas, end, state, problems = src.read(path, extra, offset, state)
         for p in problems:
             self.log.warn(f"{path}: {p}")
+            self._problems.append(f"{path}: {p}")
         head_len = min(HEAD_BYTES, end)
         with store.transaction():
             session, status = (row.session if row else None), "ok"

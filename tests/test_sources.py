@@ -198,3 +198,21 @@ def test_session_history_answers_only_when_the_conversations_find_nothing(env):
     _rollout(env, "cx-tapir", str(env.ws), "tapirmigration for real", "ok")
     got = env.json("search", "tapirmigration", "--mode", "keyword")
     assert [r["session_id"] for r in got["results"]] == ["cx-tapir"] and "history" not in got
+
+
+def test_status_shows_each_sources_warnings(env):
+    home = Path(env.env["CODEX_HOME"])
+    (home / "archived_sessions").mkdir(parents=True)  # an empty folder
+    p = _rollout(env, "cx-odd", str(env.ws), "odd records", "ok")
+    with open(p, "a") as f:
+        for kind in ("brand_new_kind", "brand_new_kind", "another_kind"):
+            f.write(json.dumps({"timestamp": _iso(OLD), "type": kind, "payload": {}}) + "\n")
+        f.write("this line is not JSON\n")
+    env.json("index")
+    codex = {s["source"]: s for s in env.json("status")["sources"]}["codex"]
+    joined = "\n".join(codex["warnings"])
+    assert "archived_sessions: empty folder" in joined
+    assert "unknown record types: another_kind (1), brand_new_kind (2)" in joined
+    assert "invalid JSON" in joined
+    assert "unknown record types" in (env.data / "prima-memory.log").read_text()
+    assert "warning: " in env.run("status").stdout

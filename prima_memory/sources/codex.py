@@ -32,6 +32,9 @@ _PATCH_FILE = re.compile(r"^\*\*\* (?:Add|Delete|Update) File: (.+?)\s*$|^\*\*\*
                          re.M)
 _CD = re.compile(r"^\s*cd\s+(\"[^\"]+\"|'[^']+'|\S+)\s*&&")
 _SHELLS = ("shell", "container.exec", "exec_command", "local_shell")
+# line types with nothing to index, known so that only new ones are reported
+_KNOWN = {"compacted", "world_state", "inter_agent_communication",
+          "inter_agent_communication_metadata"}
 
 
 def read(path: str, offset: int = 0, state: dict | None = None, mtime: float | None = None):
@@ -83,6 +86,7 @@ class _Reader:
         self.changes: list[FileChange] = []
         self.ts: float | None = None
         self.scrub = _scrubber(self.problems)  # cut and redacted, as every source's text is
+        self.unknown: dict[str, int] = {}  # record types this reader does not know, counted
 
     def _d(self) -> SessionDelta | None:
         if self.delta is None and self.state.get("sid"):
@@ -105,6 +109,8 @@ class _Reader:
                 self._item(p)
             elif kind == "event_msg":
                 self._event(p)
+            elif kind not in _KNOWN:
+                self.unknown[str(kind)[:40]] = self.unknown.get(str(kind)[:40], 0) + 1
             return
         if "type" not in obj and obj.get("id") and obj.get("timestamp"):  # era 1/2 header
             self._meta(obj)
@@ -233,6 +239,9 @@ class _Reader:
     # -- the delta -----------------------------------------------------------------------------
 
     def finish(self) -> list[SessionDelta]:
+        if self.unknown:
+            self.problems.append("unknown record types: " + ", ".join(
+                f"{k} ({n})" for k, n in sorted(self.unknown.items())))
         d = self.delta
         if d is None:
             return []
