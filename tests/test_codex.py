@@ -172,3 +172,33 @@ def test_the_public_fixtures(fixtures):
     assert [c.path for c in d.file_changes] == ["/tmp/repo/a.txt"]
     legacy, *_ = _read(str(fixtures / "agent-sessions-codex_050_legacy.jsonl"))
     assert legacy.session_id == "test-legacy-session" and legacy.messages == []
+
+
+def test_a_compressed_rollout_and_its_plain_twin(tmp_path, monkeypatch):
+    zstandard = pytest.importorskip("zstandard")
+    plain = tmp_path / "rollout-z.jsonl"
+    _write(plain, ERA3)
+    packed = tmp_path / "rollout-z.jsonl.zst"
+    packed.write_bytes(zstandard.ZstdCompressor().compress(plain.read_bytes()))
+    want, _e, _s, _p = _read(str(plain))
+    got, end, _state, problems = _read(str(packed))
+    assert problems == [] and end == plain.stat().st_size  # offsets into the decompressed text
+    assert [(m.key, m.text) for m in got.messages] == [(m.key, m.text) for m in want.messages]
+    assert [c.path for c in got.file_changes] == [c.path for c in want.file_changes]
+    # discovery reads the plain file when both exist, the compressed one alone otherwise
+    from prima_memory.sources.registry import Codex
+    home = tmp_path / "codexhome"
+    day = home / "sessions" / "2026" / "03" / "01"
+    day.mkdir(parents=True)
+    (day / plain.name).write_bytes(plain.read_bytes())
+    (day / packed.name).write_bytes(packed.read_bytes())
+    (day / "rollout-only.jsonl.zst").write_bytes(packed.read_bytes())
+    monkeypatch.setenv("CODEX_HOME", str(home))
+    names = [Path(p).name for p, _x in Codex().discover(str(tmp_path))]
+    assert names == ["rollout-only.jsonl.zst", "rollout-z.jsonl"]
+    # without zstd support: said, not fatal
+    monkeypatch.setattr(codex, "_zstd", lambda: None)
+    assert _read(str(packed))[0] is None and "needs zstd" in _read(str(packed))[3][0]
+    (tmp_path / "bad.jsonl.zst").write_bytes(b"not zstd at all")
+    monkeypatch.undo()
+    assert "cannot decompress" in _read(str(tmp_path / "bad.jsonl.zst"))[3][0]

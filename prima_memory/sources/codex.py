@@ -43,6 +43,8 @@ def read(path: str, offset: int = 0, state: dict | None = None, mtime: float | N
     state = dict(state or {})
     if path.endswith(".json"):
         return _read_era1(path, state)
+    if path.endswith(".zst"):
+        return _read_zst(path, offset, state)
     reader = JsonlReader(path, offset, mtime=mtime)
     r = _Reader(state)
     for obj in reader:
@@ -51,6 +53,49 @@ def read(path: str, offset: int = 0, state: dict | None = None, mtime: float | N
         except (TypeError, ValueError, AttributeError, KeyError) as e:
             reader.bad(reader.end, f"unreadable record ({type(e).__name__}: {e})")
     return r.finish(), reader.end, r.state, list(reader.problems) + r.problems
+
+
+def _zstd():
+    """A zstd decompressor: Python 3.14's own, else the zstandard package; None without."""
+    try:
+        from compression import zstd  # Python 3.14+
+        return zstd.decompress
+    except ImportError:
+        pass
+    try:
+        import zstandard
+    except ImportError:
+        return None
+    return lambda data: zstandard.ZstdDecompressor().decompressobj().decompress(data)
+
+
+def _read_zst(path: str, offset: int, state: dict):
+    """A compressed rollout (read only when no plain twin exists): decompressed whole, then
+    read on from `offset` in the decompressed text, whole lines only."""
+    decompress = _zstd()
+    if decompress is None:
+        return [], offset, state, ["a .zst rollout needs zstd support (Python 3.14, or the "
+                                   "zstandard package): not read"]
+    try:
+        with open(path, "rb") as f:
+            data = decompress(f.read())
+    except Exception as e:  # noqa: BLE001 - a damaged or truncated archive, whatever the library
+        return [], offset, state, [f"cannot decompress ({type(e).__name__})"]
+    from .jsonl import mend_surrogates
+    r, problems, pos = _Reader(state), [], offset
+    while (nl := data.find(b"\n", pos)) >= 0:
+        line, pos = data[pos:nl], nl + 1
+        try:
+            obj = json.loads(mend_surrogates(line)) if line.strip() else None
+        except ValueError:
+            problems.append(f"byte {pos}: invalid JSON")
+            continue
+        if isinstance(obj, dict):
+            try:
+                r.take(obj)
+            except (TypeError, ValueError, AttributeError, KeyError) as e:
+                problems.append(f"unreadable record ({type(e).__name__})")
+    return r.finish(), pos, r.state, problems[:5] + r.problems
 
 
 def _read_era1(path: str, state: dict):

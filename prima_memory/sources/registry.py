@@ -67,8 +67,10 @@ class Codex(Source):
 
     def discover(self, ws: str) -> list[tuple[str, object]]:
         def rollout(n: str) -> bool:
-            return n.startswith("rollout-") and n.endswith((".jsonl", ".json"))
-        return [(p, None) for loc in self.locations(ws) for p in _files(loc, rollout)]
+            return n.startswith("rollout-") and n.endswith((".jsonl", ".json", ".jsonl.zst"))
+        paths = [p for loc in self.locations(ws) for p in _files(loc, rollout)]
+        plain = set(paths)  # a compressed rollout is read only when no plain twin exists
+        return [(p, None) for p in paths if not (p.endswith(".zst") and p[:-4] in plain)]
 
     def read(self, path, extra, offset, state):
         from . import codex

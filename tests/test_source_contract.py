@@ -1,0 +1,75 @@
+"""The contract every source in the registry keeps, checked in-process at the records seam: on
+files of its own kind it returns session records of the shared shape, with its name and label,
+text that is redacted, offsets that resume, and nothing for files it cannot read."""
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from prima_memory.records import FileChange, Message, SessionDelta
+from prima_memory.sources.registry import OTHERS
+
+SECRET = "sk-ant-api03-" + "Q" * 90
+
+
+def _sample(src, tmp_path, env):
+    """A file of the source's kind, placed where it discovers it, holding SECRET."""
+    if src.name == "codex":
+        d = tmp_path / "codex" / "sessions" / "2026" / "01" / "02"
+        d.mkdir(parents=True)
+        p = d / "rollout-2026-01-02T00-00-00-abc.jsonl"
+        lines = [{"timestamp": "2026-01-02T00:00:00Z", "type": "session_meta",
+                  "payload": {"id": "abc", "cwd": str(env)}},
+                 {"timestamp": "2026-01-02T00:00:01Z", "type": "response_item",
+                  "payload": {"type": "message", "role": "user",
+                              "content": [{"type": "input_text", "text": f"key {SECRET}"}]}}]
+        p.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    elif src.name == "copilot-chat":
+        d = tmp_path / "vscode" / "workspaceStorage" / "w1" / "chatSessions"
+        d.mkdir(parents=True)
+        p = d / "abc.json"
+        p.write_text(json.dumps({"version": 3, "sessionId": "abc", "requests": [
+            {"requestId": "r", "message": {"text": f"key {SECRET}"},
+             "response": [{"value": "ok"}]}]}))
+    else:
+        d = env / ".claude" / "state" / "sessions" / "P1"
+        d.mkdir(parents=True)
+        p = d / "abc.md"
+        p.write_text(f"**Author:** A\nkey {SECRET}")
+    return p
+
+
+@pytest.mark.parametrize("src", OTHERS, ids=lambda s: s.name)
+def test_every_source_keeps_the_contract(src, tmp_path, monkeypatch):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    monkeypatch.setenv("CODEX_HOME", str(tmp_path / "codex"))
+    monkeypatch.setenv("PRIMA_VSCODE_USER_DIRS", str(tmp_path / "vscode"))
+    assert src.name and src.label and src.mode in ("append", "snapshot")
+    assert src.discover(str(ws)) == [], "nothing there: nothing found, no error"
+    path = _sample(src, tmp_path, ws)
+    found = src.discover(str(ws))
+    assert [p for p, _x in found] == [str(path)]
+    assert all(os.path.isabs(loc) for loc in src.locations(str(ws)))
+    deltas, end, state, problems = src.read(str(path), found[0][1], 0, None)
+    assert problems == [] and end == path.stat().st_size
+    assert len(deltas) == 1 and isinstance(deltas[0], SessionDelta)
+    d = deltas[0]
+    assert d.source == src.name and d.label.startswith(src.label.split(" ")[0][:6])
+    assert d.messages and all(isinstance(m, Message) for m in d.messages)
+    assert all(isinstance(c, FileChange) for c in d.file_changes)
+    assert all(SECRET not in m.text for m in d.messages), "redacted like every source"
+    assert src.in_scope(d, str(ws))
+    if src.mode == "append":  # read on from the end: nothing new
+        again, end2, _s, _p = src.read(str(path), found[0][1], end, state)
+        assert again == [] and end2 == end
+    os.chmod(path, 0)
+    if os.geteuid() != 0:  # (root reads anything) an unreadable file: nothing, or an OSError
+        try:               # the indexer logs and goes on from
+            got = src.read(str(path), found[0][1], 0, None)[0]
+        except OSError:
+            got = []
+        assert got == []
+    os.chmod(path, 0o600)
