@@ -188,10 +188,11 @@ def _start_embedder(mem) -> None:
 
 def pre_compact(mem, data: dict, session_id, lock_wait, index_budget) -> str:
     from . import checkpoints
+    from .sources import claude_code
     if not session_id or not enabled("PRIMA_CHECKPOINTS"):
         return ""
     _update(mem, lock_wait, index_budget, only_session=session_id)
-    row = mem.store().session_by_session_id(session_id)
+    row = mem.store().session_by_session_id(session_id, claude_code.SOURCE)  # Claude's own
     if row is None:
         mem.log.warn(f"pre-compact: session {session_id} is not in the index; no checkpoint")
         return ""

@@ -606,7 +606,7 @@ class Store:
         rows = self._session_where("id = ?", (rowid,))
         return rows[0] if rows else None
 
-    def session_by_session_id(self, session_id: str, source: str = "claude-code") -> SessionRow | None:
+    def session_by_session_id(self, session_id: str, source: str) -> SessionRow | None:
         rows = self._session_where("source = ? AND session_id = ?", (source, session_id))
         return rows[0] if rows else None
 

@@ -193,7 +193,7 @@ def test_a_session_id_read_from_a_transcript_never_leaves_the_extracts_folder(en
     env.run("index")
     mem = Memory(str(env.ws))
     try:
-        row = mem.store().session_by_session_id(evil)
+        row = mem.store().session_by_session_id(evil, "claude-code")
         assert row is not None and row.session_id == evil
         path = checkpoints.write(mem.store(), row, str(env.ws))
     finally:

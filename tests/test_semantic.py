@@ -147,7 +147,7 @@ def test_a_grown_session_re_embeds_only_what_changed_and_equals_a_full_embed(tmp
     with st.transaction():  # the reply goes on (a later line of the same message) ...
         st.set_message_texts([(last, "second reply, and more")])
     with st.transaction():  # ... and a new exchange comes
-        row = st.session_by_session_id("A")
+        row = st.session_by_session_id("A", "claude-code")
         u, a = st.new_message_ids(row.id, 2)
         st.add_messages([(u, row.id, "u-new", "user", OLD + 20, 0, None, "three"),
                          (a, row.id, "a-new", "assistant", OLD + 21, 0, u, "third reply")])

@@ -71,7 +71,7 @@ def test_the_ranking_formula_on_hand_computed_cases(tmp_path):
     assert [_session_of(st, m.exchange) for m in
             semantic.similar(st, e, "q", limit=1, floor=0.5, now=NOW)] == ["B"]
     assert semantic.similar(st, e, "q", limit=10, floor=0.9, now=NOW)[0].exchange >> SHIFT == \
-        st.session_by_session_id("A").id
+        st.session_by_session_id("A", "claude-code").id
 
 
 def test_turns_decide_only_within_their_weight(tmp_path):
@@ -181,10 +181,10 @@ def test_a_changed_or_deleted_exchange_takes_its_edges_with_it(tmp_path):
     assert semantic.link(st, KEY, 4) == (1, 0), "re-linked as its new text"
     assert st.count_edges(KEY) == 1
     with st.transaction():
-        st.delete_session(st.session_by_session_id("B").id)
+        st.delete_session(st.session_by_session_id("B", "claude-code").id)
     assert st.count_edges(KEY) == 0
     assert st.db.execute("SELECT count(*) FROM linked WHERE exchange >> ? = ?",
-                         (SHIFT, st.session_by_session_id("C").id)).fetchone()[0] == 1
+                         (SHIFT, st.session_by_session_id("C", "claude-code").id)).fetchone()[0] == 1
 
 
 def test_linking_keeps_its_budget_and_yields(tmp_path, monkeypatch):
@@ -255,7 +255,7 @@ def test_the_vectors_held_in_memory_follow_changes_as_a_fresh_read_would(tmp_pat
     grown = next(x for x, _n, _v in real(KEY) if _session_of(st, x) == "S03")
     with st.transaction():
         st.set_message_texts([(grown, "a longer reply")])
-        st.delete_session(st.session_by_session_id("S05").id)
+        st.delete_session(st.session_by_session_id("S05", "claude-code").id)
         row = st.session_for("claude-code", "NEW", "[transcript]")
         u, a = st.new_message_ids(row.id, 2)
         st.add_messages([(u, row.id, "u", "user", NOW, 0, None, "new"),
