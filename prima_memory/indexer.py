@@ -204,6 +204,30 @@ class Indexer:
             store.index_terms()
         return n
 
+    def sources_changed(self, sources) -> list:
+        """The sources with a file new, changed or gone since indexed (stat only, no lock)."""
+        changed = []
+        for src in sources:
+            try:
+                found = [p for p, _x in src.discover(self.ws)]
+            except OSError:
+                continue
+            known, present = self.store.source_files(src.name), set(found)
+            if any(row.status != "missing" and p not in present for p, row in known.items()):
+                changed.append(src)
+                continue
+            for p in found:
+                row = known.get(p)
+                try:
+                    st = os.stat(p)
+                except OSError:
+                    continue
+                if row is None or (row.size, row.mtime_ns, row.inode) != (st.st_size, st.st_mtime_ns,
+                                                                         st.st_ino):
+                    changed.append(src)
+                    break
+        return changed
+
     def index_sources(self, sources, rep: Report | None = None) -> Report:
         """Bring the other sources' sessions up to date (see sources/registry.py): an append
         file resumed from its offset (read again from the start when rewritten), a snapshot
@@ -250,7 +274,10 @@ class Indexer:
         if row and (row.size, row.mtime_ns, row.inode) == (st.st_size, st.st_mtime_ns, st.st_ino):
             return
         if row and row.status == "foreign" and st.st_size >= (row.size or 0):
-            return  # another workspace's session, growing
+            with store.transaction():  # another workspace's session, growing: noted, not read
+                store.save_file(path, src.name, None, 0, st.st_size, st.st_mtime_ns, st.st_ino,
+                                row.head_len, row.head_hash, st.st_size, None, "foreign")
+            return
         offset, state = 0, None
         if src.mode == "append" and row and row.status != "foreign" \
                 and not _rewritten(path, st, row):

@@ -190,7 +190,10 @@ class Memory:
         store = self.store()
         if store.readonly:
             raise IndexReadOnly(self.db_path)
-        sources = [s for s in OTHERS if s.in_hooks or not in_hook]
+        sources = Indexer(self.ws, store, self.log).sources_changed(
+            [s for s in OTHERS if s.in_hooks or not in_hook])
+        if not sources:
+            return None  # nothing changed: no lock taken
         self._take_lock(lock_timeout)
         try:
             return Indexer(self.ws, store, self.log).index_sources(sources)

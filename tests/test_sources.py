@@ -216,3 +216,21 @@ def test_status_shows_each_sources_warnings(env):
     assert "invalid JSON" in joined
     assert "unknown record types" in (env.data / "prima-memory.log").read_text()
     assert "warning: " in env.run("status").stdout
+
+
+def test_nothing_changed_takes_no_lock_and_reads_nothing(env):
+    """Every search looks at the other sources; unchanged (a foreign rollout growing included),
+    they cost a look, not a read or the writer lock."""
+    import fcntl
+    p = _rollout(env, "cx-else2", "/elsewhere", "foreign words", "r")
+    _rollout(env, "cx-mine", str(env.ws), "lockfree words", "r")
+    env.json("index")
+    with open(p, "a") as f:
+        f.write(json.dumps({"timestamp": _iso(OLD), "type": "event_msg",
+                            "payload": {"type": "token_count"}}) + "\n")
+    env.json("index")  # notes the foreign file's growth
+    with open(env.data / "index.lock", "a") as lock:  # another writer holds the lock
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        got = env.json("search", "lockfree", "--mode", "keyword")
+    assert [r["session_id"] for r in got["results"]] == ["cx-mine"]
+    assert not any("updating" in w for w in got["warnings"]), got["warnings"]
