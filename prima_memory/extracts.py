@@ -123,3 +123,20 @@ def render(store, row) -> str:
             out += ["**User:**", "", prompt.strip(), ""]
         out += ["**Claude:**", "", (reply or "").strip() or "(tool use only)", ""]
     return "\n".join(out).rstrip() + "\n"
+
+
+def write_unfinished(store, ws: str, log) -> list[str]:
+    """Extracts for the sessions changed since they were last considered (by this run, or by one
+    killed before it), whatever source they came from; returns the paths written."""
+    written = []
+    with store.transaction():  # one commit for a backfill's many extracts
+        for sid in store.unfinished_sessions():
+            try:
+                path = maybe_write(store, sid, ws)
+            except OSError as e:
+                log.warn(f"could not write an extract: {e}")
+                continue
+            store.mark_finished(sid)
+            if path:
+                written.append(path)
+    return written

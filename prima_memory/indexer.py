@@ -49,12 +49,11 @@ def _head_hash(path: str, n: int) -> str | None:
 
 
 class Indexer:
-    def __init__(self, workspace: str, store: Store, log, *, progress=None, extracts=True):
+    def __init__(self, workspace: str, store: Store, log, *, progress=None):
         self.ws = workspace
         self.store = store
         self.log = log
         self.progress = progress
-        self.write_extracts = extracts
         self._sessions: dict[tuple[str, str], _Session] = {}
         self._terms_seen: set[str] = set()
         self._last_scan = None  # pending()'s look at the files, reused by the run that follows
@@ -578,23 +577,9 @@ class Indexer:
         return sid
 
     def _finish_sessions(self, rep: Report) -> None:
-        """Extracts for sessions changed by this run or by one that was killed before this."""
         if rep.sessions_touched:
             with self.store.transaction():
                 self.store.tidy(bulk=rep.bytes_read > BULK_BYTES)
-        if not self.write_extracts:
-            return
-        from . import extracts
-        with self.store.transaction():  # one commit for a backfill's many extracts
-            for sid in self.store.unfinished_sessions():
-                try:
-                    path = extracts.maybe_write(self.store, sid, self.ws)
-                except OSError as e:
-                    self.log.warn(f"could not write an extract: {e}")
-                    continue
-                self.store.mark_finished(sid)
-                if path:
-                    rep.extracts.append(path)
 
 
 def read_chunks(sf, offset, state, mtime, size, bulk):

@@ -156,7 +156,7 @@ class Memory:
         store = self.store()
         if store.readonly:
             raise IndexReadOnly(self.db_path)
-        indexer = Indexer(self.ws, store, self.log, progress=progress, extracts=extracts)
+        indexer = Indexer(self.ws, store, self.log, progress=progress)
         if not (rebuild or prune) and indexer.pending(only_session, quick) == (0, 0) \
                 and not store.unfinished_sessions():
             if quick:
@@ -172,10 +172,13 @@ class Memory:
             if rebuild:
                 with store.transaction():
                     store.clear_live()
-                indexer = Indexer(self.ws, store, self.log, progress=progress, extracts=extracts)
+                indexer = Indexer(self.ws, store, self.log, progress=progress)
             indexer.lock_fd = self.lock().fd
             rep = indexer.run(budget=budget, only_session=only_session, prune=prune,
                               quick=quick and not rebuild)
+            if extracts:  # for the sessions this run changed, or one killed before it
+                from .extracts import write_unfinished
+                rep.extracts += write_unfinished(store, self.ws, self.log)
             if only_session and rep.pending_files:
                 self._owe(store, only_session)  # left for the next SessionStart to finish
             return rep
@@ -196,7 +199,10 @@ class Memory:
             return None  # nothing changed: no lock taken
         self._take_lock(lock_timeout)
         try:
-            return Indexer(self.ws, store, self.log).index_sources(sources)
+            from .extracts import write_unfinished
+            rep = Indexer(self.ws, store, self.log).index_sources(sources)
+            rep.extracts += write_unfinished(store, self.ws, self.log)
+            return rep
         finally:
             self.lock().release()
 

@@ -234,3 +234,19 @@ def test_nothing_changed_takes_no_lock_and_reads_nothing(env):
         got = env.json("search", "lockfree", "--mode", "keyword")
     assert [r["session_id"] for r in got["results"]] == ["cx-mine"]
     assert not any("updating" in w for w in got["warnings"]), got["warnings"]
+
+
+def test_a_substantial_codex_session_gets_its_extract(env):
+    p = _rollout(env, "cx-long", str(env.ws), "Plan the walrusmigration", "Planning it.")
+    with open(p, "a") as f:
+        for i in range(12):
+            for role, kind, text in (("user", "input_text", f"step {i} of the walrusmigration"),
+                                     ("assistant", "output_text", f"Step {i} done: " + "ok " * 40)):
+                f.write(json.dumps({"timestamp": _iso(OLD + 600 * i), "type": "response_item",
+                                    "payload": {"type": "message", "role": role,
+                                                "content": [{"type": kind, "text": text}]}}) + "\n")
+    env.json("index")
+    written = [x for x in (env.data / "extracts").rglob("*-session-extract.md")
+               if "walrusmigration" in x.read_text()]
+    assert len(written) == 1, list((env.data / "extracts").rglob("*"))
+    assert "cx-long" in written[0].read_text()
