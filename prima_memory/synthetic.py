@@ -14,6 +14,11 @@ is sliced out of pools built once per call, so memory stays small whatever the s
 Every session carries exactly one rare word, ``zqmarker<N>`` (N = 0-based session index), in one of
 its typed prompts. A few tool results carry fake secrets (Anthropic/AWS/GitHub keys, URLs with a
 password) so redaction is exercised.
+
+The other sources have their own generators, from the same vocabulary and text pools and their own
+random streams (so the Claude Code history stays byte-identical): ``generate_codex`` (Codex CLI
+rollouts, wrapped JSONL) and ``generate_copilot`` (VS Code Copilot Chat sessions, v3 JSON), with
+rare words ``zqcodex<N>`` and ``zqcopilot<N>``.
 """
 from __future__ import annotations
 
@@ -26,13 +31,14 @@ import random
 import re
 import string
 import time
+import urllib.parse
 import uuid
 from array import array
 from pathlib import Path
 
 import orjson
 
-__all__ = ["generate_history"]
+__all__ = ["generate_history", "generate_codex", "generate_copilot"]
 
 _DAY_MS = 86_400_000
 _B62 = string.ascii_letters + string.digits
@@ -880,6 +886,20 @@ class _Out:
         return self.bytes
 
 
+def _topic(r, content, ws):
+    """A session's topic: one module, its files, one feature/bug/tech; returns (module, files,
+    the template fields it fills three times out of four)."""
+    by_mod = content.by_module
+    module = r.choice(sorted(by_mod))
+    ff = by_mod[module]
+    feature, bug, tech = r.choice(_FEATURES), r.choice(_BUGS), r.choice(_TECH)
+    over = {"module": lambda _r: module, "Module": lambda _r: module.capitalize(),
+            "feature": lambda _r: feature, "Feature": lambda _r: feature.title(), "bug": lambda _r: bug,
+            "tech": lambda _r: tech, "Tech": lambda _r: tech.capitalize(),
+            "rel": lambda _r: _r.choice(ff).rel, "path": lambda _r: ws + "/" + _r.choice(ff).rel}
+    return module, ff, over
+
+
 class _Session:
     """Writes one session (and its subagent files)."""
 
@@ -907,18 +927,7 @@ class _Session:
         self.hard_end = plan.start + 119 * 60_000
         self.newer = plan.era == "2.1"
         self.secret_done = False
-        # the session's topic: one module, its files, one feature/bug/tech
-        r = self.r
-        by_mod = gen.content.by_module
-        self.module = r.choice(sorted(by_mod))
-        self.focus_files = by_mod[self.module]
-        feature, bug, tech = r.choice(_FEATURES), r.choice(_BUGS), r.choice(_TECH)
-        ws = gen.ws
-        ff = self.focus_files
-        self.over = {"module": lambda _r: self.module, "Module": lambda _r: self.module.capitalize(),
-                     "feature": lambda _r: feature, "Feature": lambda _r: feature.title(), "bug": lambda _r: bug,
-                     "tech": lambda _r: tech, "Tech": lambda _r: tech.capitalize(),
-                     "rel": lambda _r: _r.choice(ff).rel, "path": lambda _r: ws + "/" + _r.choice(ff).rel}
+        self.module, self.focus_files, self.over = _topic(self.r, gen.content, gen.ws)
 
     # -- ids & time --
     def uid(self):
@@ -1636,3 +1645,334 @@ def generate_history(config_dir: str | os.PathLike, workspace: str, sessions: in
         U_rem -= p.U
         V_rem -= p.V
     return {"project_dir": str(project_dir), "files": files, "bytes": total, "sessions": ids}
+
+
+# --------------------------------------------------------------------------------------------
+# Other sources: Codex CLI rollouts, VS Code Copilot Chat sessions
+# --------------------------------------------------------------------------------------------
+
+_ELSEWHERE = ["/home/dev/src/mobile-app", "/home/dev/src/infra-scripts", "/home/dev/src/dotfiles", "/tmp/scratch"]
+_CODEX_MODELS = ["gpt-5-codex", "gpt-5", "gpt-5.1-codex", "gpt-5.1-codex-max", "gpt-5.2-codex"]
+_CODEX_VERSIONS = ["0.42.0", "0.46.0", "0.53.0", "0.58.0", "0.63.0", "0.77.0", "0.89.0", "0.98.0"]
+_CODEX_COMMANDS = ["sed -n '1,220p' {rel}", "cat {rel}", "rg -n \"{fn}\" {dir}", "nl -ba {rel} | sed -n '40,160p'"]
+_OPENERS = _PROMPTS[:_PROMPTS.index("ok, now run the whole test suite")]  # a session's first prompt asks for something
+_COPILOT_MODELS = ["copilot/gpt-4.1", "copilot/gpt-5-mini", "copilot/claude-sonnet-4.5", "copilot/gpt-5"]
+_COPILOT_PROMPTS = [
+    "@workspace where is {fn} called from?", "/explain what {fn} does in {rel}",
+    "#file:{rel} why does this throw {err}?", "write a unit test for {fn} covering the {adj} {noun} case",
+    "/fix {err}", "how do I configure {tech} for the {module} service on {env}?",
+    "convert this {noun} loop to use {tech}", "suggest a better name for {fn}",
+]
+_LANG_FENCE = {"py": "python", "ts": "typescript", "go": "go", "rs": "rust", "sql": "sql", "md": "markdown", "yaml": "yaml"}
+
+
+def _starts(rng, n, now_ms):
+    """Session start times, oldest first: a few in the last week, the rest over the year before
+    (as the Claude Code history's, so the sources interleave with it)."""
+    recent = min(n, max(1, n // 50))
+    out = [now_ms - 4 * 3_600_000 - int(rng.random() * 6 * _DAY_MS) for _ in range(recent)]
+    out += [now_ms - 365 * _DAY_MS + int(rng.random() * 357 * _DAY_MS) for _ in range(n - recent)]
+    return sorted(out)
+
+
+def _uuid7(ms, r):
+    """Codex names sessions with time-ordered UUIDs (version 7)."""
+    return str(uuid.UUID(int=(ms << 80) | (0x7 << 76) | (r.getrandbits(12) << 64) | (0b10 << 62) | r.getrandbits(62)))
+
+
+def _assign(rng, n, shares, rest):
+    """n labels in random order: each label of `shares` on its share of n (at least once, so
+    small sizes have every kind), the others `rest`."""
+    kinds = [k for k, share in shares.items() for _ in range(max(1, int(n * share)))]
+    kinds = (kinds + [rest] * n)[:n]
+    rng.shuffle(kinds)
+    return kinds
+
+
+def _size(r, median, hi):
+    """A text size in chars: lognormal around `median`, as tool outputs are."""
+    return int(min(hi, max(60, r.lognormvariate(math.log(median), 1.0))))
+
+
+class _Rollout:
+    """One Codex rollout: every line `{timestamp, type, payload}` (CLI 0.4x and later), user and
+    assistant text recorded twice (a response item and an event) as Codex does."""
+
+    def __init__(self, content, r, idx, start, ws, where):
+        self.c, self.v, self.r, self.idx, self.ms = content, content.v, r, idx, start
+        _module, ff, self.over = _topic(r, content, ws)
+        if where == "sub":  # a folder inside the workspace, its paths relative to it
+            d = os.path.dirname(r.choice(ff).rel)
+            self.cwd = f"{ws}/{d}"
+            self.files = [(f.rel[len(d) + 1:], f) for f in ff if f.rel.startswith(d + "/")]
+        else:
+            self.cwd = {"ws": ws, "elsewhere": r.choice(_ELSEWHERE), "none": None}[where]
+            self.files = [(f.rel, f) for f in ff] + [(f.rel, f) for f in r.sample(content.files, 4)]
+        self.model = r.choice(_CODEX_MODELS)
+        self.sid = _uuid7(start, r)
+        self.tokens = 0
+
+    def fill(self, t):
+        return self.v.fill(t, self.r, self.over)
+
+    def emit(self, kind, payload, gap=1500):
+        self.ms += max(1, int(gap * self.r.uniform(0.2, 1.8)))
+        self.out.emit({"timestamp": _iso(self.ms), "type": kind, "payload": payload}, self.ms)
+
+    def say(self, role, text, gap=2500):
+        part = "output_text" if role == "assistant" else "input_text"
+        self.emit("response_item", {"type": "message", "role": role, "content": [{"type": part, "text": text}]}, gap)
+        if role != "developer" and not text.startswith(("<", "# AGENTS.md")):
+            self.emit("event_msg", {"type": "agent_message" if role == "assistant" else "user_message", "message": text,
+                                    **({} if role == "assistant" else {"images": [], "local_images": [], "text_elements": []})}, 5)
+
+    def tokens_used(self):
+        r = self.r
+        last = {"input_tokens": r.randint(8_000, 90_000), "cached_input_tokens": r.randint(0, 80_000),
+                "output_tokens": r.randint(30, 3000), "reasoning_output_tokens": r.randint(0, 2000)}
+        last["total_tokens"] = last["input_tokens"] + last["output_tokens"]
+        self.tokens += last["total_tokens"]
+        total = {k: v * r.randint(2, 9) for k, v in last.items()} | {"total_tokens": self.tokens}
+        self.emit("event_msg", {"type": "token_count", "info": {"total_token_usage": total, "last_token_usage": last,
+                                                               "model_context_window": 272_000},
+                                "rate_limits": {"primary": {"used_percent": round(r.uniform(0, 90), 1), "window_minutes": 300,
+                                                            "resets_in_seconds": r.randint(60, 18_000)},
+                                                "secondary": {"used_percent": round(r.uniform(0, 60), 1), "window_minutes": 10_080,
+                                                              "resets_in_seconds": r.randint(600, 600_000)}}}, 20)
+
+    def reasoning(self):
+        text = "**" + self.fill(self.r.choice(_TITLES)) + "**\n\n" + self.fill(self.r.choice(_THINKING))
+        blob = "gAAAAA" + "".join(self.c.signature(self.r) for _ in range(self.r.randint(1, 4)))
+        self.emit("response_item", {"type": "reasoning", "summary": [{"type": "summary_text", "text": text}],
+                                    "content": None, "encrypted_content": blob}, 4000)
+        self.emit("event_msg", {"type": "agent_reasoning", "text": text}, 5)
+
+    def shell(self):
+        r = self.r
+        call = "call_" + "".join(r.choices(_B62, k=24))
+        if r.random() < 0.4:  # reading a file, as Codex does with sed/cat
+            rel, f = r.choice(self.files)
+            cmd = r.choice(_CODEX_COMMANDS).format(rel=rel, dir=os.path.dirname(rel) or ".", fn=self.v.fn(r))
+            a = r.randrange(f.nlines)
+            b = bisect.bisect_left(f.raw_off, f.raw_off[a] + _size(r, 2500, 40_000))
+            output = f.raw[f.raw_off[a]:f.raw_off[min(b, f.nlines)]]
+        else:
+            kind = r.choices(list(_BASH_COMMANDS), (22, 10, 6, 6, 12, 12, 14, 10, 8))[0]
+            cmd = self.fill(r.choice(_BASH_COMMANDS[kind]))
+            output = self.c.pools[kind].slice(r, _size(r, 1500, 60_000))
+        args = {"command": ["bash", "-lc", cmd], "timeout_ms": 120_000}
+        if self.cwd:
+            args["workdir"] = self.cwd
+        self.emit("response_item", {"type": "function_call", "name": "shell", "arguments": orjson.dumps(args).decode(),
+                                    "call_id": call}, 3000)
+        result = {"output": output, "metadata": {"exit_code": 0 if r.random() < 0.85 else 1,
+                                                 "duration_seconds": round(r.uniform(0.01, 40), 1)}}
+        self.emit("response_item", {"type": "function_call_output", "call_id": call,
+                                    "output": orjson.dumps(result).decode()}, 6000)
+
+    def patch(self, turn_id):
+        r = self.r
+        call = "call_" + "".join(r.choices(_B62, k=24))
+        rel, f = r.choice(self.files)
+        if r.random() < 0.2:  # a new file next to it
+            rel = os.path.join(os.path.dirname(rel), f"{self.v.noun(r)}_{r.choice(_VERBS)}" + os.path.splitext(rel)[1])
+            text = self.c.code_text(r, f.lang, _size(r, 1200, 20_000))
+            body, change = "".join("+" + x + "\n" for x in text.splitlines()), {"type": "add", "content": text}
+            head = "Add"
+        else:
+            a = r.randrange(f.nlines)
+            b = min(f.nlines, a + r.randint(1, 6))
+            old = f.raw[f.raw_off[a]:f.raw_off[b]].rstrip("\n").split("\n")
+            new = [self.v.fill(r.choice(_CODE[f.lang]), r) for _ in range(r.randint(1, len(old) + 2))]
+            body = "@@\n" + "".join("-" + x + "\n" for x in old) + "".join("+" + x + "\n" for x in new)
+            change = {"type": "update", "unified_diff": f"@@ -{a + 1},{len(old)} +{a + 1},{len(new)} @@\n" + body[3:],
+                      "move_path": None}
+            head = "Update"
+        self.emit("response_item", {"type": "custom_tool_call", "status": "completed", "call_id": call,
+                                    "name": "apply_patch", "input": f"*** Begin Patch\n*** {head} File: {rel}\n{body}*** End Patch"}, 5000)
+        done = f"Success. Updated the following files:\n{head[0]} {rel}\n"
+        if self.cwd:  # Codex resolves the paths against its folder
+            self.emit("event_msg", {"type": "patch_apply_end", "call_id": call, "turn_id": turn_id, "stdout": done,
+                                    "stderr": "", "success": True, "changes": {os.path.join(self.cwd, rel): change}}, 300)
+        self.emit("response_item", {"type": "custom_tool_call_output", "call_id": call, "output": orjson.dumps(
+            {"output": done, "metadata": {"exit_code": 0, "duration_seconds": 0.0}}).decode()}, 10)
+
+    def write(self, out, instructions, agents_md):
+        r, v = self.r, self.v
+        self.out = out
+        meta = {"id": self.sid, "timestamp": _iso(self.ms), "cwd": self.cwd, "originator": r.choice(("codex_cli_rs", "codex_vscode")),
+                "cli_version": r.choice(_CODEX_VERSIONS), "instructions": None, "source": r.choice(("cli", "vscode")),
+                "model_provider": "openai", "base_instructions": {"text": instructions},
+                "git": {"commit_hash": "%040x" % r.getrandbits(160), "branch": r.choice(("main", "main", f"fix/{v.noun(r)}")),
+                        "repository_url": "git@github.com:example/app.git"}}
+        if not self.cwd:  # an early rollout that says nowhere where it ran
+            del meta["cwd"]
+        self.emit("session_meta", meta, 5)
+        self.say("developer", "<permissions instructions>\nFilesystem sandboxing prevents you from editing files outside "
+                              "the workspace. Approval policy is on-request.\n</permissions instructions>", 5)
+        if self.cwd:
+            self.say("user", f"# AGENTS.md instructions for {self.cwd}\n\n<INSTRUCTIONS>\n{agents_md}\n</INSTRUCTIONS>", 5)
+            self.say("user", f"<environment_context>\n  <cwd>{self.cwd}</cwd>\n  <approval_policy>on-request</approval_policy>\n"
+                             "  <sandbox_mode>workspace-write</sandbox_mode>\n  <network_access>restricted</network_access>\n"
+                             "  <shell>bash</shell>\n</environment_context>", 5)
+        turns = int(2 + 18 * r.random() ** 2.2)
+        marker = r.randrange(turns)
+        for k in range(turns):
+            turn_id = _uuid7(self.ms, r)
+            ctx = {"turn_id": turn_id, "cwd": self.cwd, "approval_policy": "on-request",
+                   "sandbox_policy": {"type": "workspace-write", "network_access": False}, "model": self.model,
+                   "effort": r.choice(("medium", "high")), "summary": "auto"}
+            if not self.cwd:
+                del ctx["cwd"]
+            self.emit("turn_context", ctx, 40_000 if k else 2000)
+            prompt = self.fill(r.choice(_PROMPTS if k else _OPENERS))
+            if k == marker:
+                prompt += f" (ticket zqcodex{self.idx})"
+            self.say("user", prompt, 5)
+            self.emit("event_msg", {"type": "task_started", "turn_id": turn_id, "model_context_window": 272_000}, 5)
+            for _ in range(r.choices((0, 1, 2, 3, 5, 8, 12), (15, 20, 20, 15, 15, 10, 5))[0]):
+                if r.random() < 0.5:
+                    self.reasoning()
+                if r.random() < 0.3:
+                    self.say("assistant", self.fill(r.choice(_INTROS + _TRANSITIONS)))
+                if r.random() < 0.25:
+                    self.patch(turn_id)
+                else:
+                    self.shell()
+                self.tokens_used()
+            self.reasoning()
+            final = self.fill(r.choice(_FINALS))
+            self.say("assistant", final)
+            self.tokens_used()
+            self.emit("event_msg", {"type": "task_complete", "turn_id": turn_id, "last_agent_message": final}, 5)
+
+
+def generate_codex(codex_home: str | os.PathLike, workspace: str, rollouts: int, *, seed: int = 7,
+                   now: float | None = None) -> dict:
+    """Write `rollouts` synthetic Codex CLI rollouts under `<codex_home>/sessions/YYYY/MM/DD/`.
+
+    Most ran in `workspace`, a tenth in a folder inside it, a twentieth elsewhere (outside its
+    scope) and a twentieth record no folder at all. Returns {"files", "bytes", "sessions", "cwd"}
+    (session ids oldest first, and where each ran: "ws", "sub", "elsewhere" or "none"); rollout N
+    carries the rare word ``zqcodex<N>``.
+    """
+    ws = os.fspath(workspace)
+    now_ms = int(round((time.time() if now is None else float(now)) * 1000))
+    content = _content_for(random.Random(seed).getrandbits(64), ws)  # the Claude history's pools
+    rng = random.Random(f"codex-{seed}")
+    instructions = "You are Codex, based on GPT-5. You are running as a coding agent in the Codex CLI on a user's computer.\n\n" \
+        + content.prose.slice(rng, 9000)
+    agents_md = "## Repository guidelines\n\n" + content.prose.slice(rng, 1500)
+    where = _assign(rng, rollouts, {"sub": 0.1, "elsewhere": 0.05, "none": 0.05}, "ws")
+    total, ids = 0, []
+    for i, start in enumerate(_starts(rng, rollouts, now_ms)):
+        roll = _Rollout(content, random.Random(rng.getrandbits(64)), i, start, ws, where[i])
+        folder = Path(os.fspath(codex_home)) / "sessions" / time.strftime("%Y/%m/%d", time.gmtime(start / 1000))
+        folder.mkdir(parents=True, exist_ok=True)
+        out = _Out(folder / f"rollout-{time.strftime('%Y-%m-%dT%H-%M-%S', time.gmtime(start / 1000))}-{roll.sid}.jsonl")
+        roll.write(out, instructions, agents_md)
+        total += out.close()
+        ids.append(roll.sid)
+    return {"files": rollouts, "bytes": total, "sessions": ids, "cwd": where}
+
+
+def _vscode_uri(path):
+    return {"$mid": 1, "fsPath": path, "external": "file://" + urllib.parse.quote(path), "path": path, "scheme": "file"}
+
+
+def _chat(content, r, idx, start, ws, root):
+    """One Copilot Chat session as VS Code saves it (v3): requests with the prompt in
+    message.text and the reply as response parts: bare markdown, inline references, and for an
+    edit a codeblockUri and a textEditGroup with the new text."""
+    v = content.v
+    _module, ff, over = _topic(r, content, ws)
+
+    def fill(t):
+        return v.fill(t, r, over)
+
+    agent = {"extensionId": {"value": "GitHub.copilot-chat", "_lower": "github.copilot-chat"},
+             "extensionDisplayName": "GitHub Copilot Chat", "id": "github.copilot.default", "name": "GitHubCopilot",
+             "fullName": "GitHub Copilot", "isDefault": True, "locations": ["panel"], "modes": ["ask", "agent"]}
+    ms, requests = start, []
+    n = int(1 + 14 * r.random() ** 2)
+    marker = r.randrange(n)
+    for k in range(n):
+        ms += int(r.uniform(20_000, 600_000)) if k else 0
+        f = r.choice(ff)
+        path = f"{root}/{f.rel[4:] if root.endswith('/web') and f.rel.startswith('web/') else f.rel}"
+        text = fill(r.choice(_COPILOT_PROMPTS + (_PROMPTS if k else _OPENERS)))
+        if k == marker:
+            text += f" (zqcopilot{idx})"
+        code = content.code_text(r, f.lang, _size(r, 700, 12_000))
+        parts = [{"value": fill(r.choice(_INTROS + _PROSE)) + " ", "supportThemeIcons": False, "supportHtml": False}]
+        if r.random() < 0.5:
+            parts.append({"kind": "inlineReference", "inlineReference": _vscode_uri(path)})
+        edit = r.random() < 0.3
+        if edit:
+            parts += [{"value": "\n```" + _LANG_FENCE.get(f.lang, "") + "\n", "supportThemeIcons": False, "supportHtml": False},
+                      {"kind": "codeblockUri", "uri": _vscode_uri(path), "isEdit": True},
+                      {"value": code + "```\n", "supportThemeIcons": False, "supportHtml": False},
+                      {"kind": "textEditGroup", "uri": _vscode_uri(path), "done": True, "edits": [[{"text": code, "range": {
+                          "startLineNumber": 1, "startColumn": 1, "endLineNumber": f.nlines, "endColumn": 1}}], []]}]
+        else:
+            parts.append({"value": "\n\n```" + _LANG_FENCE.get(f.lang, "") + "\n" + code + "```\n", "supportThemeIcons": False, "supportHtml": False})
+        parts.append({"value": "\n" + fill(r.choice(_FINALS)), "supportThemeIcons": False, "supportHtml": False})
+        took = r.randint(2_000, 60_000)
+        req = {"requestId": f"request_{uuid.UUID(int=r.getrandbits(128), version=4)}",
+               "message": {"parts": [{"range": {"start": 0, "endExclusive": len(text)}, "text": text, "kind": "text"}], "text": text},
+               "variableData": {"variables": [{"id": "vscode.implicit.viewport", "name": "file:" + os.path.basename(path),
+                                               "value": {"uri": _vscode_uri(path)}, "isFile": True}]},
+               "response": parts, "responseId": f"response_{uuid.UUID(int=r.getrandbits(128), version=4)}",
+               "result": {"timings": {"firstProgress": r.randint(400, 4000), "totalElapsed": took},
+                          "metadata": {"modelMessageId": str(uuid.UUID(int=r.getrandbits(128), version=4))}},
+               "followups": [], "isCanceled": False, "agent": agent, "contentReferences": [], "codeCitations": [],
+               "timestamp": ms, "modelId": r.choice(_COPILOT_MODELS)}
+        if edit:
+            req["editedFileEvents"] = [{"eventKind": 1, "uri": _vscode_uri(path)}]
+        requests.append(req)
+        ms += took
+    sid = str(uuid.UUID(int=r.getrandbits(128), version=4))
+    doc = {"version": 3, "requesterUsername": "dev", "responderUsername": "GitHub Copilot",
+           "responderAvatarIconUri": {"id": "copilot"}, "initialLocation": "panel", "requests": requests,
+           "sessionId": sid, "creationDate": start, "isImported": False, "lastMessageDate": ms, "hasPendingEdits": False}
+    if r.random() < 0.4:
+        doc["customTitle"] = fill(r.choice(_TITLES))
+    return doc
+
+
+def generate_copilot(user_dir: str | os.PathLike, workspace: str, sessions: int, *, seed: int = 7,
+                     now: float | None = None) -> dict:
+    """Write `sessions` synthetic VS Code Copilot Chat sessions (v3 JSON, one file each) under
+    `<user_dir>/workspaceStorage/<id>/chatSessions/`, over five workspace folders, each with its
+    workspace.json: `workspace` itself (most), a folder inside it, a multi-root workspace, two
+    other projects (one remote). Returns {"files", "bytes", "sessions"} (ids oldest first);
+    session N carries the rare word ``zqcopilot<N>``.
+    """
+    ws = os.fspath(workspace)
+    now_ms = int(round((time.time() if now is None else float(now)) * 1000))
+    content = _content_for(random.Random(seed).getrandbits(64), ws)
+    rng = random.Random(f"copilot-{seed}")
+    q = urllib.parse.quote
+    spaces = [  # (workspace.json, the folder its edits are in, weight)
+        ({"folder": f"file://{q(ws)}"}, ws, 55), ({"folder": f"file://{q(ws)}/web"}, f"{ws}/web", 15),
+        ({"workspace": "file:///home/dev/work/platform.code-workspace"}, ws, 8),
+        ({"folder": "file:///home/dev/src/mobile-app"}, "/home/dev/src/mobile-app", 12),
+        ({"folder": "vscode-remote://ssh-remote%2Bbuildbox/home/dev/src/infra-scripts"}, "/home/dev/src/infra-scripts", 10)]
+    storage = Path(os.fspath(user_dir)) / "workspaceStorage"
+    folders = []
+    for wsjson, _root, _w in spaces:
+        d = storage / hashlib.md5(orjson.dumps(wsjson)).hexdigest()  # VS Code's ids are hashes too
+        (d / "chatSessions").mkdir(parents=True, exist_ok=True)
+        (d / "workspace.json").write_bytes(orjson.dumps(wsjson))
+        folders.append(d)
+    total, ids = 0, []
+    for i, start in enumerate(_starts(rng, sessions, now_ms)):
+        k = rng.choices(range(len(spaces)), [w for _j, _r, w in spaces])[0]
+        doc = _chat(content, random.Random(rng.getrandbits(64)), i, start, ws, spaces[k][1])
+        p = folders[k] / "chatSessions" / f"{doc['sessionId']}.json"
+        data = orjson.dumps(doc)
+        p.write_bytes(data)
+        os.utime(p, (doc["lastMessageDate"] / 1000, doc["lastMessageDate"] / 1000))
+        total += len(data)
+        ids.append(doc["sessionId"])
+    return {"files": sessions, "bytes": total, "sessions": ids}
