@@ -255,12 +255,14 @@ class Indexer:
                         if known[p].session is not None:
                             store.delete_session(known[p].session)
                         store.forget_file(p)
-            for path, extra in found:
-                try:
-                    self._source_file(src, path, extra, known.get(path), rep)
-                except OSError as e:
-                    self.log.warn(f"{path}: cannot read: {e}", once=True)
-                    self._problems.append(f"{path}: unreadable ({e.strerror or e})")
+            with store.transaction():  # one commit for the source (each file a savepoint)
+                for path, extra in found:
+                    try:
+                        self._source_file(src, path, extra, known.get(path), rep)
+                    except OSError as e:
+                        self.log.warn(f"{path}: cannot read: {e}", once=True)
+                        self._problems.append(f"{path}: unreadable ({e.strerror or e})")
+                store.index_terms()
             if self._problems or store.get_meta(f"warnings:{src.name}"):
                 with store.transaction():  # what status shows of this source, until it changes
                     store.set_meta(f"warnings:{src.name}",
@@ -306,7 +308,6 @@ class Indexer:
             store.save_file(path, src.name, session, 0, st.st_size, st.st_mtime_ns, st.st_ino,
                             head_len, _head_hash(path, head_len) if end else None, end,
                             json.dumps(state, separators=(",", ":")) if state else None, status)
-            store.index_terms()
         rep.files_read += 1
         rep.bytes_read += max(0, end - offset)
 

@@ -250,3 +250,17 @@ def test_a_substantial_codex_session_gets_its_extract(env):
                if "walrusmigration" in x.read_text()]
     assert len(written) == 1, list((env.data / "extracts").rglob("*"))
     assert "cx-long" in written[0].read_text()
+
+
+def test_the_briefing_labels_another_agents_session(env):
+    _rollout(env, "cx-brief", str(env.ws), "Codex work on the manateeparser", "ok",
+             ts=time.time() - 60)
+    env.json("index")
+    t = env.transcript("ffff0000-0000-4000-8000-000000000001", start=time.time() - 3600)
+    t.exchange("a claude session", "its reply")
+    env.json("index")
+    out = env.run("hook", "session-start", input=json.dumps({
+        "session_id": "ffff0000-0000-4000-8000-000000000002", "cwd": str(env.ws),
+        "hook_event_name": "SessionStart", "source": "startup"})).stdout
+    line = next(ln for ln in out.splitlines() if "manateeparser" in ln)
+    assert "[Codex]" in line, out

@@ -32,6 +32,17 @@ _PATCH_FILE = re.compile(r"^\*\*\* (?:Add|Delete|Update) File: (.+?)\s*$|^\*\*\*
                          re.M)
 _CD = re.compile(r"^\s*cd\s+(\"[^\"]+\"|'[^']+'|\S+)\s*&&")
 _SHELLS = ("shell", "container.exec", "exec_command", "local_shell")
+# Lines known by their bytes to hold nothing to index (two thirds of a rollout's bytes), left
+# unparsed. A key spelled `"type":"..."` with bare quotes can only be a real key (quotes inside
+# a string are escaped); Codex writes compact JSON, and anything spelled otherwise is parsed.
+_NEEDLESS = (b'"type":"function_call_output"', b'"type":"custom_tool_call_output"',
+             b'"type":"reasoning"', b'"type":"token_count"', b'"type":"agent_reasoning"')
+
+
+def _needless(line: bytes) -> bool:
+    return any(m in line for m in _NEEDLESS) and b'"type":"message"' not in line
+
+
 # line types with nothing to index, known so that only new ones are reported
 _KNOWN = {"compacted", "world_state", "inter_agent_communication",
           "inter_agent_communication_metadata"}
@@ -45,7 +56,7 @@ def read(path: str, offset: int = 0, state: dict | None = None, mtime: float | N
         return _read_era1(path, state)
     if path.endswith(".zst"):
         return _read_zst(path, offset, state)
-    reader = JsonlReader(path, offset, mtime=mtime)
+    reader = JsonlReader(path, offset, mtime=mtime, skip=_needless, bulk=True)
     r = _Reader(state)
     for obj in reader:
         try:

@@ -46,13 +46,18 @@ def _within(path: str | None, ws: str) -> bool:
 
 
 def _files(root: str, accept) -> list[str]:
-    """Regular files under root that `accept(name)`, links never followed."""
+    """Regular files under root that `accept(name)`, links never followed (the directory
+    entries' own types: no stat per file)."""
     out = []
-    for folder, dirs, names in os.walk(root, followlinks=False):
-        dirs.sort()
-        out += [os.path.join(folder, n) for n in sorted(names) if accept(n)
-                and os.path.isfile(os.path.join(folder, n))
-                and not os.path.islink(os.path.join(folder, n))]
+    try:
+        entries = sorted(os.scandir(root), key=lambda e: e.name)
+    except OSError:
+        return out
+    for e in entries:
+        if e.is_dir(follow_symlinks=False):
+            out += _files(e.path, accept)
+        elif accept(e.name) and e.is_file(follow_symlinks=False):
+            out.append(e.path)
     return out
 
 
