@@ -9,8 +9,7 @@ response items, falling back to the events in a file that has none. Developer an
 messages, and the context Codex injects as user messages (`<environment_context>`,
 `<user_instructions>`, AGENTS.md), are not conversation.
 
-Not wired into the indexer yet: the source interface and registry (issue: other sources) come
-next; this module is the records seam for Codex, tested in-process.
+Indexed through sources/registry.py (Codex: append mode, scoped to the workspace).
 """
 from __future__ import annotations
 

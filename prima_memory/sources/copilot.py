@@ -3,8 +3,7 @@
 agents.md, section B. A session file is a snapshot VS Code rewrites on every save: it is read
 whole, and its session replaced.
 
-Not wired into the indexer yet (issue: other sources); this module is the records seam for
-Copilot Chat, tested in-process.
+Indexed through sources/registry.py (CopilotChat: snapshot mode, every VS Code workspace).
 """
 from __future__ import annotations
 

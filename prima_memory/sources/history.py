@@ -3,7 +3,7 @@ nothing. First `.claude/state/state.json` and `.claude/state/projects/*.json` fo
 month, then `.claude/state/history/YYYY-MM.json` newest first, and that archive only when the
 current month finds nothing (the seed's table; formats in DESIGN §9, read tolerantly).
 
-Not wired into search yet (issue: other sources); tested in-process.
+Read by api.search when no conversation matches; never indexed.
 """
 from __future__ import annotations
 

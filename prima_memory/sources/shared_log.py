@@ -6,7 +6,7 @@ Headers (DESIGN §9): YAML front matter (`project:`, `author:`, `time:` or `date
 `**Project:**` / `**Author:**` / `**Time:**` (`**Date:**`) lines near the top; else the folder
 name, "unknown" and the file's modification time. Nothing outside the workspace is read.
 
-Not wired into the indexer yet (issue: other sources); tested in-process.
+Indexed through sources/registry.py (SharedLog: snapshot mode).
 """
 from __future__ import annotations
 
