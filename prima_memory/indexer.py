@@ -64,6 +64,7 @@ class Indexer:
         self.bulk = False  # a big run: worth orjson's import time
         self.deadline: float | None = None
         self.lock_fd: int | None = None  # the writer lock's descriptor, closed in a reader child
+        self._problems: list[str] = []  # index_sources: the current source's, for status
 
     # -- public ----------------------------------------------------------------------------------
 
@@ -235,15 +236,14 @@ class Indexer:
         rep = rep or Report()
         store = self.store
         for src in sources:
-            self._problems: list[str] = []  # this run's, kept for status
+            self._problems = []  # this run's, kept for status
             try:
                 found = src.discover(self.ws)
             except OSError as e:
                 self.log.warn(f"{src.name}: cannot list its files: {e}", once=True)
                 continue
-            empty = [w for w in src.locations(self.ws) if os.path.isdir(w) and not any(
-                os.scandir(w))]
-            self._problems += [f"{w}: empty folder" for w in empty]
+            self._problems += [f"{w}: empty folder" for w in src.locations(self.ws)
+                               if os.path.isdir(w) and not os.listdir(w)]
             known = store.source_files(src.name)
             present = {p for p, _x in found}
             with store.transaction():
