@@ -13,7 +13,6 @@ import time
 import apsw
 
 from . import search as searchmod
-from . import workspace as wsmod
 from .errors import Failure, UsageError
 from .memory import IndexBusy, IndexReadOnly, Memory
 from .store import SHIFT, is_corruption
@@ -447,16 +446,13 @@ def status(mem: Memory) -> dict:
     counts = store.counts()
     files_pending, size = mem.pending()
     by_source = store.source_counts()
-    dirs = wsmod.claude_project_dirs(mem.ws)
     rebuild = background.rebuild_state(mem)
     size_on_disk = sum(os.path.getsize(mem.db_path + s) for s in ("", "-wal")
                        if os.path.exists(mem.db_path + s))
-    from .sources.registry import OTHERS
+    from .sources.registry import SOURCES
     none = {"sessions": 0, "archived": 0}
-    sources = [{"source": "claude-code", "label": "[transcript]", "locations": dirs,
-                "found": bool(dirs), "files": len(store.source_files("claude-code")),
-                **by_source.get("claude-code", none)}]
-    for src in OTHERS:
+    sources = []
+    for src in SOURCES:
         where = src.locations(mem.ws)
         sources.append({"source": src.name, "label": src.label, "locations": where,
                         "found": any(os.path.isdir(w) for w in where),

@@ -9,14 +9,23 @@ import os
 import pytest
 
 from prima_memory.records import FileChange, Message, SessionDelta
-from prima_memory.sources.registry import OTHERS
+from prima_memory.sources.registry import SOURCES
 
 SECRET = "sk-ant-api03-" + "Q" * 90
 
 
 def _sample(src, tmp_path, env):
     """A file of the source's kind, placed where it discovers it, holding SECRET."""
-    if src.name == "codex":
+    if src.name == "claude-code":
+        from prima_memory.workspace import encode_project_dir
+        d = tmp_path / "claude" / "projects" / encode_project_dir(str(env))
+        d.mkdir(parents=True)
+        p = d / "0c0c0c0c-0000-4000-8000-000000000001.jsonl"
+        p.write_text(json.dumps({
+            "type": "user", "sessionId": p.stem, "uuid": "u1", "cwd": str(env),
+            "timestamp": "2026-01-02T00:00:00Z",
+            "message": {"role": "user", "content": f"key {SECRET}"}}) + "\n")
+    elif src.name == "codex":
         d = tmp_path / "codex" / "sessions" / "2026" / "01" / "02"
         d.mkdir(parents=True)
         p = d / "rollout-2026-01-02T00-00-00-abc.jsonl"
@@ -41,10 +50,11 @@ def _sample(src, tmp_path, env):
     return p
 
 
-@pytest.mark.parametrize("src", OTHERS, ids=lambda s: s.name)
+@pytest.mark.parametrize("src", SOURCES, ids=lambda s: s.name)
 def test_every_source_keeps_the_contract(src, tmp_path, monkeypatch):
     ws = tmp_path / "ws"
     ws.mkdir()
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "claude"))
     monkeypatch.setenv("CODEX_HOME", str(tmp_path / "codex"))
     monkeypatch.setenv("PRIMA_VSCODE_USER_DIRS", str(tmp_path / "vscode"))
     assert src.name and src.label and src.mode in ("append", "snapshot")

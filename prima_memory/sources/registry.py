@@ -7,8 +7,8 @@ belongs to this workspace (`in_scope`). Its `mode` says how a changed file is ta
 read whole and replace their session (VS Code rewrites a chat on every save). `in_hooks`: cheap
 enough for a hook's budget (a machine-wide scan of VS Code is not).
 
-Claude Code is still read by the indexer's own path (quick scopes, subagent files, a reader
-process); it moves behind this interface next.
+Claude Code is behind the interface too (status, the contract test), but the indexer still
+reads it by its own path (quick scopes, subagent files, a reader process): `own_path`.
 """
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ class Source:
     label = ""
     mode = "snapshot"
     in_hooks = False
+    own_path = False  # indexed by the indexer's own path, not index_sources
 
     def locations(self, ws: str) -> list[str]:
         raise NotImplementedError
@@ -59,6 +60,28 @@ def _files(root: str, accept) -> list[str]:
         elif accept(e.name) and e.is_file(follow_symlinks=False):
             out.append(e.path)
     return out
+
+
+class ClaudeCode(Source):
+    name, label, mode, in_hooks, own_path = "claude-code", "[transcript]", "append", True, True
+
+    def locations(self, ws: str) -> list[str]:
+        from .claude_code import project_dirs
+        return project_dirs(ws)
+
+    def discover(self, ws: str) -> list[tuple[str, object]]:
+        from .claude_code import discover
+        return [(sf.path, sf) for sf in discover(ws)]
+
+    def read(self, path, extra, offset, state):
+        from .claude_code import read
+        delta, end, state, problems = read(extra, offset, state)
+        return ([delta] if delta is not None and not delta.is_empty() else []), end, state, \
+            problems
+
+    def in_scope(self, delta, ws: str) -> bool:
+        from ..workspace import collides
+        return not (delta.cwd and collides(delta.cwd, ws))
 
 
 class Codex(Source):
@@ -158,4 +181,5 @@ class SharedLog(Source):
         return ([d] if d else []), os.path.getsize(path), state, problems
 
 
-OTHERS = (Codex(), CopilotChat(), SharedLog())
+SOURCES = (ClaudeCode(), Codex(), CopilotChat(), SharedLog())
+OTHERS = tuple(s for s in SOURCES if not s.own_path)  # what index_sources reads
