@@ -17,6 +17,7 @@ from .errors import Failure, UsageError
 from .memory import IndexBusy, IndexReadOnly, Memory
 from .store import SHIFT, is_corruption
 from .timeparse import iso_utc, local, parse_when
+from .workspace import path_variants
 
 LOCK_SECONDS = 10.0  # how long a request waits for another writer before answering as it stands
 EMBEDDER_WAIT = 2.0  # seconds a search waits for a running background embedder (newest first)
@@ -309,7 +310,7 @@ def workspace_path(ws: str, path: str) -> str:
     if "\0" in path:
         raise UsageError("the path holds a NUL character")
     full = os.path.normpath(path if os.path.isabs(path) else os.path.join(ws, path))
-    for root in dict.fromkeys((ws, os.path.realpath(ws))):  # either spelling of a linked one
+    for root in path_variants(ws):  # either spelling of a linked one
         if full == root or full.startswith(root.rstrip(os.sep) + os.sep):
             return os.path.relpath(full, root).replace(os.sep, "/")
     raise UsageError(f"{path!r} is outside the workspace {ws}: give a path inside it, "
@@ -321,7 +322,7 @@ def shown_path(ws: str, path: str, cwd: str | None) -> str:
     the folder its session worked in (a history recorded where the workspace used to be)."""
     if not os.path.isabs(path):
         return path
-    for root in (ws, os.path.realpath(ws), cwd):
+    for root in (*path_variants(ws), cwd):
         if root and (path == root or path.startswith(root.rstrip(os.sep) + os.sep)):
             return os.path.relpath(path, root).replace(os.sep, "/")
     return path

@@ -249,18 +249,13 @@ def rebuild(mem, *, progress=None, embed_progress=None, lock_timeout: float = 10
 def drop_unused_vectors(mem) -> int:
     """Vectors no exchange links to any more, dropped under the embed lock (an embedder between
     finding a text's vectors and linking them must not lose them). 0 when it is busy."""
-    from .locking import LockTimeout
-    lock = mem.side_lock("embed")
+    def drop() -> int:
+        with mem.store().writing():
+            return mem.store().drop_unlinked_vectors()
     try:
-        lock.acquire(timeout=0)
-    except (LockTimeout, OSError):
+        n = mem.under_lock("embed", 0, drop) or 0
+    except OSError:  # no lock file can be made (a read-only folder): nothing is dropped
         return 0
-    try:
-        store = mem.store()
-        with store.writing():
-            n = store.drop_unlinked_vectors()
-    finally:
-        lock.release()
     if n:
         mem.log.info(f"{n} vectors no exchange uses any more were dropped")
     return n

@@ -89,8 +89,7 @@ class Indexer:
 
         def changed(path, st):
             row = known.get(path)
-            return row is None or (row.size, row.mtime_ns, row.inode) != (st.st_size, st.st_mtime_ns,
-                                                                          st.st_ino)
+            return not _same(row, st)
 
         # A rewritten file (shrunk, replaced, new first bytes) or one that came back is read again
         # from the start, with every other file of its session.
@@ -186,8 +185,7 @@ class Indexer:
                 except OSError:
                     continue
                 row = known.get(path)
-                if row and (row.size, row.mtime_ns, row.inode) == (st.st_size, st.st_mtime_ns,
-                                                                  st.st_ino):
+                if _same(row, st):
                     continue
                 delta = extracts.read(self.ws, path, st.st_mtime)
                 if delta is None:
@@ -222,8 +220,7 @@ class Indexer:
                     st = os.stat(p)
                 except OSError:
                     continue
-                if row is None or (row.size, row.mtime_ns, row.inode) != (st.st_size, st.st_mtime_ns,
-                                                                         st.st_ino):
+                if not _same(row, st):
                     changed.append(src)
                     break
         return changed
@@ -272,7 +269,7 @@ class Indexer:
     def _source_file(self, src, path, extra, row, rep: Report) -> None:
         store = self.store
         st = os.stat(path)
-        if row and (row.size, row.mtime_ns, row.inode) == (st.st_size, st.st_mtime_ns, st.st_ino):
+        if _same(row, st):
             return
         if row and row.status == "foreign" and st.st_size >= (row.size or 0):
             with store.transaction():  # another workspace's session, growing: noted, not read
@@ -394,8 +391,7 @@ class Indexer:
         files = size = 0
         for path, st in stats.items():
             row = known.get(path)
-            if row is not None and (row.size, row.mtime_ns, row.inode) == (st.st_size, st.st_mtime_ns,
-                                                                          st.st_ino):
+            if _same(row, st):
                 continue
             if row is not None and row.status == "foreign" and st.st_size >= (row.size or 0):
                 continue
@@ -727,6 +723,12 @@ def _sweep_size() -> int:
 
 def _loads(state: str | None) -> dict | None:
     return json.loads(state) if state else None
+
+
+def _same(row, st) -> bool:
+    """The file is as the index last saw it (size, time, inode): nothing to read."""
+    return row is not None and (row.size, row.mtime_ns, row.inode) == (st.st_size, st.st_mtime_ns,
+                                                                      st.st_ino)
 
 
 def _rewritten(path: str, st, row) -> bool:

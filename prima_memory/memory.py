@@ -255,51 +255,50 @@ class Memory:
         self._ensure_dir()
         return WriterLock(os.path.join(self.dir, f"{name}.lock"))
 
-    def embed(self, budget: float | None, *, wait: float = 0.0, progress=None,
-              should_stop=None, settings=None) -> tuple[int, int] | None:
-        """Embed pending exchanges, newest first, for up to `budget` seconds, under the embed
-        lock (waiting up to `wait` for a background embedder to finish first). Returns
-        (embedded, still pending), or None when another process holds the lock."""
+    def under_lock(self, name: str, wait: float, fn):
+        """fn() holding job `name`'s lock, waited for up to `wait` seconds; None when another
+        process holds it."""
         from .locking import LockTimeout
-        from .semantic import Embedding, vector_key
-        store = self.store()
-        if store.readonly:
-            return 0, store.count_pending(vector_key(self.embedder().model, settings))
-        lock = self.side_lock("embed")
-        t0 = time.monotonic()
+        lock = self.side_lock(name)
         try:
             lock.acquire(timeout=wait)
         except LockTimeout:
             return None
         try:
+            return fn()
+        finally:
+            lock.release()
+
+    def embed(self, budget: float | None, *, wait: float = 0.0, progress=None,
+              should_stop=None, settings=None) -> tuple[int, int] | None:
+        """Embed pending exchanges, newest first, for up to `budget` seconds, under the embed
+        lock (waiting up to `wait` for a background embedder to finish first). Returns
+        (embedded, still pending), or None when another process holds the lock."""
+        from .semantic import Embedding, vector_key
+        store = self.store()
+        if store.readonly:
+            return 0, store.count_pending(vector_key(self.embedder().model, settings))
+        t0 = time.monotonic()
+
+        def run():
             left = None if budget is None else max(0.0, budget - (time.monotonic() - t0))
             return Embedding(store, self.embedder(), settings).run(left, progress=progress,
                                                                     should_stop=should_stop)
-        finally:
-            lock.release()
+        return self.under_lock("embed", wait, run)
 
     def link(self, budget: float | None, *, wait: float = 0.0, should_stop=None,
              settings=None) -> tuple[int, int] | None:
         """Compute the SIMILAR_TO edges of exchanges embedded since, for up to `budget`
         seconds, under the embed lock. Returns (linked, still pending), or None when another
         process holds the lock."""
-        from .locking import LockTimeout
         from .semantic import link, vector_key
         store = self.store()
         embedder = self.embedder()
         model = vector_key(embedder.model, settings)
         if store.readonly:
             return 0, len(store.unlinked_exchanges(model))
-        lock = self.side_lock("embed")
-        try:
-            lock.acquire(timeout=wait)
-        except LockTimeout:
-            return None
-        try:
-            return link(store, model, getattr(embedder, "dim", 384), budget=budget,
-                        should_stop=should_stop)
-        finally:
-            lock.release()
+        return self.under_lock("embed", wait, lambda: link(
+            store, model, getattr(embedder, "dim", 384), budget=budget, should_stop=should_stop))
 
     def index_extracts(self, *, lock_timeout: float) -> int:
         """Bring the extracts' records up to date (before a deep search)."""

@@ -59,7 +59,7 @@ def encode_project_dir(path: str) -> str:
                    for c in path)
 
 
-def _path_variants(workspace: str) -> list[str]:
+def path_variants(workspace: str) -> list[str]:
     out = [workspace]
     real = os.path.realpath(workspace)
     if real != workspace:
@@ -74,7 +74,7 @@ def claude_project_dirs(workspace: str) -> list[str]:
     override = os.environ.get("CLAUDE_CODE_PROJECT_DIR_NAME")
     if override:
         names.append(override)
-    names += [encode_project_dir(p) for p in _path_variants(workspace)]
+    names += [encode_project_dir(p) for p in path_variants(workspace)]
     found: list[str] = []
     long_prefixes = []
     for name in names:
@@ -102,7 +102,7 @@ def is_within(path: str | None, workspace: str) -> bool:
     """True if a recorded cwd is the workspace or inside it (either spelling of the path)."""
     if not path:
         return False
-    for ws in _path_variants(workspace):
+    for ws in path_variants(workspace):
         ws = ws.rstrip("/\\") or ws
         if path == ws or path.startswith(ws + os.sep) or path.startswith(ws + "/"):
             return True
@@ -113,7 +113,7 @@ def collides(cwd: str, workspace: str) -> bool:
     """True if cwd is a different folder whose Claude Code folder name equals the workspace's."""
     if is_within(cwd, workspace):
         return False
-    mine = {encode_project_dir(p)[:_CLAUDE_PREFIX_LEN] for p in _path_variants(workspace)}
+    mine = {encode_project_dir(p)[:_CLAUDE_PREFIX_LEN] for p in path_variants(workspace)}
     return encode_project_dir(cwd)[:_CLAUDE_PREFIX_LEN] in mine
 
 

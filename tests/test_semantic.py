@@ -114,10 +114,15 @@ def test_the_floor_and_the_best_exchange_per_session(tmp_path):
     assert len(semantic.search(st, e, "q", limit=1, floor=0.0)) == 1
 
 
+class Windowed(Fake):
+    """A fake whose texts are two windows, cut at `cut` characters."""
+    cut = 5
+
+    def windows(self, text):
+        return [text[:self.cut], text[self.cut:]]
+
+
 def test_an_exchange_scores_by_its_best_window(tmp_path):
-    class Windowed(Fake):
-        def windows(self, text):
-            return [text[:5], text[5:]]
     e = Windowed({"q": _unit(1, 0, 0, 0), "abcde": _unit(0, 1, 0, 0),
                   "f\n\nlate match": _unit(0.8, 0.6, 0, 0)})
     st = _store_with(tmp_path, {"A": [("abcdef", "late match", OLD)]})
@@ -601,11 +606,9 @@ def test_an_embedder_without_a_model_says_so_in_the_log_and_stop_does_not_retry_
 
 
 def test_a_match_by_meaning_shows_the_window_that_matched(tmp_path):
-    class Windowed(Fake):
-        def windows(self, text):
-            return [text[:20], text[20:]]
     e = Windowed({"q": _unit(1, 0, 0, 0), "prompt about setup\n\n": _unit(0, 1, 0, 0),
                   "the rotation policy keeps thirty days": _unit(0.9, 0.436, 0, 0)})
+    e.cut = 20
     st = _store_with(tmp_path, {"A": [("prompt about setup", "the rotation policy keeps thirty days",
                                        OLD)]})
     semantic.Embedding(st, e).run()

@@ -38,14 +38,6 @@ class Source:
         return True
 
 
-def _within(path: str | None, ws: str) -> bool:
-    if not path:
-        return False
-    path = os.path.normpath(path)
-    return any(path == root or path.startswith(root.rstrip(os.sep) + os.sep)
-               for root in dict.fromkeys((ws, os.path.realpath(ws))))
-
-
 def _files(root: str, accept) -> list[str]:
     """Regular files under root that `accept(name)`, links never followed (the directory
     entries' own types: no stat per file)."""
@@ -106,7 +98,8 @@ class Codex(Source):
 
     def in_scope(self, delta, ws: str) -> bool:
         """The seed: this workspace or a folder inside it, or no folder recorded."""
-        return not delta.cwd or _within(delta.cwd, ws)
+        from ..workspace import is_within
+        return not delta.cwd or is_within(os.path.normpath(delta.cwd), ws)
 
 
 def vscode_user_dirs() -> list[str]:
