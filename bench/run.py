@@ -117,7 +117,7 @@ print(n, size, time.perf_counter() - t)
 def prepare(size: str, out_root: str):
     """The benchmark history of a size (generated once, deterministic): (out, config, ws, pdir)."""
     from prima_memory.synthetic import generate_history
-    from prima_memory.workspace import encode_project_dir
+    from prima_memory.sources.claude_code import encode_project_dir
 
     sessions, target = SIZES[size]
     out = Path(out_root) / size

@@ -38,7 +38,7 @@ def summary(xs: list[float]) -> dict:
 
 def history(out: Path, n: int) -> tuple[Path, Path, Path]:
     from prima_memory.synthetic import generate_history
-    from prima_memory.workspace import encode_project_dir
+    from prima_memory.sources.claude_code import encode_project_dir
     root = out / f"scale-{n}"
     config, ws = root / "claude", root / "work space" / "bench project"
     pdir = config / "projects" / encode_project_dir(str(ws))
@@ -53,7 +53,7 @@ def history(out: Path, n: int) -> tuple[Path, Path, Path]:
 
 def huge_session(out: Path, mb: int) -> tuple[Path, Path, Path]:
     """One session file of `mb` megabytes: many ordinary exchanges, as a long-lived session is."""
-    from prima_memory.workspace import encode_project_dir
+    from prima_memory.sources.claude_code import encode_project_dir
     root = out / f"scale-huge-{mb}"
     config, ws = root / "claude", root / "work space" / "bench project"
     pdir = config / "projects" / encode_project_dir(str(ws))

@@ -40,7 +40,7 @@ class Version:
         subprocess.run([sys.executable, "-c", "import sys; sys.path.insert(0, sys.argv[1]); "
                         "from bench.run import prepare; prepare(sys.argv[2], sys.argv[3])",
                         str(REPO), SIZE, str(out)], check=True)
-        from prima_memory.workspace import encode_project_dir
+        from prima_memory.sources.claude_code import encode_project_dir
         self.ws = out / SIZE / "work space" / "bench project"
         self.pdir = out / SIZE / "claude" / "projects" / encode_project_dir(str(self.ws))
         self.env = dict(os.environ, CLAUDE_CONFIG_DIR=str(out / SIZE / "claude"),

@@ -457,7 +457,7 @@ def status(mem: Memory) -> dict:
         where = src.locations(mem.ws)
         sources.append({"source": src.name, "label": src.label, "locations": where,
                         "found": any(os.path.isdir(w) for w in where),
-                        "files": len(store.source_files(src.name)),
+                        "files": len(store.files(src.name)),
                         **by_source.get(src.name, none),
                         "warnings": json.loads(store.get_meta(f"warnings:{src.name}") or "[]")})
     state = os.path.join(mem.ws, ".claude", "state")

@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 import tempfile
 
-from . import workspace as wsmod
+from .sources.claude_code import project_dirs
 
 DEMO_SESSIONS = 12
 
@@ -28,12 +28,12 @@ def quickstart(mem, *, demo: bool = False) -> dict:
     from .memory import Memory
 
     note = None
-    if demo or not wsmod.claude_project_dirs(mem.ws):
+    if demo or not project_dirs(mem.ws):
         config, ws = _demo_paths()
         os.makedirs(ws, exist_ok=True)
         os.environ["CLAUDE_CONFIG_DIR"] = config  # this process only: the demo's own history
         os.environ.pop("PRIMA_EXPECTED_HOST", None)
-        if not wsmod.claude_project_dirs(ws):
+        if not project_dirs(ws):
             from .synthetic import generate_history
             generate_history(config, ws, DEMO_SESSIONS, seed=11)
         note = (f"No Claude Code history for {mem.ws}: showing a demo history in {ws}. (Run "

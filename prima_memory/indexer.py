@@ -11,10 +11,11 @@ import os
 import sys
 import zlib
 import time
+from typing import NamedTuple
 
 import apsw
 
-from .sources import claude_code
+from .sources import registry
 from .store import Store
 
 PROVISIONAL_KEY = "~last-assistant-message"  # see Indexer.note_reply
@@ -51,6 +52,7 @@ def _head_hash(path: str, n: int) -> str | None:
 class Indexer:
     def __init__(self, workspace: str, store: Store, log, *, progress=None):
         self.ws = workspace
+        self.source = registry.STREAMED  # what run() reads; index_sources reads the others
         self.store = store
         self.log = log
         self.progress = progress
@@ -82,7 +84,9 @@ class Indexer:
         if scan and scan[3] == (only_session, quick):
             # reuse pending()'s stats, never its file rows: another writer may have moved on
             found, stats = scan[0], scan[1]
-            known = store.files(list(scan[2])) if (only_session or quick) else store.files()
+            name = self.source.name
+            known = store.files(name, list(scan[2])) if (only_session or quick) else \
+                store.files(name)
         else:
             found, stats, known = self._scan(only_session, quick)
         rep.files_seen = len(found)
@@ -100,7 +104,7 @@ class Indexer:
         # index, or kept through a rebuild): read it afresh rather than on top.
         for sf in found:
             if sf.path not in known and not sf.sidechain and sf.path in stats:
-                sid = store.session_with_messages(sf.source, sf.session_id)
+                sid = store.session_with_messages(self.source.name, sf.session_id)
                 if sid is not None:
                     resets.add(sid)
         if resets:
@@ -108,7 +112,7 @@ class Indexer:
                 for session in resets:
                     self.log.info(f"session {session}: a file was rewritten; reading it again")
                     store.clear_session(session)
-            known = store.files()  # the session's files now start at 0
+            known = store.files(self.source.name)  # the session's files now start at 0
             self._sessions.clear()
         work = []
         for sf in found:
@@ -131,7 +135,8 @@ class Indexer:
         self.bulk = total > BULK_BYTES
         done = 0
         starts = [self._start(sf, row) for _, sf, _st, row in work]
-        jobs = [None if a is None else (sf, a[0], a[1], st.st_mtime_ns / 1e9, st.st_size)
+        jobs = [None if a is None else Job(self.source, sf, a[0], a[1], st.st_mtime_ns / 1e9,
+                                           st.st_size)
                 for (_, sf, st, _row), a in zip(work, starts)]
         feed = (_ReaderProcess(jobs, self.bulk, self.lock_fd)
                 if self.bulk and len(jobs) >= 8 and _CAN_FORK else None)
@@ -165,43 +170,6 @@ class Indexer:
             self.quick_done(complete=not rep.pending_files)
         return rep
 
-    def index_extracts(self) -> int:
-        """Read prima-memory's own extracts and checkpoints as records (for a deep search): a new
-        or changed file replaces its session, a file gone takes its session with it. Returns
-        the number of files read."""
-        from .sources import extracts
-        store = self.store
-        known = store.source_files(extracts.SOURCE)
-        found = extracts.discover(self.ws)
-        n = 0
-        with store.transaction():
-            for path in set(known) - set(found):
-                if known[path].session is not None:
-                    store.delete_session(known[path].session)
-                store.forget_file(path)
-            for path in found:
-                try:
-                    st = os.lstat(path)
-                except OSError:
-                    continue
-                row = known.get(path)
-                if _same(row, st):
-                    continue
-                delta = extracts.read(self.ws, path, st.st_mtime)
-                if delta is None:
-                    continue
-                if row and row.session is not None:
-                    store.delete_session(row.session)
-                self._sessions.pop((delta.source, delta.session_id), None)
-                session = self._apply(delta)
-                store.refresh_counts(session)
-                store.mark_finished(session)  # an extract of an extract: never
-                store.save_file(path, extracts.SOURCE, session, 0, st.st_size, st.st_mtime_ns,
-                                st.st_ino, 0, None, st.st_size, None)
-                n += 1
-            store.index_terms()
-        return n
-
     def sources_changed(self, sources) -> list:
         """The sources with a file new, changed or gone since indexed (stat only, no lock)."""
         changed = []
@@ -210,14 +178,14 @@ class Indexer:
                 found = [p for p, _x in src.discover(self.ws)]
             except OSError:
                 continue
-            known, present = self.store.source_files(src.name), set(found)
+            known, present = self.store.files(src.name), set(found)
             if any(row.status != "missing" and p not in present for p, row in known.items()):
                 changed.append(src)
                 continue
             for p in found:
                 row = known.get(p)
                 try:
-                    st = os.stat(p)
+                    st = os.lstat(p)  # discover lists no links
                 except OSError:
                     continue
                 if not _same(row, st):
@@ -241,7 +209,7 @@ class Indexer:
                 continue
             self._problems += [f"{w}: empty folder" for w in src.locations(self.ws)
                                if os.path.isdir(w) and not os.listdir(w)]
-            known = store.source_files(src.name)
+            known = store.files(src.name)
             present = {p for p, _x in found}
             with store.transaction():
                 gone = [p for p, row in known.items() if p not in present and row.status != "missing"]
@@ -268,7 +236,7 @@ class Indexer:
 
     def _source_file(self, src, path, extra, row, rep: Report) -> None:
         store = self.store
-        st = os.stat(path)
+        st = os.lstat(path)
         if _same(row, st):
             return
         if row and row.status == "foreign" and st.st_size >= (row.size or 0):
@@ -301,6 +269,8 @@ class Indexer:
                     break
                 session = self._apply(d)
                 store.refresh_counts(session)
+                if not src.extracted:
+                    store.mark_finished(session)
                 rep.sessions_touched.add(session)
             store.save_file(path, src.name, session, 0, st.st_size, st.st_mtime_ns, st.st_ino,
                             head_len, _head_hash(path, head_len) if end else None, end,
@@ -312,12 +282,13 @@ class Indexer:
         """(files found, their stats, what the index knows of them) for a run's scope."""
         store = self.store
         if only_session:
-            found = claude_code.session_files(self.ws, only_session)
-            known = store.files([sf.path for sf in found], session_id=only_session)
+            found = self.source.session_files(self.ws, only_session)
+            known = store.files(self.source.name, [sf.path for sf in found],
+                                session_id=only_session)
         elif quick:
             found, known = self._quick_scope()
         else:
-            found, known = claude_code.discover(self.ws, self.log), store.files()
+            found, known = self.source.files(self.ws, self.log), store.files(self.source.name)
         stats = {}
         for sf in found:
             try:
@@ -331,9 +302,9 @@ class Indexer:
         (new or deleted sessions) that the index does not know, the files changed in the last
         RECENT seconds, and the next SWEEP known files in turn, so over many starts every file
         is looked at again. Never a stat of the whole history."""
-        store = self.store
+        store, src = self.store, self.source
         paths: set[str] = set()
-        for d in claude_code.project_dirs(self.ws):
+        for d in src.locations(self.ws):
             try:
                 mtime = os.stat(d).st_mtime_ns
             except OSError:
@@ -341,9 +312,9 @@ class Indexer:
             if store.get_meta(f"dir:{d}") != str(mtime):
                 self._dirs[d] = mtime
         if self._dirs:
-            indexed = store.file_paths()
-            paths |= {sf.path for sf in claude_code.discover(
-                self.ws, self.log, only_dirs=list(self._dirs), known=indexed)}
+            indexed = store.file_paths(src.name)
+            paths |= {sf.path for sf in src.files(self.ws, self.log, only_dirs=list(self._dirs),
+                                                  known=indexed)}
             for d in self._dirs:  # and the transcripts that are gone (Claude Code's clean-up)
                 try:
                     names = set(os.listdir(d))
@@ -352,16 +323,16 @@ class Indexer:
                 cut = len(d) + 1
                 paths |= {p for p in indexed if p.startswith(d) and p[cut - 1] == os.sep
                           and os.sep not in p[cut:] and p[cut:] not in names}
-        paths |= store.recent_file_paths(time.time_ns() - RECENT * 10**9)
+        paths |= store.recent_file_paths(src.name, time.time_ns() - RECENT * 10**9)
         self._owed = store.owed()
         for sid in self._owed:
-            paths |= {sf.path for sf in claude_code.session_files(self.ws, sid)}
+            paths |= {sf.path for sf in src.session_files(self.ws, sid)}
         after, n = int(store.get_meta("sweep_after", 0)), _sweep_size()
-        swept = store.file_paths_after(after, n) if n else []
+        swept = store.file_paths_after(src.name, after, n) if n else []
         self._sweep_to = swept[-1][0] if swept and len(swept) == n else 0  # wrap at the end
         paths |= {p for _rowid, p in swept}
-        known = store.files(list(paths))
-        found = [sf for sf in map(claude_code.source_file, sorted(paths))
+        known = store.files(src.name, list(paths))
+        found = [sf for sf in map(src.file, sorted(paths))
                  if sf is not None and os.path.lexists(sf.path)]
         return found, known
 
@@ -427,10 +398,7 @@ class Indexer:
             head_len = min(HEAD_BYTES, end)
             head = _head_hash(sf.path, head_len) if end else None
             status = "ok"
-            if delta is not None and delta.cwd and not _workspace_session(delta.cwd, self.ws):
-                # Claude Code's folder names collide (my_project, my-project): the records'
-                # cwd is the truth, so another workspace's session is never indexed here.
-                # (A cwd that encodes differently is a moved project: it stays.)
+            if delta is not None and not self.source.in_scope(delta, self.ws):
                 # delta.cwd is set once per file, on the first line that has one (which may come
                 # after a snapshot or title line already indexed: those are dropped too).
                 status = "foreign"
@@ -442,7 +410,7 @@ class Indexer:
             elif delta is not None and not delta.is_empty():
                 session = self._apply(delta)
                 rep.sessions_touched.add(session)
-            store.save_file(sf.path, sf.source, session, sf.sidechain, st.st_size,
+            store.save_file(sf.path, self.source.name, session, sf.sidechain, st.st_size,
                             st.st_mtime_ns, st.st_ino, head_len, head,
                             end, json.dumps(state, separators=(",", ":")), status)
             batch.added(end - offset, session)
@@ -464,17 +432,18 @@ class Indexer:
         from .redact import scrub
         text = scrub(text.strip())
         store = self.store
-        row = store.session_by_session_id(session_id, claude_code.SOURCE)
+        src = self.source
+        row = store.session_by_session_id(session_id, src.name)
         if row is None or row.started_at is None:
             return False  # none of the session's prompts is indexed: a reply alone is no session
-        if claude_code.answering_command(_loads(store.main_file_state(row.id))):
-            return False  # Claude's answer to one of prima-memory's own commands
+        if src.skips_reply(_loads(store.main_file_state(row.id))):
+            return False
         if any(t.strip() == text or t.strip().endswith(text)
                for _ts, t in store.last_messages(row.id, "assistant", 3, skip_key=PROVISIONAL_KEY)):
             with store.transaction():
                 store.drop_message(row.id, PROVISIONAL_KEY)
             return False  # the transcript has it already
-        d = SessionDelta(session_id, claude_code.SOURCE, claude_code.LABEL)
+        d = SessionDelta(session_id, src.name, src.label)
         now = time.time()
         d.messages.append(Message(PROVISIONAL_KEY, "assistant", text, now))
         d.seen(now)
@@ -579,11 +548,21 @@ class Indexer:
                 self.store.tidy(bulk=rep.bytes_read > BULK_BYTES)
 
 
-def read_chunks(sf, offset, state, mtime, size, bulk):
+class Job(NamedTuple):
+    """One file of a run: what read_chunks needs to read it from where the index stopped."""
+    source: object
+    sf: object
+    offset: int
+    state: dict | None
+    mtime: float
+    size: int
+
+
+def read_chunks(source, sf, offset, state, mtime, size, bulk):
     """Successive (delta, end, state, problems) of a file from `offset`, BATCH_BYTES at a time."""
     while True:
-        delta, end, state, problems = claude_code.read(sf, offset, state, mtime,
-                                                       max_bytes=BATCH_BYTES, bulk=bulk)
+        delta, end, state, problems = source.read_chunk(sf, offset, state, mtime,
+                                                        max_bytes=BATCH_BYTES, bulk=bulk)
         yield delta, end, state, problems
         if end >= size or end == offset:
             return
@@ -671,9 +650,9 @@ class _ReaderProcess:
             if isinstance(item, RuntimeError):
                 self.failed = True
                 break
-            job = (job[0], item[1], item[2], job[3], job[4])  # resume point if the reader fails
+            job = job._replace(offset=item[1], state=item[2])  # resume point if the reader fails
             yield item
-        if job[1] < job[4]:  # the reader is gone: go on from what was applied
+        if job.offset < job.size:  # the reader is gone: go on from what was applied
             yield from read_chunks(*job, self.bulk)
         self.next = i + 1
 
@@ -735,10 +714,3 @@ def _rewritten(path: str, st, row) -> bool:
     return (row.status == "missing" or st.st_size < row.offset or row.inode != st.st_ino
             or bool(row.offset and row.head_hash != _head_hash(path, min(row.head_len or 0,
                                                                           row.offset))))
-
-
-def _workspace_session(cwd: str, ws: str) -> bool:
-    """False only for a true collision: another path that Claude Code encodes to this folder."""
-    from .workspace import collides
-    return not collides(cwd, ws)
-

@@ -185,16 +185,15 @@ class Memory:
         finally:
             self.lock().release()
 
-    def update_sources(self, *, lock_timeout: float = 10.0, in_hook: bool = False):
-        """Index the sources besides Claude Code (sources/registry.py); in a hook, only those
-        cheap enough for its budget."""
+    def update_sources(self, *, lock_timeout: float = 10.0):
+        """Index the sources besides the one update() reads (sources/registry.py). Never in a
+        hook: a machine-wide look at VS Code's folders is not for a hook's budget."""
         from .indexer import Indexer
         from .sources.registry import OTHERS
         store = self.store()
         if store.readonly:
             raise IndexReadOnly(self.db_path)
-        sources = Indexer(self.ws, store, self.log).sources_changed(
-            [s for s in OTHERS if s.in_hooks or not in_hook])
+        sources = Indexer(self.ws, store, self.log).sources_changed(OTHERS)
         if not sources:
             return None  # nothing changed: no lock taken
         self._take_lock(lock_timeout)
@@ -306,9 +305,12 @@ class Memory:
         store = self.store()
         if store.readonly:
             return 0
+        from .sources.registry import EXTRACTS
+        if not Indexer(self.ws, store, self.log).sources_changed([EXTRACTS]):
+            return 0  # nothing changed: no lock taken
         self._take_lock(lock_timeout)
         try:
-            return Indexer(self.ws, store, self.log).index_extracts()
+            return Indexer(self.ws, store, self.log).index_sources([EXTRACTS]).files_read
         finally:
             self.lock().release()
 

@@ -483,10 +483,6 @@ class Store:
     def forget_file(self, path: str) -> None:
         self.db.execute("DELETE FROM files WHERE path = ?", (path,))
 
-    def source_files(self, source: str) -> dict[str, FileRow]:
-        return {r[0]: FileRow(*r[1:]) for r in self.db.execute(
-            f"{self._FILE_ROW} WHERE source = ?", (source,))}
-
     def clear_live(self) -> None:
         """For a rebuild: drop everything read from files that still exist; archived sessions stay."""
         db = self.db
@@ -518,42 +514,39 @@ class Store:
 
     _FILE_ROW = ("SELECT path, session, sidechain, size, mtime_ns, inode, head_len, head_hash, "
                  "offset, status FROM files")
-    # files() and the path listings below are the Claude Code indexer's: other sources keep
-    # their own rows (source_files), which its scans must never take for transcripts
-    _CONVERSATIONS = " AND source = 'claude-code'"
 
-    def files(self, paths=None, session_id: str | None = None) -> dict[str, FileRow]:
-        """What the index knows of source files (parser state apart: see file_state): all of
-        them, or those of `paths` and of the Claude Code session `session_id`."""
-        if paths is None and session_id is None:  # extracts' files: see source_files
+    def files(self, source: str, paths=None, session_id: str | None = None) -> dict[str, FileRow]:
+        """What the index knows of a source's files (parser state apart: see file_state): all
+        of them, or those of `paths` and of its session `session_id`. Each source's rows are its
+        own: one source's scans never take another's files for theirs."""
+        if paths is None and session_id is None:
             return {r[0]: FileRow(*r[1:]) for r in self.db.execute(
-                f"{self._FILE_ROW} WHERE 1{self._CONVERSATIONS}")}
+                f"{self._FILE_ROW} WHERE source = ?", (source,))}
         out: dict[str, FileRow] = {}
         paths = list(paths or ())
         for i in range(0, len(paths), 500):
             part = paths[i:i + 500]
             out.update((r[0], FileRow(*r[1:])) for r in self.db.execute(
-                f"{self._FILE_ROW} WHERE path IN ({','.join('?' * len(part))})"
-                f"{self._CONVERSATIONS}", part))
+                f"{self._FILE_ROW} WHERE path IN ({','.join('?' * len(part))}) AND source = ?",
+                part + [source]))
         if session_id is not None:
             out.update((r[0], FileRow(*r[1:])) for r in self.db.execute(
                 f"{self._FILE_ROW} WHERE session IN (SELECT id FROM sessions WHERE "
-                f"session_id = ?){self._CONVERSATIONS}", (session_id,)))
+                "session_id = ? AND source = ?)", (session_id, source)))
         return out
 
-    def file_paths(self) -> set[str]:
-        return {r[0] for r in self.db.execute(
-            f"SELECT path FROM files WHERE 1{self._CONVERSATIONS}")}
+    def file_paths(self, source: str) -> set[str]:
+        return {r[0] for r in self.db.execute("SELECT path FROM files WHERE source = ?", (source,))}
 
-    def recent_file_paths(self, since_mtime_ns: int) -> set[str]:
+    def recent_file_paths(self, source: str, since_mtime_ns: int) -> set[str]:
         return {r[0] for r in self.db.execute(
-            "SELECT path FROM files WHERE (mtime_ns >= ? OR mtime_ns IS NULL)"
-            f"{self._CONVERSATIONS}", (since_mtime_ns,))}
+            "SELECT path FROM files WHERE (mtime_ns >= ? OR mtime_ns IS NULL) AND source = ?",
+            (since_mtime_ns, source))}
 
-    def file_paths_after(self, rowid: int, n: int) -> list[tuple[int, str]]:
+    def file_paths_after(self, source: str, rowid: int, n: int) -> list[tuple[int, str]]:
         """(rowid, path) of the next n files after rowid: a sweep through all of them in turn."""
-        return list(self.db.execute(f"SELECT rowid, path FROM files WHERE rowid > ?"
-                                    f"{self._CONVERSATIONS} ORDER BY rowid LIMIT ?", (rowid, n)))
+        return list(self.db.execute("SELECT rowid, path FROM files WHERE rowid > ? AND source = ? "
+                                    "ORDER BY rowid LIMIT ?", (rowid, source, n)))
 
     def file_state(self, path: str) -> str | None:
         row = self.db.execute("SELECT state FROM files WHERE path = ?", (path,)).fetchone()

@@ -1,4 +1,5 @@
-"""Which workspace is served, where its index lives, and where Claude Code keeps its sessions."""
+"""Which workspace is served and where its index lives (where each source keeps its sessions is
+the source's own: sources/)."""
 from __future__ import annotations
 
 import os
@@ -9,8 +10,6 @@ import time
 from .errors import Failure
 
 DATA_DIR_NAME = ".prima-memory"
-_NON_ALNUM = re.compile(r"[^A-Za-z0-9]")
-_CLAUDE_PREFIX_LEN = 200
 
 
 class WorkspaceError(Failure):
@@ -35,28 +34,11 @@ def hook_workspace(explicit: str | None, payload_cwd) -> str | None:
         try:
             if (isinstance(cand, str) and os.path.isabs(cand) and os.path.isdir(cand)
                     and os.path.dirname(os.path.abspath(cand)) != os.path.abspath(cand)
-                    and claude_project_dirs(os.path.abspath(cand))):
+                    and _claude_keeps(os.path.abspath(cand))):
                 return os.path.abspath(cand)
         except (ValueError, OSError):  # a NUL in the path, an unreadable folder
             continue
     return None
-
-
-def claude_config_dir() -> str:
-    # absolute, so a relative CLAUDE_CONFIG_DIR names the same files from any current folder
-    return os.path.abspath(os.path.expanduser(
-        os.environ.get("CLAUDE_CONFIG_DIR") or os.path.join("~", ".claude")))
-
-
-def encode_project_dir(path: str) -> str:
-    """Claude Code's folder name: every character outside [A-Za-z0-9] becomes '-', no collapsing.
-
-    Claude Code does this in JavaScript, one UTF-16 code unit at a time, so a character beyond
-    the Basic Multilingual Plane (an emoji) becomes two dashes."""
-    if path.isascii():
-        return _NON_ALNUM.sub("-", path)
-    return "".join(c if c.isascii() and c.isalnum() else ("--" if ord(c) > 0xFFFF else "-")
-                   for c in path)
 
 
 def path_variants(workspace: str) -> list[str]:
@@ -65,37 +47,6 @@ def path_variants(workspace: str) -> list[str]:
     if real != workspace:
         out.append(real)  # Claude Code canonicalises with realpath
     return out
-
-
-def claude_project_dirs(workspace: str) -> list[str]:
-    """The existing Claude Code project folders for this workspace (usually one)."""
-    root = os.path.join(claude_config_dir(), "projects")
-    names = []
-    override = os.environ.get("CLAUDE_CODE_PROJECT_DIR_NAME")
-    if override:
-        names.append(override)
-    names += [encode_project_dir(p) for p in path_variants(workspace)]
-    found: list[str] = []
-    long_prefixes = []
-    for name in names:
-        if len(name) > _CLAUDE_PREFIX_LEN:
-            long_prefixes.append(name[:_CLAUDE_PREFIX_LEN])
-        else:
-            d = os.path.join(root, name)
-            if os.path.isdir(d) and d not in found:
-                found.append(d)
-    if long_prefixes:
-        # Beyond 200 characters Claude Code appends a hash we cannot reproduce: match the prefix.
-        try:
-            entries = os.listdir(root)
-        except OSError:
-            entries = []
-        for entry in sorted(entries):
-            if any(entry.startswith(p) for p in long_prefixes):
-                d = os.path.join(root, entry)
-                if os.path.isdir(d) and d not in found:
-                    found.append(d)
-    return found
 
 
 def is_within(path: str | None, workspace: str) -> bool:
@@ -109,12 +60,10 @@ def is_within(path: str | None, workspace: str) -> bool:
     return False
 
 
-def collides(cwd: str, workspace: str) -> bool:
-    """True if cwd is a different folder whose Claude Code folder name equals the workspace's."""
-    if is_within(cwd, workspace):
-        return False
-    mine = {encode_project_dir(p)[:_CLAUDE_PREFIX_LEN] for p in path_variants(workspace)}
-    return encode_project_dir(cwd)[:_CLAUDE_PREFIX_LEN] in mine
+def _claude_keeps(workspace: str) -> bool:
+    """Claude Code keeps history for this folder (the hooks and host mode are Claude Code's)."""
+    from .sources.claude_code import project_dirs
+    return bool(project_dirs(workspace))
 
 
 def data_dir(workspace: str) -> str:
@@ -131,7 +80,7 @@ def check_host(workspace: str) -> None:
         return
     if os.path.exists(index_path(workspace)):
         return
-    if not claude_project_dirs(workspace):
+    if not _claude_keeps(workspace):
         raise WorkspaceError(
             f"host mode (PRIMA_EXPECTED_HOST=claude-code): Claude Code has no projects folder for "
             f"{workspace}; refusing to create an index there")

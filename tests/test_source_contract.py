@@ -17,7 +17,7 @@ SECRET = "sk-ant-api03-" + "Q" * 90
 def _sample(src, tmp_path, env):
     """A file of the source's kind, placed where it discovers it, holding SECRET."""
     if src.name == "claude-code":
-        from prima_memory.workspace import encode_project_dir
+        from prima_memory.sources.claude_code import encode_project_dir
         d = tmp_path / "claude" / "projects" / encode_project_dir(str(env))
         d.mkdir(parents=True)
         p = d / "0c0c0c0c-0000-4000-8000-000000000001.jsonl"

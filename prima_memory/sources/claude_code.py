@@ -39,6 +39,8 @@ def _scrubber(problems: list):
 
 SOURCE = "claude-code"
 LABEL = "[transcript]"
+_NON_ALNUM = re.compile(r"[^A-Za-z0-9]")
+_PREFIX_LEN = 200  # beyond this Claude Code cuts a folder name and appends a hash
 
 FILE_TOOLS = {"Write": "file_path", "Edit": "file_path", "MultiEdit": "file_path",
               "NotebookEdit": "notebook_path"}
@@ -65,17 +67,68 @@ _EXPLANATION_MAX = 1000
 
 
 class SourceFile:
-    __slots__ = ("path", "session_id", "sidechain", "source")
+    __slots__ = ("path", "session_id", "sidechain")
 
-    def __init__(self, path: str, session_id: str | None, sidechain: bool, source: str = SOURCE):
+    def __init__(self, path: str, session_id: str | None, sidechain: bool):
         self.path = path
         self.session_id = session_id  # None: a flat agent file names its parent session inside
         self.sidechain = sidechain
-        self.source = source
+
+
+def claude_config_dir() -> str:
+    # absolute, so a relative CLAUDE_CONFIG_DIR names the same files from any current folder
+    return os.path.abspath(os.path.expanduser(
+        os.environ.get("CLAUDE_CONFIG_DIR") or os.path.join("~", ".claude")))
+
+
+def encode_project_dir(path: str) -> str:
+    """Claude Code's folder name: every character outside [A-Za-z0-9] becomes '-', no collapsing.
+
+    Claude Code does this in JavaScript, one UTF-16 code unit at a time, so a character beyond
+    the Basic Multilingual Plane (an emoji) becomes two dashes."""
+    if path.isascii():
+        return _NON_ALNUM.sub("-", path)
+    return "".join(c if c.isascii() and c.isalnum() else ("--" if ord(c) > 0xFFFF else "-")
+                   for c in path)
 
 
 def project_dirs(ws: str) -> list[str]:
-    return workspace.claude_project_dirs(ws)
+    """The existing Claude Code project folders for this workspace (usually one)."""
+    root = os.path.join(claude_config_dir(), "projects")
+    names = []
+    override = os.environ.get("CLAUDE_CODE_PROJECT_DIR_NAME")
+    if override:
+        names.append(override)
+    names += [encode_project_dir(p) for p in workspace.path_variants(ws)]
+    found: list[str] = []
+    long_prefixes = []
+    for name in names:
+        if len(name) > _PREFIX_LEN:
+            long_prefixes.append(name[:_PREFIX_LEN])
+        else:
+            d = os.path.join(root, name)
+            if os.path.isdir(d) and d not in found:
+                found.append(d)
+    if long_prefixes:
+        # Beyond 200 characters Claude Code appends a hash we cannot reproduce: match the prefix.
+        try:
+            entries = os.listdir(root)
+        except OSError:
+            entries = []
+        for entry in sorted(entries):
+            if any(entry.startswith(p) for p in long_prefixes):
+                d = os.path.join(root, entry)
+                if os.path.isdir(d) and d not in found:
+                    found.append(d)
+    return found
+
+
+def collides(cwd: str, ws: str) -> bool:
+    """True if cwd is a different folder whose Claude Code folder name equals the workspace's."""
+    if workspace.is_within(cwd, ws):
+        return False
+    mine = {encode_project_dir(p)[:_PREFIX_LEN] for p in workspace.path_variants(ws)}
+    return encode_project_dir(cwd)[:_PREFIX_LEN] in mine
 
 
 def session_files(ws: str, session_id: str) -> list[SourceFile]:

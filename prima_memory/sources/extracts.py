@@ -45,19 +45,21 @@ def _utf8(name: str) -> bool:
         return False
 
 
-def read(ws: str, path: str, mtime: float) -> SessionDelta | None:
+def read(ws: str, path: str) -> SessionDelta | None:
     """The file as one session, or None when it cannot be read (a link, not a plain file, too
     big). Opened without following a link or waiting on a pipe, and checked to be a file."""
     try:
         fd = open_nofollow(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
         with os.fdopen(fd, "rb") as f:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
                 return None
             data = f.read(MAX_BYTES + 1)
     except OSError:
         return None
     if len(data) > MAX_BYTES:
         return None
+    mtime = st.st_mtime
     text = data.decode("utf-8", "replace")
     name = os.path.relpath(path, root(ws))
     checkpoint = name.endswith("-checkpoint.md") or "-checkpoint-" in os.path.basename(name)

@@ -1,14 +1,16 @@
-"""The sources besides Claude Code, behind one small interface, each producing the same records.
+"""The sources, behind one small interface, each producing the same records.
 
 A source says where it looks (`locations`), finds its files cheaply (`discover`: paths, with
 what reading one needs), reads one (`read`: the session records it holds), and whether a record
 belongs to this workspace (`in_scope`). Its `mode` says how a changed file is taken:
 "append" files are resumed from a byte offset (Codex appends on resume); "snapshot" files are
-read whole and replace their session (VS Code rewrites a chat on every save). `in_hooks`: cheap
-enough for a hook's budget (a machine-wide scan of VS Code is not).
+read whole and replace their session (VS Code rewrites a chat on every save).
 
-Claude Code is behind the interface too (status, the contract test), but the indexer still
-reads it by its own path (quick scopes, subagent files, a reader process): `own_path`.
+Indexer.index_sources reads them all this way. A `streamed` source is read by Indexer.run
+instead, the engine the hooks use: append files read in batches within a time budget, one
+session's files alone (Stop), quick looks at what changed (SessionStart), a second process
+parsing a cold index. It adds `files` (its file records, optionally only some folders'),
+`session_files`, `file` (a path's record) and `read_chunk`. Claude Code is that source.
 """
 from __future__ import annotations
 
@@ -20,8 +22,8 @@ class Source:
     name = ""
     label = ""
     mode = "snapshot"
-    in_hooks = False
-    own_path = False  # indexed by the indexer's own path, not index_sources
+    streamed = False  # read by Indexer.run (see above), not index_sources
+    extracted = True  # its substantial sessions get a markdown extract
 
     def locations(self, ws: str) -> list[str]:
         raise NotImplementedError
@@ -55,29 +57,51 @@ def _files(root: str, accept) -> list[str]:
 
 
 class ClaudeCode(Source):
-    name, label, mode, in_hooks, own_path = "claude-code", "[transcript]", "append", True, True
+    name, label, mode, streamed = "claude-code", "[transcript]", "append", True
 
     def locations(self, ws: str) -> list[str]:
         from .claude_code import project_dirs
         return project_dirs(ws)
 
-    def discover(self, ws: str) -> list[tuple[str, object]]:
+    def files(self, ws: str, log=None, only_dirs=None, known=None):
         from .claude_code import discover
-        return [(sf.path, sf) for sf in discover(ws)]
+        return discover(ws, log, only_dirs, known)
+
+    def discover(self, ws: str) -> list[tuple[str, object]]:
+        return [(sf.path, sf) for sf in self.files(ws)]
+
+    def session_files(self, ws: str, session_id: str):
+        from .claude_code import session_files
+        return session_files(ws, session_id)
+
+    def file(self, path: str):
+        from .claude_code import source_file
+        return source_file(path)
+
+    def read_chunk(self, sf, offset, state, mtime=None, max_bytes=None, bulk=False):
+        from .claude_code import read
+        return read(sf, offset, state, mtime, max_bytes=max_bytes, bulk=bulk)
 
     def read(self, path, extra, offset, state):
-        from .claude_code import read
-        delta, end, state, problems = read(extra, offset, state)
+        delta, end, state, problems = self.read_chunk(extra, offset, state)
         return ([delta] if delta is not None and not delta.is_empty() else []), end, state, \
             problems
 
     def in_scope(self, delta, ws: str) -> bool:
-        from ..workspace import collides
+        """Claude Code's folder names collide (my_project, my-project): the records' cwd is the
+        truth, so another folder's session is never indexed here. A cwd that encodes
+        differently is a moved project: it stays."""
+        from .claude_code import collides
         return not (delta.cwd and collides(delta.cwd, ws))
+
+    def skips_reply(self, state: dict | None) -> bool:
+        """A reply the Stop hook saw is not memory: Claude's answer to our own command."""
+        from .claude_code import answering_command
+        return answering_command(state)
 
 
 class Codex(Source):
-    name, label, mode, in_hooks = "codex", "[Codex]", "append", False
+    name, label, mode = "codex", "[Codex]", "append"
 
     def home(self) -> str:
         return os.environ.get("CODEX_HOME") or os.path.join(os.path.expanduser("~"), ".codex")
@@ -121,7 +145,7 @@ def vscode_user_dirs() -> list[str]:
 
 
 class CopilotChat(Source):
-    name, label, mode, in_hooks = "copilot-chat", "[VS Code]", "snapshot", False
+    name, label, mode = "copilot-chat", "[VS Code]", "snapshot"
 
     def locations(self, ws: str) -> list[str]:
         return vscode_user_dirs()
@@ -158,7 +182,7 @@ class CopilotChat(Source):
 
 
 class SharedLog(Source):
-    name, label, mode, in_hooks = "shared-log", "[shared log · author]", "snapshot", True
+    name, label, mode = "shared-log", "[shared log · author]", "snapshot"
 
     def locations(self, ws: str) -> list[str]:
         from . import shared_log
@@ -174,5 +198,27 @@ class SharedLog(Source):
         return ([d] if d else []), os.path.getsize(path), state, problems
 
 
-SOURCES = (ClaudeCode(), Codex(), CopilotChat(), SharedLog())
-OTHERS = tuple(s for s in SOURCES if not s.own_path)  # what index_sources reads
+class Extracts(Source):
+    """prima-memory's own extracts and checkpoints, read back for a deep search (no extract of
+    an extract is ever written)."""
+    name, label, mode, extracted = "extract", "[extract]", "snapshot", False
+
+    def locations(self, ws: str) -> list[str]:
+        from . import extracts
+        return [extracts.root(ws)]
+
+    def discover(self, ws: str) -> list[tuple[str, object]]:
+        from . import extracts
+        return [(p, ws) for p in extracts.discover(ws)]
+
+    def read(self, path, extra, offset, state):
+        from . import extracts
+        d = extracts.read(extra, path)  # None for a link, never followed
+        return ([d] if d else []), os.lstat(path).st_size, state, []
+
+
+CLAUDE_CODE = ClaudeCode()
+SOURCES = (CLAUDE_CODE, Codex(), CopilotChat(), SharedLog())  # the seed's, and status's, list
+STREAMED = next(s for s in SOURCES if s.streamed)  # what Indexer.run and the hooks read
+OTHERS = tuple(s for s in SOURCES if not s.streamed)  # what index_sources reads
+EXTRACTS = Extracts()
