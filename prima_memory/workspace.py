@@ -66,6 +66,12 @@ def _claude_keeps(workspace: str) -> bool:
     return bool(project_dirs(workspace))
 
 
+def stays_inside(path: str, workspace: str) -> bool:
+    """A path under the workspace that a link does not lead out of it (a cloned repository can
+    make .claude/state a link to anywhere)."""
+    return is_within(os.path.realpath(path), workspace)
+
+
 def data_dir(workspace: str) -> str:
     return os.path.join(workspace, DATA_DIR_NAME)
 

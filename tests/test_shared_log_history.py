@@ -122,3 +122,25 @@ def test_history_files_of_odd_shapes_are_tolerated(tmp_path):
     assert [e["summary"] for e in found] == ["ok one"]
     assert len(problems) == 1 and "P1.json" in problems[0]
     assert history.search(str(tmp_path / "none"), "ok", now=NOW) == ([], [])
+
+
+def test_a_claude_folder_linked_out_of_the_workspace_is_never_read(tmp_path):
+    """A cloned repository can ship .claude as a link to another user folder: neither the shared
+    log nor the session history is read through it. A link that stays inside is followed."""
+    elsewhere = tmp_path / "elsewhere"
+    _entry(elsewhere, "P1", "secret.md", "**Author:** x\nthe secret entry")
+    _state(elsewhere, "state.json", {"sessionHistory": [{"date": "2026-11-02",
+                                                         "summary": "the secret summary"}]})
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    os.symlink(elsewhere / ".claude", ws / ".claude")
+    assert shared_log.discover(str(ws)) == []
+    assert history.search(str(ws), "secret", now=NOW) == ([], [])
+
+    inside = tmp_path / "ws2"
+    (inside / "real").mkdir(parents=True)
+    os.rename(elsewhere / ".claude", inside / "real" / ".claude")
+    os.symlink(inside / "real" / ".claude", inside / ".claude")
+    assert [os.path.basename(p) for _id, p in shared_log.discover(str(inside))] == ["secret.md"]
+    assert [e["summary"] for e in history.search(str(inside), "secret", now=NOW)[0]] == [
+        "the secret summary"]

@@ -13,6 +13,8 @@ import re
 import stat
 import time
 
+from ..workspace import stays_inside
+
 LABEL = "Session History Summaries"
 MAX_BYTES = 8 << 20
 _MONTH_FILE = re.compile(r"^(\d{4})-(\d{2})\.json$")
@@ -22,7 +24,9 @@ def _state(ws: str) -> str:
     return os.path.join(ws, ".claude", "state")
 
 
-def _load(path: str, problems: list[str]):
+def _load(path: str, problems: list[str], ws: str):
+    if not stays_inside(path, ws):
+        return None
     try:
         st = os.lstat(path)
         if not stat.S_ISREG(st.st_mode):
@@ -62,7 +66,7 @@ def current_month(ws: str, problems: list[str], now: float | None = None) -> lis
         pass
     out = []
     for path in paths:
-        out += [_entry(e, path, ws) for e in _history(_load(path, problems))
+        out += [_entry(e, path, ws) for e in _history(_load(path, problems, ws))
                 if str(e.get("date") or "").startswith(month)]
     return sorted(out, key=lambda e: (e["date"], e["time"] or ""), reverse=True)
 
@@ -76,7 +80,7 @@ def archive(ws: str, problems: list[str]):
         return
     for n in names:
         path = os.path.join(root, n)
-        entries = [_entry(e, path, ws) for e in _history(_load(path, problems))]
+        entries = [_entry(e, path, ws) for e in _history(_load(path, problems, ws))]
         yield n[:7], sorted(entries, key=lambda e: (e["date"], e["time"] or ""), reverse=True)
 
 

@@ -15,6 +15,7 @@ import re
 import stat
 
 from ..records import Message, SessionDelta
+from ..workspace import stays_inside
 from .claude_code import _scrubber, parse_ts
 
 SOURCE = "shared-log"
@@ -33,6 +34,8 @@ def folder(ws: str) -> str:
 def discover(ws: str) -> list[tuple[str, str]]:
     """(project id, path) of every entry: regular files only (a link could point anywhere)."""
     root = folder(ws)
+    if not stays_inside(root, ws):
+        return []
     out = []
     try:
         projects = sorted(os.scandir(root), key=lambda e: e.name)
