@@ -128,6 +128,10 @@ def run_embedder(mem) -> tuple[int, int] | None:
     adds more: look again), and yield to a rebuild. None when another embedder is running."""
     lower_priority()
     store = mem.store()
+    try:  # the other agents' sessions too: out of the hook, so a look at VS Code's folders is fine
+        mem.update_sources()
+    except Failure as e:  # busy or read-only
+        mem.log.info(f"background embedder: other sources not indexed: {e}")
     try:
         mem.embedder()
     except Exception as e:  # noqa: BLE001 - remembered, so Stop does not start one in vain

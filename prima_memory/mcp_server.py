@@ -128,6 +128,7 @@ class Memory:
             stop = lambda: self.waiting > 0 or self.stopping.is_set()  # noqa: E731
             try:
                 mem.update(lock_timeout=0, quick=True)
+                mem.update_sources(lock_timeout=0)
             except PrimaError:
                 pass  # the writer lock is busy: a hook is indexing
             if self.no_model:

@@ -10,6 +10,7 @@ import json
 import os
 import sys
 import time
+from pathlib import Path
 
 import anyio
 import pytest
@@ -382,6 +383,28 @@ def test_the_server_embeds_and_links_while_idle(env, monkeypatch):
     assert {BACKUP, late} <= set(top)
     linked = [x["session_id"] for x in top[late]["linked"]]
     assert linked == [BACKUP], "nearly the same exchange, in another session"
+
+
+def test_the_server_indexes_another_agents_session_while_idle(env):
+    _history(env)
+    rollout = Path(env.env["CODEX_HOME"]) / "sessions" / "2026" / "11" / "30" / "rollout-x-cx1.jsonl"
+
+    async def body(s):
+        await ok(s, "recent_sessions", n=1)
+        rollout.parent.mkdir(parents=True)
+        rollout.write_text("".join(json.dumps(x) + "\n" for x in [
+            {"timestamp": "2026-11-30T10:00:00Z", "type": "session_meta",
+             "payload": {"id": "cx1", "cwd": str(env.ws)}},
+            {"timestamp": "2026-11-30T10:00:01Z", "type": "response_item", "payload": {
+                "type": "message", "role": "user",
+                "content": [{"type": "input_text", "text": "Codex: rotate the lynxtoken"}]}}]))
+        for _ in range(100):  # no request meanwhile: the idle work indexes it
+            codex = {x["source"]: x for x in env.json("status")["sources"]}["codex"]
+            if codex["sessions"]:
+                return codex
+            await anyio.sleep(0.2)
+        return codex
+    assert serve(env, body)["sessions"] == 1
 
 
 def test_starting_the_server_leaves_nothing_behind(env):

@@ -264,3 +264,21 @@ def test_the_briefing_labels_another_agents_session(env):
         "hook_event_name": "SessionStart", "source": "startup"})).stdout
     line = next(ln for ln in out.splitlines() if "manateeparser" in ln)
     assert "[Codex]" in line, out
+
+
+def test_the_background_embedder_brings_the_other_agents_into_the_next_briefing(env, tmp_path):
+    """Nobody runs a command between two Claude Code sessions: the embedder a Stop starts (out of
+    the hook's budget) indexes the other sources too, even with no model to embed with."""
+    t = env.transcript("ffff0000-0000-4000-8000-000000000003", start=time.time() - 3600)
+    t.exchange("a claude session", "its reply")
+    env.json("index")
+    _rollout(env, "cx-bg", str(env.ws), "Codex fixed the ocelotcache eviction", "ok",
+             ts=time.time() - 60)
+    got = env.run("embed", "--worker", env={"PRIMA_MODEL": str(tmp_path / "no-model")},
+                  check=False)
+    assert got.returncode == 1, "no model: the worker fails, after indexing the sources"
+    assert {s["source"]: s for s in env.json("status")["sources"]}["codex"]["sessions"] == 1
+    out = env.run("hook", "session-start", input=json.dumps({
+        "session_id": "ffff0000-0000-4000-8000-000000000004", "cwd": str(env.ws),
+        "hook_event_name": "SessionStart", "source": "startup"})).stdout
+    assert "[Codex]" in next(ln for ln in out.splitlines() if "ocelotcache" in ln), out
