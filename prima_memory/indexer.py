@@ -171,27 +171,31 @@ class Indexer:
         return rep
 
     def sources_changed(self, sources) -> list:
-        """The sources with a file new, changed or gone since indexed (stat only, no lock)."""
-        changed = []
-        for src in sources:
+        """The sources with a file new, changed or gone since indexed, without the lock or a
+        listing: a stat of each folder the last run listed and of each file it knows."""
+        return [src for src in sources if self._source_changed(src)]
+
+    def _source_changed(self, src) -> bool:
+        folders = _loads(self.store.get_meta(f"folders:{src.name}"))
+        if folders is None:
+            return True  # never listed
+        for path, mtime in folders:
             try:
-                found = [p for p, _x in src.discover(self.ws)]
+                now = os.stat(path).st_mtime_ns
             except OSError:
-                continue
-            known, present = self.store.files(src.name), set(found)
-            if any(row.status != "missing" and p not in present for p, row in known.items()):
-                changed.append(src)
-                continue
-            for p in found:
-                row = known.get(p)
-                try:
-                    st = os.lstat(p)  # discover lists no links
-                except OSError:
-                    continue
-                if not _same(row, st):
-                    changed.append(src)
-                    break
-        return changed
+                now = None
+            if now != mtime:
+                return True  # a file may have come or gone there
+        for path, row in self.store.files(src.name).items():
+            if row.status == "missing":
+                continue  # (back, it changes its folder)
+            try:
+                st = os.lstat(path)  # discover lists no links
+            except OSError:
+                return True
+            if not _same(row, st):
+                return True
+        return False
 
     def index_sources(self, sources, rep: Report | None = None) -> Report:
         """Bring the other sources' sessions up to date (see sources/registry.py): an append
@@ -202,8 +206,9 @@ class Indexer:
         store = self.store
         for src in sources:
             self._problems = []  # this run's, kept for status
+            folders: list = []
             try:
-                found = src.discover(self.ws)
+                found = src.discover(self.ws, folders)
             except OSError as e:
                 self.log.warn(f"{src.name}: cannot list its files: {e}", once=True)
                 continue
@@ -220,6 +225,7 @@ class Indexer:
                         if known[p].session is not None:
                             store.delete_session(known[p].session)
                         store.forget_file(p)
+            unreadable = False
             with store.transaction():  # one commit for the source (each file a savepoint)
                 for path, extra in found:
                     try:
@@ -227,7 +233,10 @@ class Indexer:
                     except OSError as e:
                         self.log.warn(f"{path}: cannot read: {e}", once=True)
                         self._problems.append(f"{path}: unreadable ({e.strerror or e})")
+                        unreadable = True
                 store.index_terms()
+                # what sources_changed looks at; an unreadable file: listed again on every look
+                store.set_meta(f"folders:{src.name}", None if unreadable else json.dumps(folders))
             if self._problems or store.get_meta(f"warnings:{src.name}"):
                 with store.transaction():  # what status shows of this source, until it changes
                     store.set_meta(f"warnings:{src.name}",

@@ -496,6 +496,7 @@ class Store:
         # archived sessions keep their rows: a file that comes back is then read afresh
         db.execute("DELETE FROM files WHERE session IS NULL OR session NOT IN "
                    "(SELECT id FROM sessions WHERE archived = 1)")
+        db.execute("DELETE FROM meta WHERE key LIKE 'folders:%'")  # so every source is listed
         db.executemany("UPDATE sessions SET cwd = NULL, branch = NULL, title_custom = NULL, "
                        "title_summary = NULL, title_first = NULL, started_at = NULL, "
                        "ended_at = NULL, tags = '', decisions = '', message_count = 0, "

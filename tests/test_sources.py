@@ -161,6 +161,8 @@ def test_no_source_file_is_ever_written(env):
     env.json("embed")
     env.json("index", "--rebuild")
     assert _sums(files) == before
+    assert {r["source"] for r in env.search("checksum", "--mode", "keyword")} == {
+        "codex", "copilot-chat", "shared-log"}, "a rebuild reads every source again"
 
 
 def test_hooks_never_scan_the_other_sources(env):
@@ -282,3 +284,53 @@ def test_the_background_embedder_brings_the_other_agents_into_the_next_briefing(
         "session_id": "ffff0000-0000-4000-8000-000000000004", "cwd": str(env.ws),
         "hook_event_name": "SessionStart", "source": "startup"})).stdout
     assert "[Codex]" in next(ln for ln in out.splitlines() if "ocelotcache" in ln), out
+
+
+def test_a_look_for_changes_lists_no_folder_yet_misses_no_change(env, monkeypatch):
+    """What every search does first (in-process): with nothing changed, a stat of the folders
+    the last run listed and of the files it knows, no listing; each kind of change is seen."""
+    import os
+    from prima_memory.indexer import Indexer
+    from prima_memory.memory import Memory
+    from prima_memory.sources.registry import EXTRACTS, OTHERS
+    for k in ("HOME", "CODEX_HOME", "PRIMA_VSCODE_USER_DIRS", "CLAUDE_CONFIG_DIR"):
+        monkeypatch.setenv(k, env.env[k])
+    mine = _rollout(env, "cx-a", str(env.ws), "w", "r")
+    chat = _chat(env, "file:///w", "chat-a", "w", "r")
+    _log(env, "a.md", "**Author:** A\nw")
+    extracts = env.ws / ".prima-memory" / "extracts" / "2026-03"
+    mem = Memory(str(env.ws))
+    mem.update_sources()
+    mem.index_extracts(lock_timeout=1)
+    sources = OTHERS + (EXTRACTS,)
+
+    def changed() -> list[str]:
+        with monkeypatch.context() as m:
+            for fn in ("scandir", "listdir", "walk"):
+                m.setattr(os, fn, lambda *a, **k: (_ for _ in ()).throw(AssertionError("listed")))
+            return [s.name for s in Indexer(mem.ws, mem.store(), mem.log).sources_changed(sources)]
+
+    assert changed() == []
+    vscode = Path(env.env["PRIMA_VSCODE_USER_DIRS"])
+    for what, change, source in [
+        ("a rollout appended to", lambda: mine.open("a").write("{}\n"), "codex"),
+        ("a rollout in a new month", lambda: (mine.parents[1] / "04" / "02").mkdir(parents=True)
+         or (mine.parents[1] / "04" / "02" / "rollout-x-cx-b.jsonl").write_text(
+            mine.read_text().replace("cx-a", "cx-b")), "codex"),
+        ("a rollout deleted", lambda: mine.unlink(), "codex"),
+        ("a chat saved by a rename", lambda: chat.with_suffix(".tmp").write_text(
+            chat.read_text()) or chat.with_suffix(".tmp").rename(chat), "copilot-chat"),
+        ("a first chat of a workspace", lambda: (vscode / "workspaceStorage" / "ws-chat-a" /
+                                                 "GitHub.copilot-chat" / "transcripts").mkdir(
+            parents=True), "copilot-chat"),
+        ("a new workspace", lambda: _chat(env, "file:///v", "chat-b", "w", "r"), "copilot-chat"),
+        ("a log entry", lambda: _log(env, "b.md", "**Author:** B\nw"), "shared-log"),
+        ("a new project's log", lambda: (env.ws / ".claude" / "state" / "sessions" / "P2").mkdir(),
+         "shared-log"),
+        ("an extract", lambda: extracts.mkdir(parents=True), "extract"),
+    ]:
+        change()
+        assert changed() == [source], what
+        mem.update_sources()
+        mem.index_extracts(lock_timeout=1)
+        assert changed() == [], what

@@ -24,14 +24,19 @@ def root(ws: str) -> str:
     return os.path.join(data_dir(ws), "extracts")
 
 
-def discover(ws: str) -> list[str]:
-    """The markdown files under the extracts folder, never through a linked folder."""
+def discover(ws: str, folders: list | None = None) -> list[str]:
+    """The markdown files under the extracts folder, never through a linked folder.
+    `folders`: see registry.Source.discover."""
+    from .registry import watch
     top = root(ws)
+    watch(folders, top)
     if not is_real_dir(top):
         return []
     out = []
     for folder, dirs, names in os.walk(top):
         dirs[:] = sorted(d for d in dirs if is_real_dir(os.path.join(folder, d)))
+        for d in dirs:  # noted before os.walk lists it
+            watch(folders, os.path.join(folder, d))
         out += [os.path.join(folder, n) for n in sorted(names) if n.endswith(".md") and _utf8(n)]
     return out
 

@@ -28,8 +28,10 @@ class Source:
     def locations(self, ws: str) -> list[str]:
         raise NotImplementedError
 
-    def discover(self, ws: str) -> list[tuple[str, object]]:
-        """(path, extra) of every file to read; `extra` goes back to read()."""
+    def discover(self, ws: str, folders: list | None = None) -> list[tuple[str, object]]:
+        """(path, extra) of every file to read; `extra` goes back to read(). `folders` gets
+        (folder, mtime) of each folder whose listing this took (see watch): while none of them
+        changes, the same files would be found, so a look for changes needs no listing."""
         raise NotImplementedError
 
     def read(self, path: str, extra, offset: int, state: dict | None):
@@ -40,17 +42,28 @@ class Source:
         return True
 
 
-def _files(root: str, accept) -> list[str]:
+def watch(folders: list | None, path: str) -> None:
+    """Note a folder's mtime (None: absent) before listing it: a file added after this still
+    changes what was noted."""
+    if folders is not None:
+        try:
+            folders.append((path, os.stat(path).st_mtime_ns))
+        except OSError:
+            folders.append((path, None))
+
+
+def _files(root: str, accept, folders: list | None = None) -> list[str]:
     """Regular files under root that `accept(name)`, links never followed (the directory
     entries' own types: no stat per file)."""
     out = []
+    watch(folders, root)
     try:
         entries = sorted(os.scandir(root), key=lambda e: e.name)
     except OSError:
         return out
     for e in entries:
         if e.is_dir(follow_symlinks=False):
-            out += _files(e.path, accept)
+            out += _files(e.path, accept, folders)
         elif accept(e.name) and e.is_file(follow_symlinks=False):
             out.append(e.path)
     return out
@@ -67,8 +80,8 @@ class ClaudeCode(Source):
         from .claude_code import discover
         return discover(ws, log, only_dirs, known)
 
-    def discover(self, ws: str) -> list[tuple[str, object]]:
-        return [(sf.path, sf) for sf in self.files(ws)]
+    def discover(self, ws: str, folders: list | None = None) -> list[tuple[str, object]]:
+        return [(sf.path, sf) for sf in self.files(ws)]  # (Indexer.run: its own quick look)
 
     def session_files(self, ws: str, session_id: str):
         from .claude_code import session_files
@@ -109,10 +122,10 @@ class Codex(Source):
     def locations(self, ws: str) -> list[str]:
         return [os.path.join(self.home(), d) for d in ("sessions", "archived_sessions")]
 
-    def discover(self, ws: str) -> list[tuple[str, object]]:
+    def discover(self, ws: str, folders: list | None = None) -> list[tuple[str, object]]:
         def rollout(n: str) -> bool:
             return n.startswith("rollout-") and n.endswith((".jsonl", ".json", ".jsonl.zst"))
-        paths = [p for loc in self.locations(ws) for p in _files(loc, rollout)]
+        paths = [p for loc in self.locations(ws) for p in _files(loc, rollout, folders)]
         plain = set(paths)  # a compressed rollout is read only when no plain twin exists
         return [(p, None) for p in paths if not (p.endswith(".zst") and p[:-4] in plain)]
 
@@ -150,13 +163,14 @@ class CopilotChat(Source):
     def locations(self, ws: str) -> list[str]:
         return vscode_user_dirs()
 
-    def discover(self, ws: str) -> list[tuple[str, object]]:
+    def discover(self, ws: str, folders: list | None = None) -> list[tuple[str, object]]:
         """Chat files of every VS Code workspace (Copilot records no workspace path), the
         newest copy of each session id (VS Code copies a chat when its workspace changes)."""
         from . import copilot
         newest: dict[str, tuple[float, str, object]] = {}
         for user in self.locations(ws):
             storage = os.path.join(user, "workspaceStorage")
+            watch(folders, storage)  # a new workspace; a chat folder made later is noted absent
             try:
                 spaces = sorted(e.path for e in os.scandir(storage)
                                 if e.is_dir(follow_symlinks=False))
@@ -166,7 +180,7 @@ class CopilotChat(Source):
                       for sub in ("chatSessions", os.path.join("GitHub.copilot-chat", "transcripts"))]
             groups.append((os.path.join(user, "globalStorage", "emptyWindowChatSessions"), None))
             for folder, project in groups:
-                for p in _files(folder, lambda n: n.endswith((".json", ".jsonl"))):
+                for p in _files(folder, lambda n: n.endswith((".json", ".jsonl")), folders):
                     sid = os.path.basename(p).rsplit(".", 1)[0]
                     mtime = os.stat(p).st_mtime
                     if sid not in newest or mtime > newest[sid][0]:
@@ -188,9 +202,9 @@ class SharedLog(Source):
         from . import shared_log
         return [shared_log.folder(ws)]
 
-    def discover(self, ws: str) -> list[tuple[str, object]]:
+    def discover(self, ws: str, folders: list | None = None) -> list[tuple[str, object]]:
         from . import shared_log
-        return [(p, project) for project, p in shared_log.discover(ws)]
+        return [(p, project) for project, p in shared_log.discover(ws, folders)]
 
     def read(self, path, extra, offset, state):
         from . import shared_log
@@ -207,9 +221,9 @@ class Extracts(Source):
         from . import extracts
         return [extracts.root(ws)]
 
-    def discover(self, ws: str) -> list[tuple[str, object]]:
+    def discover(self, ws: str, folders: list | None = None) -> list[tuple[str, object]]:
         from . import extracts
-        return [(p, ws) for p in extracts.discover(ws)]
+        return [(p, ws) for p in extracts.discover(ws, folders)]
 
     def read(self, path, extra, offset, state):
         from . import extracts

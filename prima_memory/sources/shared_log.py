@@ -31,9 +31,12 @@ def folder(ws: str) -> str:
     return os.path.join(ws, ".claude", "state", "sessions")
 
 
-def discover(ws: str) -> list[tuple[str, str]]:
-    """(project id, path) of every entry: regular files only (a link could point anywhere)."""
+def discover(ws: str, folders: list | None = None) -> list[tuple[str, str]]:
+    """(project id, path) of every entry: regular files only (a link could point anywhere).
+    `folders`: see registry.Source.discover."""
+    from .registry import watch
     root = folder(ws)
+    watch(folders, root)
     if not stays_inside(root, ws):
         return []
     out = []
@@ -44,6 +47,7 @@ def discover(ws: str) -> list[tuple[str, str]]:
     for p in projects:
         if not p.is_dir(follow_symlinks=False):
             continue
+        watch(folders, p.path)
         try:
             entries = sorted(os.scandir(p.path), key=lambda e: e.name)
         except OSError:
