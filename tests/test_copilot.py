@@ -139,3 +139,6 @@ def test_the_public_fixtures():
         d = ds[0]
         assert d.session_id == f.stem and d.first_prompt and len(d.messages) >= 2
         assert [m.role for m in d.messages[:2]] == ["user", "assistant"]
+        # they record no time: the file's, so they are sessions with a date like any other
+        assert d.first_ts == d.last_ts == f.stat().st_mtime
+        assert {m.ts for m in d.messages} == {f.stat().st_mtime}

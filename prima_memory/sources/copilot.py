@@ -24,7 +24,7 @@ def read(path: str) -> tuple[list[SessionDelta], list[str]]:
     problems: list[str] = []
     try:
         with open(path, "rb") as f:
-            raw = f.read()
+            raw, saved = f.read(), os.fstat(f.fileno()).st_mtime
     except OSError as e:
         return [], [f"unreadable ({e.strerror or e})"]
     if path.endswith(".jsonl"):
@@ -38,6 +38,12 @@ def read(path: str) -> tuple[list[SessionDelta], list[str]]:
         return [], problems + ["not a chat session"]
     sid = doc.get("sessionId") or os.path.basename(path).rsplit(".", 1)[0]
     d = session(doc, str(sid), problems)
+    if d is not None and d.first_ts is None:
+        # a chat that records no time (older versions): when the file was saved, else it
+        # would be a session of no date, left out of every list
+        for item in d.messages + d.file_changes:
+            item.ts = saved
+        d.seen(saved)
     return ([d] if d is not None else []), problems
 
 
