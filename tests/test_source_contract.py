@@ -9,7 +9,7 @@ import os
 import pytest
 
 from prima_memory.records import FileChange, Message, SessionDelta
-from prima_memory.sources.registry import SOURCES
+from prima_memory.sources.registry import EXTRACTS, SOURCES
 
 SECRET = "sk-ant-api03-" + "Q" * 90
 
@@ -42,6 +42,11 @@ def _sample(src, tmp_path, env):
         p.write_text(json.dumps({"version": 3, "sessionId": "abc", "requests": [
             {"requestId": "r", "message": {"text": f"key {SECRET}"},
              "response": [{"value": "ok"}]}]}))
+    elif src.name == "extract":
+        d = env / ".prima-memory" / "extracts" / "2026-01"
+        d.mkdir(parents=True)
+        p = d / "2026-01-02-abc.md"
+        p.write_text(f"# Session abc\n\n## Request\nkey {SECRET}\n")
     else:
         d = env / ".claude" / "state" / "sessions" / "P1"
         d.mkdir(parents=True)
@@ -50,7 +55,7 @@ def _sample(src, tmp_path, env):
     return p
 
 
-@pytest.mark.parametrize("src", SOURCES, ids=lambda s: s.name)
+@pytest.mark.parametrize("src", SOURCES + (EXTRACTS,), ids=lambda s: s.name)
 def test_every_source_keeps_the_contract(src, tmp_path, monkeypatch):
     ws = tmp_path / "ws"
     ws.mkdir()
@@ -60,8 +65,12 @@ def test_every_source_keeps_the_contract(src, tmp_path, monkeypatch):
     assert src.name and src.label and src.mode in ("append", "snapshot")
     assert src.discover(str(ws)) == [], "nothing there: nothing found, no error"
     path = _sample(src, tmp_path, ws)
-    found = src.discover(str(ws))
+    folders: list = []
+    found = src.discover(str(ws), folders)
     assert [p for p, _x in found] == [str(path)]
+    if not src.streamed:  # the folders listed, whose mtimes tell of a file come or gone
+        assert str(path.parent) in [f for f, _m in folders]
+        assert all(m == os.stat(f).st_mtime_ns for f, m in folders if m is not None)
     assert all(os.path.isabs(loc) for loc in src.locations(str(ws)))
     deltas, end, state, problems = src.read(str(path), found[0][1], 0, None)
     assert problems == [] and end == path.stat().st_size

@@ -14,6 +14,7 @@ import stat
 
 from ..records import Message, SessionDelta
 from ..workspace import data_dir, is_real_dir, open_nofollow
+from .claude_code import _scrubber
 
 SOURCE = "extract"
 MAX_BYTES = 4 << 20  # an extract is a few kB: a larger file there is not one of ours
@@ -74,8 +75,9 @@ def read(ws: str, path: str) -> SessionDelta | None:
     headings = [s.splitlines()[0].lstrip("#").strip() for s in sections if s.startswith("## ")]
     # a checkpoint names its session on its first line; an extract in its first section
     title = first[2:].strip() if first.startswith("# Checkpoint") else next(iter(headings), "")
-    d.custom_title = (title or os.path.basename(name)[:-3])[:200]
+    scrub = _scrubber([])  # ours are redacted already; one edited by hand may not be
+    d.custom_title = scrub((title or os.path.basename(name)[:-3])[:200])
     for i, section in enumerate([s for s in sections if s][:MAX_SECTIONS]):
-        d.messages.append(Message(f"s{i}", "assistant", section, mtime))
+        d.messages.append(Message(f"s{i}", "assistant", scrub(section), mtime))
     d.seen(mtime)
     return d
