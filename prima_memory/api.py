@@ -455,9 +455,13 @@ def status(mem: Memory) -> dict:
     sources = []
     for src in SOURCES:
         where = src.locations(mem.ws)
+        files = store.files(src.name)
         sources.append({"source": src.name, "label": src.label, "locations": where,
                         "found": any(os.path.isdir(w) for w in where),
-                        "files": len(store.files(src.name)),
+                        "absent": [w for w in where if not os.path.isdir(w)],
+                        "files": len(files),
+                        # out of scope: another folder's sessions, never indexed here
+                        "skipped": sum(r.status == "foreign" for r in files.values()),
                         **by_source.get(src.name, none),
                         "warnings": json.loads(store.get_meta(f"warnings:{src.name}") or "[]")})
     state = os.path.join(mem.ws, ".claude", "state")

@@ -290,14 +290,21 @@ def cmd_status(mem, args) -> int:
     return 0
 
 
+def _n(count: int, what: str) -> str:
+    return f"{count} {what}{'' if count == 1 else 's'}"
+
+
 def render_status(d: dict) -> str:
     c = d["counts"]
     lines = [f"workspace  {d['workspace']}",
              f"index      {d['index']['path']} ({d['index']['bytes'] / 1e6:.1f} MB)"]
     for s in d["sources"]:
-        where = ", ".join(s["locations"]) or "—"
+        absent = set(s.get("absent", ())) if s["found"] else set()  # all absent: said once
+        where = ", ".join(w + (" (absent)" if w in absent else "") for w in s["locations"]) or "—"
         state = "found" if s["found"] else "absent"
-        what = (f"{s['sessions']} sessions ({s['archived']} archived), {s['files']} files"
+        what = (f"{_n(s['sessions'], 'session')} ({s['archived']} archived), "
+                f"{_n(s['files'], 'file')}" + (f", {s['skipped']} of other folders skipped"
+                                             if s["skipped"] else "")
                 if "sessions" in s else s.get("read", ""))
         lines.append(f"source     {s['label']} ({state}) {where}: {what}")
         lines += [f"             warning: {w}" for w in s.get("warnings", ())[:5]]

@@ -135,16 +135,24 @@ def test_shared_log_entries_carry_their_author(env):
 
 def test_status_lists_every_source(env):
     _rollout(env, "cx-s", str(env.ws), "status check", "ok")
+    _rollout(env, "cx-o", "/another/folder", "status check", "ok")
     _log(env, "a.md", "**Author:** Bo\nan entry")
     env.json("index")
     sources = {s["source"]: s for s in env.json("status")["sources"]}
     assert list(sources) == ["claude-code", "codex", "copilot-chat", "shared-log",
                              "session-history"]
-    assert sources["codex"]["found"] and sources["codex"]["sessions"] == 1
+    codex = sources["codex"]
+    assert codex["found"] and (codex["sessions"], codex["files"], codex["skipped"]) == (1, 2, 1)
+    assert codex["absent"] == [str(Path(env.env["CODEX_HOME"]) / "archived_sessions")]
     assert sources["shared-log"]["sessions"] == 1 and not sources["copilot-chat"]["found"]
-    assert sources["codex"]["label"] == "[Codex]"
+    assert codex["label"] == "[Codex]"
+    claude = sources["claude-code"]
+    assert not claude["found"] and claude["locations"] == [str(env.project_dir)], \
+        "where it would look"
     text = env.run("status").stdout
     assert "[Codex] (found)" in text and "[VS Code] (absent)" in text
+    assert "archived_sessions (absent): 1 session (0 archived), 2 files, 1 of other folders " \
+           "skipped" in text
 
 
 def _sums(paths) -> dict:
@@ -216,7 +224,8 @@ def test_status_shows_each_sources_warnings(env):
     assert "archived_sessions: empty folder" in joined
     assert "unknown record types: another_kind (1), brand_new_kind (2)" in joined
     assert "invalid JSON" in joined
-    assert "unknown record types" in (env.data / "prima-memory.log").read_text()
+    log = (env.data / "prima-memory.log").read_text()
+    assert "unknown record types" in log and "archived_sessions: empty folder" in log
     assert "warning: " in env.run("status").stdout
 
 

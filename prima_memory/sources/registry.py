@@ -73,8 +73,10 @@ class ClaudeCode(Source):
     name, label, mode, streamed = "claude-code", "[transcript]", "append", True
 
     def locations(self, ws: str) -> list[str]:
-        from .claude_code import project_dirs
-        return project_dirs(ws)
+        """Its project folders, or where the usual one would be (for status)."""
+        from .claude_code import claude_config_dir, encode_project_dir, project_dirs
+        return project_dirs(ws) or [os.path.join(claude_config_dir(), "projects",
+                                                  encode_project_dir(ws))]
 
     def files(self, ws: str, log=None, only_dirs=None, known=None):
         from .claude_code import discover
