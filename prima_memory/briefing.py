@@ -5,6 +5,7 @@ import os
 import re
 
 from .extracts import one_line
+from .sources.registry import other_agent
 from .timeparse import local
 
 DEFAULT_CHARS = 2500
@@ -50,7 +51,7 @@ def session_block(store, row, width: int) -> list[str]:
     span = f"{duration // 60}h {duration % 60:02d}m" if duration >= 60 else f"{duration}m"
     head = f"- {local(row.started_at)} ({span}"
     head += f", branch {row.branch})" if row.branch else ")"
-    label = f"{row.label} " if row.source != "claude-code" else ""  # [Codex], [VS Code] ...
+    label = other_agent(row.source, row.label)
     lines = [f"{head} {label}\"{one_line(row.title, 90)}\" [session {row.session_id}]"]
     files = store.changed_paths(row.id)
     if files:

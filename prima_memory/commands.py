@@ -9,6 +9,7 @@ from . import api
 from . import search as searchmod
 from . import workspace as wsmod
 from .extracts import one_line
+from .sources.registry import other_agent
 from .timeparse import local_iso
 
 
@@ -163,10 +164,10 @@ def cmd_recent(mem, args) -> int:
     data = api.recent(mem, args.n)
     lines = [f"warning: {w}" for w in data["warnings"]]
     for d in data["sessions"]:
-        lines.append(f"{local_iso(d['ended_at'])}  {d['title']}"
-                     + (f"  ({d['branch']})" if d["branch"] else "")
-                     + f"\n   session {d['session_id']}, {d['message_count']} messages, "
-                       f"{len(d['files_changed'])} files changed")
+        lines.append(f"{local_iso(d['ended_at'])}  {other_agent(d['source'], d['label'])}"
+                     f"{d['title']}" + (f"  ({d['branch']})" if d["branch"] else "")
+                     + f"\n   session {d['session_id']}, {_n(d['message_count'], 'message')}, "
+                       f"{_n(len(d['files_changed']), 'file')} changed")
         if d["last_user_message"]:
             lines.append(f"   last asked: {one_line(d['last_user_message'], 140)}")
     if not data["sessions"]:

@@ -275,6 +275,10 @@ def test_the_briefing_labels_another_agents_session(env):
         "hook_event_name": "SessionStart", "source": "startup"})).stdout
     line = next(ln for ln in out.splitlines() if "manateeparser" in ln)
     assert "[Codex]" in line, out
+    recent = env.run("recent").stdout.splitlines()  # `recent` labels it the same way
+    assert "[Codex] Codex work on the manateeparser" in recent[0], recent
+    assert "2 messages, 0 files changed" in recent[1]
+    assert "  A claude session  (main)" in recent[3], "no label on a Claude Code session"
 
 
 def test_the_background_embedder_brings_the_other_agents_into_the_next_briefing(env, tmp_path):

@@ -238,3 +238,9 @@ SOURCES = (CLAUDE_CODE, Codex(), CopilotChat(), SharedLog())  # the seed's, and 
 STREAMED = next(s for s in SOURCES if s.streamed)  # what Indexer.run and the hooks read
 OTHERS = tuple(s for s in SOURCES if not s.streamed)  # what index_sources reads
 EXTRACTS = Extracts()
+
+
+def other_agent(source: str, label: str) -> str:
+    """A session's label as lists show it: another agent's ("[Codex] "), nothing for the
+    conversations they are mostly made of."""
+    return "" if source == STREAMED.name else f"{label} "
