@@ -617,7 +617,8 @@ def digest(mem: Memory, since: str | None = None, until: str | None = None) -> d
             changed.setdefault(path, set()).add(row.session_id)
         asked = store.last_messages(row.id, "user", 1)
         said = store.last_messages(row.id, "assistant", 1, min_chars=40)  # not "Done."
-        d = {"session_id": row.session_id, "title": row.title, "label": row.label,
+        d = {"session_id": row.session_id, "title": row.title, "source": row.source,
+             "label": row.label,
              "started_at": iso_utc(row.started_at), "ended_at": iso_utc(row.ended_at),
              "branch": row.branch or None, "tags": row.tag_list, "author": row.author,
              "last_request": asked[0][1] if asked else None,

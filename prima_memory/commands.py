@@ -224,7 +224,8 @@ def cmd_digest(mem, args) -> int:
     for day in data["days"]:
         lines += ["", f"## {day['day']}"]
         for d in day["sessions"]:
-            lines.append(f"- {d['title']}" + (f"  ({d['branch']})" if d["branch"] else "")
+            lines.append(f"- {other_agent(d['source'], d['label'])}{d['title']}"
+                         + (f"  ({d['branch']})" if d["branch"] else "")
                          + (f"  [{', '.join(d['tags'])}]" if d["tags"] else "")
                          + f"  session {d['session_id']}")
             if d["last_request"]:
