@@ -113,10 +113,12 @@ def meaning(mem: Memory, mode: str, warnings: list[str]):
 # -- sessions as data -----------------------------------------------------------------------------
 
 def way_back(row) -> dict:
-    """How to return to a session: read it here, or resume it in Claude Code (from this folder)."""
+    """How to return to a session: read it here, or resume it in its agent (from this folder)."""
+    from .sources.registry import source_named
     out = {"show": f"prima-memory show {row.session_id}"}
-    if row.source == "claude-code":
-        out["resume"] = f"claude --resume {row.session_id}"
+    src = source_named(row.source)
+    if src is not None and src.resume:
+        out["resume"] = src.resume.format(id=row.session_id)
     return out
 
 
@@ -190,7 +192,8 @@ def search(mem: Memory, query: str, *, mode: str = "combined", limit: int = 10,
         results.append(d)
     out = {"query": query, "mode": mode, "warnings": search_warnings + warnings,
            "results": results}
-    if not results:  # the last search step: the session history summaries (the seed's table)
+    if not results and not filters:  # the last search step (the seed's table): the session
+        # history summaries, which no filter applies to
         from .sources import history
         found, problems = history.search(mem.ws, query, limit=limit)
         for p in problems:
@@ -397,7 +400,7 @@ def index(mem: Memory, *, rebuild: bool = False, background: bool = False, prune
                 rep, embedded, pending = run()
         else:
             rep = mem.update(lock_timeout=LOCK_SECONDS, prune=prune, progress=progress)
-            mem.update_sources(lock_timeout=LOCK_SECONDS)
+            mem.update_sources(lock_timeout=LOCK_SECONDS, rep=rep)
             if prune:
                 bg.drop_unused_vectors(mem)
     except IndexBusy as e:

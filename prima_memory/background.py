@@ -213,7 +213,7 @@ def rebuild(mem, *, progress=None, embed_progress=None, lock_timeout: float = 10
                  "total": 0}
         _save(mem, state)
         rep = mem.update(lock_timeout=lock_timeout, rebuild=True, progress=progress)
-        mem.update_sources(lock_timeout=lock_timeout)  # their files were cleared with the rest
+        mem.update_sources(lock_timeout=lock_timeout, rep=rep)  # cleared with the rest
         try:
             embedder = mem.embedder()
         except Exception as e:  # noqa: BLE001 - the text index is rebuilt whatever the model does

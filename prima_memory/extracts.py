@@ -104,12 +104,15 @@ def session_header(row) -> list[str]:
 
 
 def render(store, row) -> str:
-    title = row.title
+    from .sources.registry import other_agent, source_named
+    src = source_named(row.source)
+    agent = src.agent if src is not None else "Agent"
+    title = f"{other_agent(row.source, row.label)}{row.title}"  # "[Codex] …" for another agent
     out = ["# Session extract", "", *session_header(row), "", f"## {title}", "",
            "## Files changed", ""]
     changes = store.file_changes(row.id)
     out += files_table(changes) if changes else ["No files changed."]
-    out += ["", "## Claude's last substantial replies (most recent first)", ""]
+    out += ["", f"## {agent}'s last substantial replies (most recent first)", ""]
     long_replies = [m for m in store.messages(row.id)
                     if m[1] == "assistant" and not m[3] and len(m[4]) > 200][-5:]
     for _id, _role, ts, _side, text in reversed(long_replies):
@@ -121,7 +124,7 @@ def render(store, row) -> str:
         out += [f"### {local(ts)}", ""]
         if prompt:
             out += ["**User:**", "", prompt.strip(), ""]
-        out += ["**Claude:**", "", (reply or "").strip() or "(tool use only)", ""]
+        out += [f"**{agent}:**", "", (reply or "").strip() or "(tool use only)", ""]
     return "\n".join(out).rstrip() + "\n"
 
 

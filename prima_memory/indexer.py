@@ -66,7 +66,6 @@ class Indexer:
         self.bulk = False  # a big run: worth orjson's import time
         self.deadline: float | None = None
         self.lock_fd: int | None = None  # the writer lock's descriptor, closed in a reader child
-        self._problems: list[str] = []  # index_sources: the current source's, for status
 
     # -- public ----------------------------------------------------------------------------------
 
@@ -176,10 +175,10 @@ class Indexer:
         return [src for src in sources if self._source_changed(src)]
 
     def _source_changed(self, src) -> bool:
-        folders = _loads(self.store.get_meta(f"folders:{src.name}"))
-        if folders is None:
-            return True  # never listed
-        for path, mtime in folders:
+        noted = _loads(self.store.get_meta(f"folders:{src.name}"))
+        if not noted or noted["at"] != src.locations(self.ws):
+            return True  # never listed, or it looks elsewhere now (CODEX_HOME changed)
+        for path, mtime in noted["folders"]:
             try:
                 now = os.stat(path).st_mtime_ns
             except OSError:
@@ -193,19 +192,20 @@ class Indexer:
                 st = os.lstat(path)  # discover lists no links
             except OSError:
                 return True
-            if not _same(row, st):
+            if not _same(row, st) and not _foreign_growing(row, st):
                 return True
         return False
 
     def index_sources(self, sources, rep: Report | None = None) -> Report:
         """Bring the other sources' sessions up to date (see sources/registry.py): an append
-        file resumed from its offset (read again from the start when rewritten), a snapshot
-        file read whole and its session replaced, a file gone archived (append) or its session
-        dropped (snapshot); records outside the source's scope are never indexed."""
+        file resumed from its offset (read again from the start when rewritten), a file read
+        whole replacing its session, a file gone archived (append) or its session dropped
+        (snapshot); records outside the source's scope are never indexed. Committed in steps,
+        like run(): a file's records and its offset go in together."""
         rep = rep or Report()
         store = self.store
         for src in sources:
-            self._problems = []  # this run's, kept for status
+            problems: list[str] = []  # this run's, kept for status
             folders: list = []
             try:
                 found = src.discover(self.ws, folders)
@@ -213,9 +213,14 @@ class Indexer:
                 self.log.warn(f"{src.name}: cannot list its files: {e}", once=True)
                 continue
             for w in src.locations(self.ws):
-                if os.path.isdir(w) and not os.listdir(w):
+                try:
+                    empty = os.path.isdir(w) and not os.listdir(w)
+                except OSError:
+                    empty = False  # unlistable: discover has noted it
+                if empty:
                     self.log.warn(f"{src.name}: {w}: empty folder", once=True)
-                    self._problems.append(f"{w}: empty folder")
+                    problems.append(f"{w}: empty folder")
+            rep.files_seen += len(found)
             known = store.files(src.name)
             present = {p for p, _x in found}
             with store.transaction():
@@ -228,48 +233,65 @@ class Indexer:
                             store.delete_session(known[p].session)
                         store.forget_file(p)
             unreadable = False
-            with store.transaction():  # one commit for the source (each file a savepoint)
+            batch = store.batch(BATCH_BYTES, BATCH_SECONDS)
+            try:
                 for path, extra in found:
                     try:
-                        self._source_file(src, path, extra, known.get(path), rep)
-                    except OSError as e:
-                        self.log.warn(f"{path}: cannot read: {e}", once=True)
-                        self._problems.append(f"{path}: unreadable ({e.strerror or e})")
+                        batch.added(self._source_file(src, path, extra, known.get(path), rep,
+                                                      problems), None)
+                    except apsw.Error:
+                        raise  # the index's trouble, not the file's
+                    except Exception as e:  # noqa: BLE001 - one odd file never stops the rest
+                        # its session and its row are left as they were, to be tried again
+                        why = e.strerror if isinstance(e, OSError) and e.strerror else \
+                            f"{type(e).__name__}: {str(e)[:100]}"
+                        self.log.warn(f"{path}: cannot read: {why}", once=True)
+                        problems.append(f"{path}: unreadable ({why})")
                         unreadable = True
-                store.index_terms()
                 # what sources_changed looks at; an unreadable file: listed again on every look
-                store.set_meta(f"folders:{src.name}", None if unreadable else json.dumps(folders))
-            if self._problems or store.get_meta(f"warnings:{src.name}"):
+                store.set_meta(f"folders:{src.name}", None if unreadable else json.dumps(
+                    {"at": src.locations(self.ws), "folders": folders}))
+            except BaseException:
+                batch.close(commit=False)
+                raise
+            batch.close(commit=True)
+            if problems or store.get_meta(f"warnings:{src.name}"):
                 with store.transaction():  # what status shows of this source, until it changes
                     store.set_meta(f"warnings:{src.name}",
-                                   json.dumps(self._problems[:20]) if self._problems else None)
+                                   json.dumps(problems[:20]) if problems else None)
+        self._finish_sessions(rep)
         return rep
 
-    def _source_file(self, src, path, extra, row, rep: Report) -> None:
+    def _source_file(self, src, path, extra, row, rep: Report, problems: list[str]) -> int:
+        """Index one file of a source; returns the bytes read."""
         store = self.store
         st = os.lstat(path)
         if _same(row, st):
-            return
-        if row and row.status == "foreign" and st.st_size >= (row.size or 0):
+            return 0
+        if _foreign_growing(row, st):
             with store.transaction():  # another workspace's session, growing: noted, not read
                 store.save_file(path, src.name, None, 0, st.st_size, st.st_mtime_ns, st.st_ino,
                                 row.head_len, row.head_hash, st.st_size, None, "foreign")
-            return
+            return 0
         offset, state = 0, None
-        if src.mode == "append" and row and row.status != "foreign" \
+        if not src.whole(path) and row and row.status != "foreign" \
                 and not _rewritten(path, st, row):
             offset, state = row.offset, _loads(store.file_state(path))
-        deltas, end, state, problems = src.read(path, extra, offset, state)
-        for p in problems:
+        deltas, end, state, read_problems = src.read(path, extra, offset, state)
+        for p in read_problems:
             self.log.warn(f"{path}: {p}")
-            self._problems.append(f"{path}: {p}")
+            problems.append(f"{path}: {p}")
         head_len = min(HEAD_BYTES, end)
         with store.transaction():
             session, status = (row.session if row else None), "ok"
-            old = store.session(row.session) if row and row.session is not None else None
-            if old is not None and (src.mode == "snapshot" or offset == 0):
-                store.clear_session(old.id)  # read whole: what it held is replaced
-                self._sessions.pop((src.name, old.session_id), None)
+            if offset == 0:  # read whole: what this file held, and any session it names (a
+                # rollout moved to archived_sessions/, a file recovered), is replaced, not added to
+                stale = {session} | {store.session_with_messages(src.name, d.session_id)
+                                     for d in deltas}
+                for sid in stale - {None}:
+                    old = store.session(sid)
+                    store.clear_session(sid)
+                    self._sessions.pop((src.name, old.session_id), None)
             for d in deltas:
                 if not src.in_scope(d, self.ws):
                     status, end = "foreign", st.st_size
@@ -288,6 +310,7 @@ class Indexer:
                             json.dumps(state, separators=(",", ":")) if state else None, status)
         rep.files_read += 1
         rep.bytes_read += max(0, end - offset)
+        return max(0, end - offset)
 
     def _scan(self, only_session=None, quick=False):
         """(files found, their stats, what the index knows of them) for a run's scope."""
@@ -375,7 +398,7 @@ class Indexer:
             row = known.get(path)
             if _same(row, st):
                 continue
-            if row is not None and row.status == "foreign" and st.st_size >= (row.size or 0):
+            if _foreign_growing(row, st):
                 continue
             files += 1
             size += max(0, st.st_size - (row.offset if row else 0))
@@ -714,6 +737,12 @@ def _same(row, st) -> bool:
     """The file is as the index last saw it (size, time, inode): nothing to read."""
     return row is not None and (row.size, row.mtime_ns, row.inode) == (st.st_size, st.st_mtime_ns,
                                                                       st.st_ino)
+
+
+def _foreign_growing(row, st) -> bool:
+    """Another workspace's session, grown since: nothing to read (it is noted when its source is
+    read for another change)."""
+    return row is not None and row.status == "foreign" and st.st_size >= (row.size or 0)
 
 
 def _rewritten(path: str, st, row) -> bool:

@@ -185,9 +185,10 @@ class Memory:
         finally:
             self.lock().release()
 
-    def update_sources(self, *, lock_timeout: float = 10.0):
+    def update_sources(self, *, lock_timeout: float = 10.0, rep=None):
         """Index the sources besides the one update() reads (sources/registry.py). Never in a
-        hook: a machine-wide look at VS Code's folders is not for a hook's budget."""
+        hook: a machine-wide look at VS Code's folders is not for a hook's budget. `rep`: a
+        Report to add to (update()'s)."""
         from .indexer import Indexer
         from .sources.registry import OTHERS
         store = self.store()
@@ -195,11 +196,11 @@ class Memory:
             raise IndexReadOnly(self.db_path)
         sources = Indexer(self.ws, store, self.log).sources_changed(OTHERS)
         if not sources:
-            return None  # nothing changed: no lock taken
+            return rep  # nothing changed: no lock taken
         self._take_lock(lock_timeout)
         try:
             from .extracts import write_unfinished
-            rep = Indexer(self.ws, store, self.log).index_sources(sources)
+            rep = Indexer(self.ws, store, self.log).index_sources(sources, rep)
             rep.extracts += write_unfinished(store, self.ws, self.log)
             return rep
         finally:

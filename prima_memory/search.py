@@ -22,6 +22,10 @@ class Filters:
         self.since, self.until = since, until
         self.branch, self.tag, self.source = branch, tag, source
 
+    def __bool__(self) -> bool:  # any filter set
+        return any(v is not None for v in (self.since, self.until, self.branch, self.tag,
+                                           self.source))
+
 
 class Hit:
     def __init__(self, row: SessionRow, score: float, title: str, snippet: str = "",

@@ -429,7 +429,7 @@ def test_a_hook_without_claude_project_dir_keeps_memory_only_where_claude_code_h
 
 
 def test_a_huge_message_is_kept_as_a_bounded_prefix(env):
-    from prima_memory.sources.claude_code import MAX_TEXT
+    from prima_memory.sources.text import MAX_TEXT
     t = env.transcript(A, start=OLD)
     t.exchange("zanzibarite " + "log line 0123456789 " * 150_000, "That is a big paste.")
     env.run("index")

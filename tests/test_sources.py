@@ -69,6 +69,7 @@ def test_codex_sessions_are_scoped_to_the_workspace(env):
     assert {r["label"] for r in found.values()} == {"[Codex]"}
     assert found["cx-here"]["source"] == "codex" and found["cx-here"]["project"] == str(env.ws)
     assert found["cx-here"]["title"] == "Tune the quokkaqueue workers"
+    assert found["cx-here"]["resume"] == "codex resume cx-here"
 
 
 def test_a_resumed_codex_rollout_is_read_on(env):
@@ -137,7 +138,9 @@ def test_status_lists_every_source(env):
     _rollout(env, "cx-s", str(env.ws), "status check", "ok")
     _rollout(env, "cx-o", "/another/folder", "status check", "ok")
     _log(env, "a.md", "**Author:** Bo\nan entry")
-    env.json("index")
+    got = env.json("index")
+    assert (got["files_seen"], got["files_read"], got["sessions_updated"]) == (3, 3, 2), \
+        "the report counts every source"
     sources = {s["source"]: s for s in env.json("status")["sources"]}
     assert list(sources) == ["claude-code", "codex", "copilot-chat", "shared-log",
                              "session-history"]
@@ -204,6 +207,8 @@ def test_session_history_answers_only_when_the_conversations_find_nothing(env):
     assert "Session History Summaries" in text and "Planned the tapirmigration" in text
     recall = env.run("recall", "tapirmigration").stdout
     assert "Session History Summaries, " in recall and "No sessions match" not in recall
+    assert "history" not in env.json("search", "tapirmigration", "--source", "codex"), \
+        "a filter the summaries cannot honour: none shown"
     # a conversation that matches: the history is not read
     _rollout(env, "cx-tapir", str(env.ws), "tapirmigration for real", "ok")
     got = env.json("search", "tapirmigration", "--mode", "keyword")
@@ -239,10 +244,10 @@ def test_nothing_changed_takes_no_lock_and_reads_nothing(env):
     with open(p, "a") as f:
         f.write(json.dumps({"timestamp": _iso(OLD), "type": "event_msg",
                             "payload": {"type": "token_count"}}) + "\n")
-    env.json("index")  # notes the foreign file's growth
+    env.json("index", env={"PRIMA_RACY_MS": "0"})  # notes the foreign file's growth
     with open(env.data / "index.lock", "a") as lock:  # another writer holds the lock
         fcntl.flock(lock, fcntl.LOCK_EX)
-        got = env.json("search", "lockfree", "--mode", "keyword")
+        got = env.json("search", "lockfree", "--mode", "keyword", env={"PRIMA_RACY_MS": "0"})
     assert [r["session_id"] for r in got["results"]] == ["cx-mine"]
     assert not any("updating" in w for w in got["warnings"]), got["warnings"]
 
@@ -260,7 +265,10 @@ def test_a_substantial_codex_session_gets_its_extract(env):
     written = [x for x in (env.data / "extracts").rglob("*-session-extract.md")
                if "walrusmigration" in x.read_text()]
     assert len(written) == 1, list((env.data / "extracts").rglob("*"))
-    assert "cx-long" in written[0].read_text()
+    text = written[0].read_text()
+    assert "cx-long" in text and "## [Codex] Plan the walrusmigration" in text
+    assert "## Codex's last substantial replies" in text and "**Codex:**" in text
+    assert "Claude" not in text, "another agent's session is not said to be Claude's"
 
 
 def test_the_briefing_labels_another_agents_session(env):
@@ -309,6 +317,7 @@ def test_a_look_for_changes_lists_no_folder_yet_misses_no_change(env, monkeypatc
     from prima_memory.sources.registry import EXTRACTS, OTHERS
     for k in ("HOME", "CODEX_HOME", "PRIMA_VSCODE_USER_DIRS", "CLAUDE_CONFIG_DIR"):
         monkeypatch.setenv(k, env.env[k])
+    monkeypatch.setenv("PRIMA_RACY_MS", "0")  # folders made a moment ago count as settled
     mine = _rollout(env, "cx-a", str(env.ws), "w", "r")
     chat = _chat(env, "file:///w", "chat-a", "w", "r")
     _log(env, "a.md", "**Author:** A\nw")
@@ -348,3 +357,106 @@ def test_a_look_for_changes_lists_no_folder_yet_misses_no_change(env, monkeypatc
         mem.update_sources()
         mem.index_extracts(lock_timeout=1)
         assert changed() == [], what
+
+
+def test_an_odd_or_unreadable_file_stops_nothing_and_loses_nothing(env):
+    """A chat caught mid-write keeps what the index holds of it and is read again once whole;
+    a chat of an odd shape, in any workspace of the machine, never breaks a search."""
+    good = _chat(env, "file:///a", "chat-good", "the capybaraconfig question", "answer")
+    assert [r["session_id"] for r in env.search("capybaraconfig", "--mode", "keyword")] == [
+        "chat-good"]
+    whole = good.read_text()
+    good.write_text(whole[:40])  # VS Code writing it
+    odd = _chat(env, "file:///b", "chat-odd", "the okapiodd question", "answer")
+    doc = json.loads(odd.read_text())
+    doc["requests"][0]["agent"] = {"extensionId": "github.copilot-chat"}  # a string, not {value}
+    doc["requests"].append({"requestId": "r2", "message": {"text": "more okapiodd"},
+                            "response": 7, "editedFileEvents": "x"})
+    odd.write_text(json.dumps(doc))
+    assert [r["session_id"] for r in env.search("capybaraconfig", "--mode", "keyword")] == [
+        "chat-good"], "kept while unreadable"
+    assert [r["session_id"] for r in env.search("okapiodd", "--mode", "keyword")] == ["chat-odd"]
+    copilot = {s["source"]: s for s in env.json("status")["sources"]}["copilot-chat"]
+    assert any("chat-good.json: unreadable (ValueError: invalid JSON" in w
+               for w in copilot["warnings"]), copilot["warnings"]
+    good.write_text(whole.replace("capybaraconfig", "capybaraconfig narwhalnew"))
+    assert [r["session_id"] for r in env.search("narwhalnew", "--mode", "keyword")] == [
+        "chat-good"], "read again once whole, though no folder changed"
+    assert {s["source"]: s for s in env.json("status")["sources"]}["copilot-chat"][
+        "warnings"] == []
+
+
+def test_a_rollout_read_whole_again_is_not_added_twice(env):
+    """Codex moves a rollout to archived_sessions/ when the session is archived, and an era-1
+    rollout is one JSON document rewritten in place: each read whole replaces the session."""
+    p = _rollout(env, "cx-move", str(env.ws), "Plan the quetzalmove", "Reply about platypus.")
+    env.json("index")
+    archived = Path(env.env["CODEX_HOME"]) / "archived_sessions" / p.name
+    archived.parent.mkdir(parents=True)
+    p.rename(archived)
+    era1 = Path(env.env["CODEX_HOME"]) / "sessions" / "2025" / "04" / "01" / "rollout-e1.json"
+    era1.parent.mkdir(parents=True)
+    doc = {"session": {"id": "cx-era1", "timestamp": _iso(OLD)}, "items": [
+        {"type": "message", "role": "user",
+         "content": [{"type": "input_text", "text": "the era one xylophonerun " + "x" * 1200}]},
+        {"type": "message", "role": "assistant",
+         "content": [{"type": "output_text", "text": "First reply."}]}]}
+    era1.write_text(json.dumps(doc))
+    env.json("index")
+    doc["items"].append({"type": "message", "role": "assistant",
+                         "content": [{"type": "output_text", "text": "Second reply."}]})
+    era1.write_text(json.dumps(doc))  # the same file, rewritten longer
+    env.json("index")
+    for sid, replies in (("cx-move", ["Reply about platypus."]),
+                         ("cx-era1", ["First reply.", "Second reply."])):
+        shown = env.json("show", sid)["session"]
+        texts = [m["text"] for m in shown["messages"] if m["role"] == "assistant"]
+        assert texts == replies, (sid, texts)
+    assert not env.json("show", "cx-move")["session"]["archived"]
+    assert [c["path"] for c in env.json("files")["changes"]] == [], "none recorded twice"
+
+
+def test_what_a_look_for_changes_cannot_trust_is_listed_again(env, monkeypatch, tmp_path):
+    """A folder changed in the last two seconds (a coarse clock may not change it again for a
+    file added in the same tick), a folder that could not be listed (fixing its permissions
+    changes no mtime) and a source that now looks elsewhere are never taken as unchanged."""
+    import os
+    from prima_memory.indexer import Indexer
+    from prima_memory.memory import Memory
+    from prima_memory.sources.registry import CopilotChat, Codex
+    for k in ("HOME", "CODEX_HOME", "PRIMA_VSCODE_USER_DIRS", "CLAUDE_CONFIG_DIR"):
+        monkeypatch.setenv(k, env.env[k])
+    mine = _rollout(env, "cx-r", str(env.ws), "w", "r")
+    mem = Memory(str(env.ws))
+
+    def changed(src) -> bool:
+        return bool(Indexer(mem.ws, mem.store(), mem.log).sources_changed([src]))
+
+    mem.update_sources()
+    assert changed(Codex()), "its day folder changed a moment ago: listed again"
+    old = time.time() - 60
+    for d in (mine.parent, mine.parents[1], mine.parents[2], mine.parents[3]):
+        os.utime(d, (old, old))
+    mem.update_sources()
+    assert not changed(Codex())
+
+    monkeypatch.setenv("CODEX_HOME", str(tmp_path / "another-codex"))
+    assert changed(Codex()), "it looks elsewhere now"
+    monkeypatch.setenv("CODEX_HOME", env.env["CODEX_HOME"])
+    assert not changed(Codex())
+
+    storage = Path(env.env["PRIMA_VSCODE_USER_DIRS"]) / "workspaceStorage"
+    storage.mkdir(parents=True)
+    os.utime(storage, (old, old))
+    scandir = os.scandir
+
+    def denied(path, *a):  # what a folder without read permission does (even as root)
+        if str(path) == str(storage):
+            raise PermissionError(13, "Permission denied", str(path))
+        return scandir(path, *a)
+    monkeypatch.setattr(os, "scandir", denied)
+    mem.update_sources()
+    monkeypatch.setattr(os, "scandir", scandir)  # the permissions fixed: no mtime changes
+    assert changed(CopilotChat()), "unlistable: never taken as unchanged"
+    mem.update_sources()
+    assert not changed(CopilotChat())

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import os
 import re
-from datetime import datetime
 
 from .. import workspace
+from .text import parse_ts, scrubber
 
 
 def _load_parsing() -> None:
@@ -16,26 +16,6 @@ def _load_parsing() -> None:
     from ..records import FileChange, Message, SessionDelta
     from .jsonl import JsonlReader
 
-
-MAX_TEXT = 1_000_000  # characters of one message kept: a 50 MB paste is not memory
-
-
-def _scrubber(problems: list):
-    """A text -> stored text function: cut to MAX_TEXT (noted in `problems`), then redacted. It
-    imports the redactor on its first call: compiling its rules costs 10 ms, and the lines
-    Claude Code appends after a session's Stop (prompt bookkeeping) hold no text at all."""
-    fn = None
-
-    def scrub(text: str) -> str:
-        nonlocal fn
-        if fn is None:
-            from ..redact import redact, redact_enabled
-            fn = redact if redact_enabled() else _unchanged  # decided once per file
-        if len(text) > MAX_TEXT:
-            problems.append(f"a message of {len(text):,} characters: its first {MAX_TEXT:,} kept")
-            text = text[:MAX_TEXT]
-        return fn(text)
-    return scrub
 
 SOURCE = "claude-code"
 LABEL = "[transcript]"
@@ -212,18 +192,6 @@ def answering_command(state: dict | None) -> bool:
     return bool(state and state.get("main", {}).get("cmd"))
 
 
-def parse_ts(value) -> float | None:
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        return datetime.fromisoformat(value).timestamp()  # 3.11+ reads the trailing Z
-    except ValueError:
-        try:
-            return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
-        except ValueError:
-            return None
-
-
 def clean_user_text(raw: str) -> str | None:
     """A real prompt's text, or None for Claude Code's own noise (commands, stdout, reminders)."""
     if "<" not in raw and "[Request" not in raw:
@@ -299,7 +267,7 @@ def read(sf: SourceFile, offset: int, state: dict | None, mtime: float | None = 
 
     state = dict(state or {})
     cut: list[str] = []
-    scrub = _scrubber(cut)
+    scrub = scrubber(cut)
     reader = JsonlReader(sf.path, offset, mtime=mtime, skip=_needless, bulk=bulk)
     session_id = sf.session_id or state.get("sid")
     delta = None
@@ -354,10 +322,6 @@ def _take_record(obj, get_delta, state, file_sidechain, scrub, warned, unknown) 
             d.summary_title = titles.normalize(scrub(t))
     elif isinstance(kind, str) and kind not in QUIET_TYPES and kind not in warned:
         unknown.add(kind)
-
-
-def _unchanged(text: str) -> str:
-    return text
 
 
 def _take_message(obj: dict, kind: str, d, state: dict, file_sidechain: bool, scrub) -> None:

@@ -18,7 +18,7 @@ import os
 import re
 
 from ..records import FileChange, Message, SessionDelta
-from .claude_code import _scrubber, parse_ts
+from .text import parse_ts, scrubber
 from .jsonl import JsonlReader
 
 SOURCE = "codex"
@@ -83,14 +83,15 @@ def _read_zst(path: str, offset: int, state: dict):
     """A compressed rollout (read only when no plain twin exists): decompressed whole, then
     read on from `offset` in the decompressed text, whole lines only."""
     decompress = _zstd()
-    if decompress is None:
-        return [], offset, state, ["a .zst rollout needs zstd support (Python 3.14, or the "
-                                   "zstandard package): not read"]
+    if decompress is None:  # (tried again on each look, so installing zstandard is enough)
+        raise ValueError("a .zst rollout needs zstd support (Python 3.14, or the zstandard "
+                         "package)")
+    with open(path, "rb") as f:
+        raw = f.read()
     try:
-        with open(path, "rb") as f:
-            data = decompress(f.read())
+        data = decompress(raw)
     except Exception as e:  # noqa: BLE001 - a damaged or truncated archive, whatever the library
-        return [], offset, state, [f"cannot decompress ({type(e).__name__})"]
+        raise ValueError(f"cannot decompress ({type(e).__name__})") from None
     from .jsonl import mend_surrogates
     r, problems, pos = _Reader(state), [], offset
     while (nl := data.find(b"\n", pos)) >= 0:
@@ -109,18 +110,18 @@ def _read_zst(path: str, offset: int, state: dict):
 
 
 def _read_era1(path: str, state: dict):
-    """Era 1: the whole file is one document, rewritten as the session goes: read again whole."""
+    """Era 1: the whole file is one document, rewritten as the session goes: read whole each
+    time (Codex.whole). An OSError, or a ValueError for a document cut short, leaves what the
+    index holds of it."""
     problems: list[str] = []
-    try:
-        with open(path, "rb") as f:
-            doc = json.loads(f.read())
-    except (OSError, ValueError) as e:
-        return [], 0, state, [f"unreadable ({type(e).__name__}: {str(e)[:80]})"]
+    with open(path, "rb") as f:
+        doc = json.loads(f.read())
     r = _Reader({})
     if isinstance(doc, dict):
         meta = doc.get("session") if isinstance(doc.get("session"), dict) else {}
         r.take(dict(meta))  # a bare header, as in era 2
-        for item in doc.get("items") or ():
+        items = doc.get("items")
+        for item in items if isinstance(items, list) else ():
             if isinstance(item, dict):
                 r.take(item)
     else:
@@ -140,7 +141,7 @@ class _Reader:
         self.events: list[Message] = []  # ... unless the file has no response items at all
         self.changes: list[FileChange] = []
         self.ts: float | None = None
-        self.scrub = _scrubber(self.problems)  # cut and redacted, as every source's text is
+        self.scrub = scrubber(self.problems)  # cut and redacted, as every source's text is
         self.unknown: dict[str, int] = {}  # record types this reader does not know, counted
 
     def _d(self) -> SessionDelta | None:
@@ -214,7 +215,7 @@ class _Reader:
         if role == "user":
             self.state[f"prompt_{which}"] = key
         else:
-            self.state["said"] = text[:500]  # what Claude said before a change: its reason
+            self.state["said"] = text[:500]  # what Codex said before a change: its reason
 
     def _item(self, p: dict) -> None:
         kind = p.get("type")

@@ -12,7 +12,7 @@ import os
 import urllib.parse
 
 from ..records import FileChange, Message, SessionDelta
-from .claude_code import _scrubber
+from .text import scrubber
 
 SOURCE = "copilot-chat"
 LABEL = "[VS Code]"
@@ -20,20 +20,19 @@ COPILOT = "GitHub Copilot"
 
 
 def read(path: str) -> tuple[list[SessionDelta], list[str]]:
-    """The session a chat file holds (none for another provider's chat), and problems."""
+    """The session a chat file holds (none for another provider's chat), and problems. Raises
+    OSError, or ValueError for a file that is not JSON (VS Code writing it): what the index
+    holds of it then stays."""
     problems: list[str] = []
-    try:
-        with open(path, "rb") as f:
-            raw, saved = f.read(), os.fstat(f.fileno()).st_mtime
-    except OSError as e:
-        return [], [f"unreadable ({e.strerror or e})"]
+    with open(path, "rb") as f:
+        raw, saved = f.read(), os.fstat(f.fileno()).st_mtime
     if path.endswith(".jsonl"):
         doc = replay(raw, problems)
     else:
         try:
             doc = json.loads(raw)
         except ValueError as e:
-            return [], [f"invalid JSON ({str(e)[:60]})"]
+            raise ValueError(f"invalid JSON ({str(e)[:60]})") from None
     if not isinstance(doc, dict):
         return [], problems + ["not a chat session"]
     sid = doc.get("sessionId") or os.path.basename(path).rsplit(".", 1)[0]
@@ -94,25 +93,27 @@ def is_copilot(doc: dict) -> bool:
     responder = doc.get("responderUsername")
     if isinstance(responder, str) and responder:
         return responder == COPILOT
-    agents = [((r.get("agent") or {}).get("extensionId") or {}).get("value")
-              for r in doc.get("requests") or () if isinstance(r, dict)]
-    agents = [a for a in agents if isinstance(a, str)]
+    agents = []
+    for r in _requests(doc):
+        agent = r.get("agent")
+        ext = agent.get("extensionId") if isinstance(agent, dict) else None
+        value = ext.get("value") if isinstance(ext, dict) else ext
+        if isinstance(value, str):
+            agents.append(value)
     return not agents or any(a.lower().startswith("github.copilot") for a in agents)
 
 
 def session(doc: dict, sid: str, problems: list[str]) -> SessionDelta | None:
     if not is_copilot(doc):
         return None
-    scrub = _scrubber(problems)
+    scrub = scrubber(problems)
     d = SessionDelta(sid, SOURCE, LABEL)
     title = doc.get("customTitle") or doc.get("computedTitle")
     if isinstance(title, str) and title.strip():
         d.custom_title = title.strip()
     d.seen(_ms(doc.get("creationDate")))
     d.seen(_ms(doc.get("lastMessageDate")))
-    for n, r in enumerate(doc.get("requests") or ()):
-        if not isinstance(r, dict):
-            continue
+    for n, r in enumerate(_requests(doc)):
         ts = _ms(r.get("timestamp"))
         d.seen(ts)
         msg = r.get("message")
@@ -123,7 +124,7 @@ def session(doc: dict, sid: str, problems: list[str]) -> SessionDelta | None:
             if d.first_prompt is None:
                 d.first_prompt = asked.strip()
         said: list[str] = []
-        for part in r.get("response") or ():
+        for part in _list(r.get("response")):
             if not isinstance(part, dict):
                 continue
             text = _markdown(part)
@@ -132,7 +133,7 @@ def session(doc: dict, sid: str, problems: list[str]) -> SessionDelta | None:
             for uri in _edited(part):
                 d.file_changes.append(FileChange(uri, part.get("kind") or "edit",
                                                  scrub(" ".join(said)[-500:]), ts, f"{key}:a"))
-        for event in r.get("editedFileEvents") or ():
+        for event in _list(r.get("editedFileEvents")):
             uri = _path(event.get("uri") if isinstance(event, dict) else None)
             if uri:
                 d.file_changes.append(FileChange(uri, "editedFileEvent",
@@ -144,6 +145,15 @@ def session(doc: dict, sid: str, problems: list[str]) -> SessionDelta | None:
     d.file_changes = [c for c in d.file_changes
                       if (c.path, c.message_key) not in seen and not seen.add((c.path, c.message_key))]
     return None if d.is_empty() else d
+
+
+def _requests(doc: dict) -> list[dict]:
+    """The chat's requests that are objects (a file of another shape holds none)."""
+    return [r for r in _list(doc.get("requests")) if isinstance(r, dict)]
+
+
+def _list(value) -> list:
+    return value if isinstance(value, list) else []
 
 
 def _markdown(part: dict) -> str | None:

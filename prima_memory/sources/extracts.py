@@ -14,7 +14,7 @@ import stat
 
 from ..records import Message, SessionDelta
 from ..workspace import data_dir, is_real_dir, open_nofollow
-from .claude_code import _scrubber
+from .text import scrubber
 
 SOURCE = "extract"
 MAX_BYTES = 4 << 20  # an extract is a few kB: a larger file there is not one of ours
@@ -28,13 +28,13 @@ def root(ws: str) -> str:
 def discover(ws: str, folders: list | None = None) -> list[str]:
     """The markdown files under the extracts folder, never through a linked folder.
     `folders`: see registry.Source.discover."""
-    from .registry import watch
+    from .registry import unlisted, watch
     top = root(ws)
     watch(folders, top)
     if not is_real_dir(top):
         return []
     out = []
-    for folder, dirs, names in os.walk(top):
+    for folder, dirs, names in os.walk(top, onerror=lambda e: unlisted(folders, e.filename, e)):
         dirs[:] = sorted(d for d in dirs if is_real_dir(os.path.join(folder, d)))
         for d in dirs:  # noted before os.walk lists it
             watch(folders, os.path.join(folder, d))
@@ -75,7 +75,7 @@ def read(ws: str, path: str) -> SessionDelta | None:
     headings = [s.splitlines()[0].lstrip("#").strip() for s in sections if s.startswith("## ")]
     # a checkpoint names its session on its first line; an extract in its first section
     title = first[2:].strip() if first.startswith("# Checkpoint") else next(iter(headings), "")
-    scrub = _scrubber([])  # ours are redacted already; one edited by hand may not be
+    scrub = scrubber([])  # ours are redacted already; one edited by hand may not be
     d.custom_title = scrub((title or os.path.basename(name)[:-3])[:200])
     for i, section in enumerate([s for s in sections if s][:MAX_SECTIONS]):
         d.messages.append(Message(f"s{i}", "assistant", scrub(section), mtime))

@@ -10,12 +10,14 @@ Indexer.index_sources reads them all this way. A `streamed` source is read by In
 instead, the engine the hooks use: append files read in batches within a time budget, one
 session's files alone (Stop), quick looks at what changed (SessionStart), a second process
 parsing a cold index. It adds `files` (its file records, optionally only some folders'),
-`session_files`, `file` (a path's record) and `read_chunk`. Claude Code is that source.
+`session_files`, `file` (a path's record), `read_chunk` and `skips_reply` (for the Stop hook's
+provisional reply). Claude Code is that source.
 """
 from __future__ import annotations
 
 import os
 import sys
+import time
 
 
 class Source:
@@ -24,6 +26,9 @@ class Source:
     mode = "snapshot"
     streamed = False  # read by Indexer.run (see above), not index_sources
     extracted = True  # its substantial sessions get a markdown extract
+    host = False  # the conversations the memory is mostly made of: lists leave its label out
+    agent = "Agent"  # who answers, as extracts name it
+    resume = ""  # the command that resumes a session, with {id}
 
     def locations(self, ws: str) -> list[str]:
         raise NotImplementedError
@@ -41,15 +46,40 @@ class Source:
     def in_scope(self, delta, ws: str) -> bool:
         return True
 
+    def whole(self, path: str) -> bool:
+        """This file is read whole every time (never resumed from an offset)."""
+        return self.mode == "snapshot"
+
+
+RACY_MS = 2000  # an mtime this recent may not change for a file added in the same clock tick
+
 
 def watch(folders: list | None, path: str) -> None:
     """Note a folder's mtime (None: absent) before listing it: a file added after this still
-    changes what was noted."""
+    changes what was noted. A just-changed folder (coarse file-system clocks) is noted as -1,
+    which matches nothing, so the next look lists it again, as git treats a racy index entry."""
     if folders is not None:
         try:
-            folders.append((path, os.stat(path).st_mtime_ns))
+            mtime = os.stat(path).st_mtime_ns
         except OSError:
             folders.append((path, None))
+            return
+        racy = time.time_ns() - mtime < _racy_ms() * 10**6
+        folders.append((path, -1 if racy else mtime))
+
+
+def _racy_ms() -> int:
+    try:  # PRIMA_RACY_MS: the window, for file systems known to be fine-grained (and tests)
+        return int(os.environ.get("PRIMA_RACY_MS", RACY_MS))
+    except ValueError:
+        return RACY_MS
+
+
+def unlisted(folders: list | None, path: str, error: OSError) -> None:
+    """A folder that exists but cannot be listed (permissions): never taken as unchanged, since
+    fixing it changes no mtime."""
+    if folders is not None and not isinstance(error, (FileNotFoundError, NotADirectoryError)):
+        folders.append((path, -1))
 
 
 def _files(root: str, accept, folders: list | None = None) -> list[str]:
@@ -59,7 +89,8 @@ def _files(root: str, accept, folders: list | None = None) -> list[str]:
     watch(folders, root)
     try:
         entries = sorted(os.scandir(root), key=lambda e: e.name)
-    except OSError:
+    except OSError as e:
+        unlisted(folders, root, e)
         return out
     for e in entries:
         if e.is_dir(follow_symlinks=False):
@@ -71,6 +102,7 @@ def _files(root: str, accept, folders: list | None = None) -> list[str]:
 
 class ClaudeCode(Source):
     name, label, mode, streamed = "claude-code", "[transcript]", "append", True
+    host, agent, resume = True, "Claude", "claude --resume {id}"
 
     def locations(self, ws: str) -> list[str]:
         """Its project folders, or where the usual one would be (for status)."""
@@ -117,6 +149,7 @@ class ClaudeCode(Source):
 
 class Codex(Source):
     name, label, mode = "codex", "[Codex]", "append"
+    agent, resume = "Codex", "codex resume {id}"
 
     def home(self) -> str:
         return os.environ.get("CODEX_HOME") or os.path.join(os.path.expanduser("~"), ".codex")
@@ -134,6 +167,9 @@ class Codex(Source):
     def read(self, path, extra, offset, state):
         from . import codex
         return codex.read(path, offset, state)
+
+    def whole(self, path: str) -> bool:
+        return path.endswith((".json", ".zst"))  # era 1 is one document; .zst is compressed
 
     def in_scope(self, delta, ws: str) -> bool:
         """The seed: this workspace or a folder inside it, or no folder recorded."""
@@ -160,7 +196,7 @@ def vscode_user_dirs() -> list[str]:
 
 
 class CopilotChat(Source):
-    name, label, mode = "copilot-chat", "[VS Code]", "snapshot"
+    name, label, mode, agent = "copilot-chat", "[VS Code]", "snapshot", "Copilot"
 
     def locations(self, ws: str) -> list[str]:
         return vscode_user_dirs()
@@ -176,7 +212,8 @@ class CopilotChat(Source):
             try:
                 spaces = sorted(e.path for e in os.scandir(storage)
                                 if e.is_dir(follow_symlinks=False))
-            except OSError:
+            except OSError as e:
+                unlisted(folders, storage, e)
                 spaces = []
             groups = [(os.path.join(s, sub), copilot.workspace_folder(s)) for s in spaces
                       for sub in ("chatSessions", os.path.join("GitHub.copilot-chat", "transcripts"))]
@@ -240,7 +277,12 @@ OTHERS = tuple(s for s in SOURCES if not s.streamed)  # what index_sources reads
 EXTRACTS = Extracts()
 
 
+def source_named(name: str) -> Source | None:
+    return next((s for s in SOURCES + (EXTRACTS,) if s.name == name), None)
+
+
 def other_agent(source: str, label: str) -> str:
     """A session's label as lists show it: another agent's ("[Codex] "), nothing for the
-    conversations they are mostly made of."""
-    return "" if source == STREAMED.name else f"{label} "
+    host's conversations, which they are mostly made of."""
+    src = source_named(source)
+    return "" if src is not None and src.host else f"{label} "

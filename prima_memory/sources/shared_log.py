@@ -16,7 +16,7 @@ import stat
 
 from ..records import Message, SessionDelta
 from ..workspace import stays_inside
-from .claude_code import _scrubber, parse_ts
+from .text import parse_ts, scrubber
 
 SOURCE = "shared-log"
 MAX_BYTES = 1 << 20  # an entry is short; a bigger file is read to here
@@ -34,7 +34,7 @@ def folder(ws: str) -> str:
 def discover(ws: str, folders: list | None = None) -> list[tuple[str, str]]:
     """(project id, path) of every entry: regular files only (a link could point anywhere).
     `folders`: see registry.Source.discover."""
-    from .registry import watch
+    from .registry import unlisted, watch
     root = folder(ws)
     watch(folders, root)
     if not stays_inside(root, ws):
@@ -42,7 +42,8 @@ def discover(ws: str, folders: list | None = None) -> list[tuple[str, str]]:
     out = []
     try:
         projects = sorted(os.scandir(root), key=lambda e: e.name)
-    except OSError:
+    except OSError as e:
+        unlisted(folders, root, e)
         return []  # no log in this workspace: nothing is looked for elsewhere
     for p in projects:
         if not p.is_dir(follow_symlinks=False):
@@ -50,7 +51,8 @@ def discover(ws: str, folders: list | None = None) -> list[tuple[str, str]]:
         watch(folders, p.path)
         try:
             entries = sorted(os.scandir(p.path), key=lambda e: e.name)
-        except OSError:
+        except OSError as e:
+            unlisted(folders, p.path, e)
             continue
         out += [(p.name, e.path) for e in entries
                 if e.name.endswith(".md") and not e.name.startswith("_")
@@ -65,14 +67,11 @@ def label(author: str) -> str:
 def read(path: str, project_id: str) -> tuple[SessionDelta | None, list[str]]:
     """The entry as a session of one exchange (its whole text, titled by its first heading)."""
     problems: list[str] = []
-    try:
-        st = os.lstat(path)
-        if not stat.S_ISREG(st.st_mode):
-            return None, ["not a regular file"]
-        with open(path, "rb") as f:
-            raw = f.read(MAX_BYTES + 1)
-    except OSError as e:
-        return None, [f"unreadable ({e.strerror or e})"]
+    st = os.lstat(path)  # (an OSError is the indexer's to note: the entry it holds stays)
+    if not stat.S_ISREG(st.st_mode):
+        return None, ["not a regular file"]
+    with open(path, "rb") as f:
+        raw = f.read(MAX_BYTES + 1)
     if len(raw) > MAX_BYTES:
         problems.append(f"longer than {MAX_BYTES >> 20} MB: its start read")
         raw = raw[:MAX_BYTES]
@@ -86,7 +85,7 @@ def read(path: str, project_id: str) -> tuple[SessionDelta | None, list[str]]:
     d = SessionDelta(f"{project_id}/{os.path.basename(path)}", SOURCE, label(author))
     d.author = author
     d.seen(ts)
-    scrub = _scrubber(problems)
+    scrub = scrubber(problems)
     title = next((ln.lstrip("# ").strip() for ln in body.splitlines() if ln.startswith("#")),
                  None)
     if title:
