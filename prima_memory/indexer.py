@@ -209,8 +209,9 @@ class Indexer:
             folders: list = []
             try:
                 found = src.discover(self.ws, folders)
-            except OSError as e:
-                self.log.warn(f"{src.name}: cannot list its files: {e}", once=True)
+            except Exception as e:  # noqa: BLE001 - one source's trouble never stops a search
+                self.log.warn(f"{src.name}: cannot list its files: {type(e).__name__}: {e}",
+                              once=True)
                 continue
             for w in src.locations(self.ws):
                 try:
@@ -223,8 +224,10 @@ class Indexer:
             rep.files_seen += len(found)
             known = store.files(src.name)
             present = {p for p, _x in found}
-            with store.transaction():
-                gone = [p for p, row in known.items() if p not in present and row.status != "missing"]
+            blind = tuple(f + os.sep for f, m in folders if m == registry.UNLISTED)
+            with store.transaction():  # (what a folder that could not be listed holds is not gone)
+                gone = [p for p, row in known.items() if p not in present
+                        and row.status != "missing" and not p.startswith(blind)]
                 if src.mode == "append":
                     rep.archived += store.archive_missing(gone)
                 else:
@@ -232,6 +235,7 @@ class Indexer:
                         if known[p].session is not None:
                             store.delete_session(known[p].session)
                         store.forget_file(p)
+            known = store.files(src.name)  # (a session dropped takes its other files' rows too)
             unreadable = False
             batch = store.batch(BATCH_BYTES, BATCH_SECONDS)
             try:

@@ -27,7 +27,7 @@ class Log:
                 os.replace(self.path, self.path + ".1")
             # a log shipped as a link to another file is not written
             fd = open_nofollow(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
-            with os.fdopen(fd, "a", encoding="utf-8") as f:
+            with os.fdopen(fd, "a", encoding="utf-8", errors="backslashreplace") as f:
                 f.write(line)
         except OSError:
             pass  # logging must never be the thing that fails

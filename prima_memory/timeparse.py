@@ -35,12 +35,18 @@ def parse_when(text: str, *, end_of_day: bool = False, now: float | None = None)
 def iso_utc(ts: float | None) -> str | None:
     if ts is None:
         return None
-    dt = datetime.fromtimestamp(ts, timezone.utc)
+    try:  # (a time read from a file may be beyond what the platform can show)
+        dt = datetime.fromtimestamp(ts, timezone.utc)
+    except (ValueError, OverflowError, OSError):
+        return None
     return f"{dt.year:04d}" + dt.strftime("-%m-%dT%H:%M:%SZ")  # %Y gives year 1 as "1"
 
 
 def local(ts: float | None, fmt: str = "%Y-%m-%d %H:%M") -> str:
-    return time.strftime(fmt, time.localtime(ts)) if ts else "—"
+    try:
+        return time.strftime(fmt, time.localtime(ts)) if ts else "—"
+    except (ValueError, OverflowError, OSError):
+        return "—"
 
 
 def local_iso(iso: str | None, fmt: str = "%Y-%m-%d %H:%M") -> str:

@@ -170,8 +170,9 @@ def test_the_public_fixtures(fixtures):
                                                "/tmp/repo", "main")
     assert [m.role for m in d.messages] == ["user", "assistant"]
     assert [c.path for c in d.file_changes] == ["/tmp/repo/a.txt"]
-    legacy, *_ = _read(str(fixtures / "agent-sessions-codex_050_legacy.jsonl"))
-    assert legacy.session_id == "test-legacy-session" and legacy.messages == []
+    legacy, _end, state, _p = _read(str(fixtures / "agent-sessions-codex_050_legacy.jsonl"))
+    assert legacy is None, "metadata alone: no conversation, so no session"
+    assert (state["sid"], state["cwd"]) == ("test-legacy-session", "/tmp/test")
 
 
 def test_a_compressed_rollout_and_its_plain_twin(tmp_path, monkeypatch):

@@ -69,7 +69,7 @@ def test_older_versions(tmp_path, version):
     d, _ = _read_doc(tmp_path, doc)
     assert [m.text for m in d.messages] == ["plain string prompt", "answer"]
     assert d.custom_title == ("Computed" if version == 2 else None)
-    assert d.first_prompt == "plain string prompt"
+    assert d.first_prompt == "Plain string prompt", "a title, as Claude Code's first prompts are"
 
 
 def test_another_providers_chat_is_not_copilots(tmp_path):

@@ -460,3 +460,19 @@ def test_what_a_look_for_changes_cannot_trust_is_listed_again(env, monkeypatch, 
     assert changed(CopilotChat()), "unlistable: never taken as unchanged"
     mem.update_sources()
     assert not changed(CopilotChat())
+
+
+def test_a_rollout_of_another_folder_stays_out_when_its_talk_comes_later(env):
+    """Codex writes its metadata (and folder) first; the conversation is appended after. The
+    later read carries the folder too, so another folder's session is never indexed here."""
+    p = _rollout(env, "cx-later", "/another/folder", "w", "r")
+    meta = p.read_text().splitlines()[0]
+    p.write_text(meta + "\n")
+    env.json("index")
+    with open(p, "a") as f:
+        f.write(json.dumps({"timestamp": _iso(OLD + 5), "type": "response_item", "payload": {
+            "type": "message", "role": "user",
+            "content": [{"type": "input_text", "text": "the ibexforeign words"}]}}) + "\n")
+    assert env.search("ibexforeign") == []
+    codex = {s["source"]: s for s in env.json("status")["sources"]}["codex"]
+    assert (codex["sessions"], codex["skipped"]) == (0, 1)

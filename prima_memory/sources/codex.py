@@ -17,8 +17,9 @@ import json
 import os
 import re
 
+from .. import titles
 from ..records import FileChange, Message, SessionDelta
-from .text import parse_ts, scrubber
+from .text import dated_by_file, load_json, parse_ts, scrubber
 from .jsonl import JsonlReader
 
 SOURCE = "codex"
@@ -52,17 +53,22 @@ def read(path: str, offset: int = 0, state: dict | None = None, mtime: float | N
     rollout is one session, so `deltas` holds at most one."""
     state = dict(state or {})
     if path.endswith(".json"):
-        return _read_era1(path, state)
-    if path.endswith(".zst"):
-        return _read_zst(path, offset, state)
-    reader = JsonlReader(path, offset, mtime=mtime, skip=_needless, bulk=True)
-    r = _Reader(state)
-    for obj in reader:
-        try:
-            r.take(obj)
-        except (TypeError, ValueError, AttributeError, KeyError) as e:
-            reader.bad(reader.end, f"unreadable record ({type(e).__name__}: {e})")
-    return r.finish(), reader.end, r.state, list(reader.problems) + r.problems
+        deltas, end, state, problems = _read_era1(path, state)
+    elif path.endswith(".zst"):
+        deltas, end, state, problems = _read_zst(path, offset, state)
+    else:
+        reader = JsonlReader(path, offset, mtime=mtime, skip=_needless, bulk=True)
+        r = _Reader(state)
+        for obj in reader:
+            try:
+                r.take(obj)
+            except (TypeError, ValueError, AttributeError, KeyError) as e:
+                reader.bad(reader.end, f"unreadable record ({type(e).__name__}: {e})")
+        deltas, end, state, problems = r.finish(), reader.end, r.state, \
+            list(reader.problems) + r.problems
+    for d in deltas:
+        dated_by_file(d, os.stat(path).st_mtime)
+    return deltas, end, state, problems
 
 
 def _zstd():
@@ -92,12 +98,11 @@ def _read_zst(path: str, offset: int, state: dict):
         data = decompress(raw)
     except Exception as e:  # noqa: BLE001 - a damaged or truncated archive, whatever the library
         raise ValueError(f"cannot decompress ({type(e).__name__})") from None
-    from .jsonl import mend_surrogates
     r, problems, pos = _Reader(state), [], offset
     while (nl := data.find(b"\n", pos)) >= 0:
         line, pos = data[pos:nl], nl + 1
         try:
-            obj = json.loads(mend_surrogates(line)) if line.strip() else None
+            obj = load_json(line) if line.strip() else None
         except ValueError:
             problems.append(f"byte {pos}: invalid JSON")
             continue
@@ -115,15 +120,18 @@ def _read_era1(path: str, state: dict):
     index holds of it."""
     problems: list[str] = []
     with open(path, "rb") as f:
-        doc = json.loads(f.read())
+        doc = load_json(f.read())
     r = _Reader({})
     if isinstance(doc, dict):
         meta = doc.get("session") if isinstance(doc.get("session"), dict) else {}
         r.take(dict(meta))  # a bare header, as in era 2
         items = doc.get("items")
-        for item in items if isinstance(items, list) else ():
+        for n, item in enumerate(items if isinstance(items, list) else ()):
             if isinstance(item, dict):
-                r.take(item)
+                try:
+                    r.take(item)
+                except (TypeError, ValueError, AttributeError, KeyError) as e:
+                    problems.append(f"item {n}: unreadable ({type(e).__name__})")
     else:
         problems.append("not a rollout document")
     size = os.path.getsize(path)
@@ -215,7 +223,7 @@ class _Reader:
         if role == "user":
             self.state[f"prompt_{which}"] = key
         else:
-            self.state["said"] = text[:500]  # what Codex said before a change: its reason
+            self.state["said"] = self.scrub(text[:500])  # said before a change: its reason
 
     def _item(self, p: dict) -> None:
         kind = p.get("type")
@@ -288,7 +296,7 @@ class _Reader:
     def _record(self, paths, call_id, tool: str) -> None:
         if self._d() is None:
             return
-        why = self.scrub(self.state.get("said", ""))
+        why = self.state.get("said", "")
         for p in dict.fromkeys(paths):
             self.changes.append(FileChange(p, tool, why, self.ts, call_id))
 
@@ -303,13 +311,15 @@ class _Reader:
             return []
         # one stream: the response items, unless this file never had any (then the events)
         d.messages = self.responses if self.state.get("resp") else self.events
+        d.cwd = d.cwd or self.state.get("cwd")  # each read's records carry it: scope is per read
         d.file_changes = self.changes
         for m in d.messages:
             d.seen(m.ts)
             if m.role == "user" and d.first_prompt is None and not self.state.get("titled"):
-                d.first_prompt = m.text
+                d.first_prompt = titles.clean_first_prompt(m.text)
                 self.state["titled"] = True
-        return [] if d.is_empty() else [d]
+        # a rollout of metadata alone (Codex opened, nothing asked) is no session yet
+        return [d] if d.messages or d.file_changes else []
 
 
 def _json(text):
@@ -317,5 +327,5 @@ def _json(text):
         return text
     try:
         return json.loads(text) if isinstance(text, str) else None
-    except ValueError:
+    except (ValueError, RecursionError):
         return None

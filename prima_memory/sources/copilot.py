@@ -7,12 +7,13 @@ Indexed through sources/registry.py (CopilotChat: snapshot mode, every VS Code w
 """
 from __future__ import annotations
 
-import json
 import os
+import stat
 import urllib.parse
 
+from .. import titles
 from ..records import FileChange, Message, SessionDelta
-from .text import scrubber
+from .text import dated_by_file, load_json, scrubber, valid_ts
 
 SOURCE = "copilot-chat"
 LABEL = "[VS Code]"
@@ -30,19 +31,15 @@ def read(path: str) -> tuple[list[SessionDelta], list[str]]:
         doc = replay(raw, problems)
     else:
         try:
-            doc = json.loads(raw)
+            doc = load_json(raw)
         except ValueError as e:
             raise ValueError(f"invalid JSON ({str(e)[:60]})") from None
     if not isinstance(doc, dict):
         return [], problems + ["not a chat session"]
     sid = doc.get("sessionId") or os.path.basename(path).rsplit(".", 1)[0]
     d = session(doc, str(sid), problems)
-    if d is not None and d.first_ts is None:
-        # a chat that records no time (older versions): when the file was saved, else it
-        # would be a session of no date, left out of every list
-        for item in d.messages + d.file_changes:
-            item.ts = saved
-        d.seen(saved)
+    if d is not None:
+        dated_by_file(d, saved)
     return ([d] if d is not None else []), problems
 
 
@@ -55,7 +52,7 @@ def replay(raw: bytes, problems: list[str]):
         if not line.strip():
             continue
         try:
-            op = json.loads(line)
+            op = load_json(line)
         except ValueError:
             if n != len(lines) - 1:
                 problems.append(f"line {n + 1}: invalid JSON")
@@ -70,9 +67,12 @@ def replay(raw: bytes, problems: list[str]):
                 parent[last] = op.get("v")
             elif kind == 2:
                 target = parent[last] if keys else doc
+                pushed = op.get("v") or []
+                if not isinstance(target, list) or not isinstance(pushed, list):
+                    raise TypeError("a push onto or of something not a list")  # nothing changed
                 if isinstance(op.get("i"), int):
                     del target[op["i"]:]
-                target.extend(op.get("v") or [])
+                target.extend(pushed)
             elif kind == 3:
                 del parent[last]
         except (AttributeError, KeyError, IndexError, TypeError) as e:
@@ -110,7 +110,7 @@ def session(doc: dict, sid: str, problems: list[str]) -> SessionDelta | None:
     d = SessionDelta(sid, SOURCE, LABEL)
     title = doc.get("customTitle") or doc.get("computedTitle")
     if isinstance(title, str) and title.strip():
-        d.custom_title = title.strip()
+        d.custom_title = titles.normalize(scrub(title))
     d.seen(_ms(doc.get("creationDate")))
     d.seen(_ms(doc.get("lastMessageDate")))
     for n, r in enumerate(_requests(doc)):
@@ -122,7 +122,7 @@ def session(doc: dict, sid: str, problems: list[str]) -> SessionDelta | None:
         if isinstance(asked, str) and asked.strip():
             d.messages.append(Message(f"{key}:q", "user", scrub(asked.strip()), ts))
             if d.first_prompt is None:
-                d.first_prompt = asked.strip()
+                d.first_prompt = titles.clean_first_prompt(d.messages[-1].text)
         said: list[str] = []
         for part in _list(r.get("response")):
             if not isinstance(part, dict):
@@ -185,8 +185,10 @@ def _path(uri) -> str | None:
     if not isinstance(uri, str) or not uri:
         return None
     if "://" in uri:
-        parsed = urllib.parse.urlparse(uri)
-        uri = parsed.path
+        try:
+            uri = urllib.parse.urlparse(uri).path
+        except ValueError:  # file://[bad: not a URI any folder has
+            return None
     path = urllib.parse.unquote(uri)
     if len(path) > 2 and path[0] == "/" and path[2] == ":":  # /c:/x on Windows
         path = path[1:]
@@ -194,10 +196,16 @@ def _path(uri) -> str | None:
 
 
 def workspace_folder(storage_dir: str) -> str | None:
-    """The folder a workspaceStorage entry belongs to, from its workspace.json."""
+    """The folder a workspaceStorage entry belongs to, from its workspace.json (a plain file of
+    a few bytes: a link, a FIFO or a huge file there is none)."""
+    from ..workspace import open_nofollow
     try:
-        with open(os.path.join(storage_dir, "workspace.json"), "rb") as f:
-            doc = json.loads(f.read())
+        fd = open_nofollow(os.path.join(storage_dir, "workspace.json"),
+                           os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        with os.fdopen(fd, "rb") as f:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return None
+            doc = load_json(f.read(64 << 10))
     except (OSError, ValueError):
         return None
     if not isinstance(doc, dict):
@@ -206,6 +214,7 @@ def workspace_folder(storage_dir: str) -> str | None:
 
 
 def _ms(value) -> float | None:
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
-        return value / 1000.0
-    return None
+    try:
+        return valid_ts(value / 1000.0) if isinstance(value, (int, float)) else None
+    except OverflowError:  # an integer of 400 digits
+        return None

@@ -14,7 +14,7 @@ import stat
 
 from ..records import Message, SessionDelta
 from ..workspace import data_dir, is_real_dir, open_nofollow
-from .text import scrubber
+from .text import scrubber, utf8_name
 
 SOURCE = "extract"
 MAX_BYTES = 4 << 20  # an extract is a few kB: a larger file there is not one of ours
@@ -35,20 +35,11 @@ def discover(ws: str, folders: list | None = None) -> list[str]:
         return []
     out = []
     for folder, dirs, names in os.walk(top, onerror=lambda e: unlisted(folders, e.filename, e)):
-        dirs[:] = sorted(d for d in dirs if is_real_dir(os.path.join(folder, d)))
+        dirs[:] = sorted(d for d in dirs if utf8_name(d) and is_real_dir(os.path.join(folder, d)))
         for d in dirs:  # noted before os.walk lists it
             watch(folders, os.path.join(folder, d))
-        out += [os.path.join(folder, n) for n in sorted(names) if n.endswith(".md") and _utf8(n)]
+        out += [os.path.join(folder, n) for n in sorted(names) if n.endswith(".md") and utf8_name(n)]
     return out
-
-
-def _utf8(name: str) -> bool:
-    """A file name the index can hold (one with bytes that are not UTF-8 is not one of ours)."""
-    try:
-        name.encode("utf-8")
-        return True
-    except UnicodeEncodeError:
-        return False
 
 
 def read(ws: str, path: str) -> SessionDelta | None:

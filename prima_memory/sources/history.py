@@ -7,13 +7,13 @@ Read by api.search when no conversation matches; never indexed.
 """
 from __future__ import annotations
 
-import json
 import os
 import re
 import stat
 import time
 
 from ..workspace import stays_inside
+from .text import load_json
 
 LABEL = "Session History Summaries"
 MAX_BYTES = 8 << 20
@@ -32,7 +32,7 @@ def _load(path: str, problems: list[str], ws: str):
         if not stat.S_ISREG(st.st_mode):
             return None
         with open(path, "rb") as f:
-            return json.loads(f.read(MAX_BYTES))
+            return load_json(f.read(MAX_BYTES))
     except FileNotFoundError:
         return None
     except (OSError, ValueError) as e:

@@ -19,6 +19,8 @@ import os
 import sys
 import time
 
+from .text import utf8_name
+
 
 class Source:
     name = ""
@@ -75,11 +77,14 @@ def _racy_ms() -> int:
         return RACY_MS
 
 
+UNLISTED = "unlisted"
+
+
 def unlisted(folders: list | None, path: str, error: OSError) -> None:
     """A folder that exists but cannot be listed (permissions): never taken as unchanged, since
-    fixing it changes no mtime."""
+    fixing it changes no mtime, and the files the index knows there are not taken as gone."""
     if folders is not None and not isinstance(error, (FileNotFoundError, NotADirectoryError)):
-        folders.append((path, -1))
+        folders.append((path, UNLISTED))
 
 
 def _files(root: str, accept, folders: list | None = None) -> list[str]:
@@ -93,6 +98,8 @@ def _files(root: str, accept, folders: list | None = None) -> list[str]:
         unlisted(folders, root, e)
         return out
     for e in entries:
+        if not utf8_name(e.name):
+            continue
         if e.is_dir(follow_symlinks=False):
             out += _files(e.path, accept, folders)
         elif accept(e.name) and e.is_file(follow_symlinks=False):
@@ -211,7 +218,7 @@ class CopilotChat(Source):
             watch(folders, storage)  # a new workspace; a chat folder made later is noted absent
             try:
                 spaces = sorted(e.path for e in os.scandir(storage)
-                                if e.is_dir(follow_symlinks=False))
+                                if e.is_dir(follow_symlinks=False) and utf8_name(e.name))
             except OSError as e:
                 unlisted(folders, storage, e)
                 spaces = []

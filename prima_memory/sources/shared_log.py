@@ -16,7 +16,8 @@ import stat
 
 from ..records import Message, SessionDelta
 from ..workspace import stays_inside
-from .text import parse_ts, scrubber
+from .. import titles
+from .text import parse_ts, scrubber, utf8_name, valid_ts
 
 SOURCE = "shared-log"
 MAX_BYTES = 1 << 20  # an entry is short; a bigger file is read to here
@@ -46,7 +47,7 @@ def discover(ws: str, folders: list | None = None) -> list[tuple[str, str]]:
         unlisted(folders, root, e)
         return []  # no log in this workspace: nothing is looked for elsewhere
     for p in projects:
-        if not p.is_dir(follow_symlinks=False):
+        if not p.is_dir(follow_symlinks=False) or not utf8_name(p.name):
             continue
         watch(folders, p.path)
         try:
@@ -55,7 +56,7 @@ def discover(ws: str, folders: list | None = None) -> list[tuple[str, str]]:
             unlisted(folders, p.path, e)
             continue
         out += [(p.name, e.path) for e in entries
-                if e.name.endswith(".md") and not e.name.startswith("_")
+                if e.name.endswith(".md") and not e.name.startswith("_") and utf8_name(e.name)
                 and e.is_file(follow_symlinks=False)]
     return out
 
@@ -75,22 +76,22 @@ def read(path: str, project_id: str) -> tuple[SessionDelta | None, list[str]]:
     if len(raw) > MAX_BYTES:
         problems.append(f"longer than {MAX_BYTES >> 20} MB: its start read")
         raw = raw[:MAX_BYTES]
-    text = raw.decode("utf-8", "replace")
+    text = raw.decode("utf-8-sig", "replace")  # (a byte-order mark would hide the front matter)
     head = header(text)
     body = _FRONT.sub("", text, count=1).strip()
     if not body:
         return None, problems
-    author = head.get("author") or "unknown"
-    ts = parse_ts(head.get("time")) or parse_ts(head.get("date")) or st.st_mtime
+    scrub = scrubber(problems)
+    author = titles.normalize(scrub(head.get("author") or "")) or "unknown"
+    ts = parse_ts(head.get("time")) or parse_ts(head.get("date")) or valid_ts(st.st_mtime)
     d = SessionDelta(f"{project_id}/{os.path.basename(path)}", SOURCE, label(author))
     d.author = author
     d.seen(ts)
-    scrub = scrubber(problems)
     title = next((ln.lstrip("# ").strip() for ln in body.splitlines() if ln.startswith("#")),
                  None)
     if title:
-        d.custom_title = title[:200]
-    d.first_prompt = title or body.splitlines()[0][:200]
+        d.custom_title = titles.normalize(scrub(title))
+    d.first_prompt = titles.clean_first_prompt(scrub(title or body.splitlines()[0]))
     # one exchange: the entry is the reply, so it is embedded and found as one
     d.messages.append(Message("entry", "assistant", scrub(body), ts))  # (decisions: tagging)
     return d, problems
