@@ -467,8 +467,9 @@ def status(mem: Memory) -> dict:
                         "skipped": sum(r.status == "foreign" for r in files.values()),
                         **by_source.get(src.name, none),
                         "warnings": json.loads(store.get_meta(f"warnings:{src.name}") or "[]")})
-    state = os.path.join(mem.ws, ".claude", "state")
-    sources.append({"source": "session-history", "label": "Session History Summaries",
+    from .sources import history
+    state = history.folder(mem.ws)
+    sources.append({"source": "session-history", "label": history.LABEL,
                     "locations": [state], "found": os.path.isdir(state),
                     "read": "only when the conversations find nothing"})
     return {

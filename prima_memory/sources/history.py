@@ -20,7 +20,7 @@ MAX_BYTES = 8 << 20
 _MONTH_FILE = re.compile(r"^(\d{4})-(\d{2})\.json$")
 
 
-def _state(ws: str) -> str:
+def folder(ws: str) -> str:
     return os.path.join(ws, ".claude", "state")
 
 
@@ -57,7 +57,7 @@ def _entry(e: dict, path: str, ws: str) -> dict:
 
 def current_month(ws: str, problems: list[str], now: float | None = None) -> list[dict]:
     month = time.strftime("%Y-%m", time.localtime(time.time() if now is None else now))
-    root = _state(ws)
+    root = folder(ws)
     paths = [os.path.join(root, "state.json")]
     try:
         paths += sorted(os.path.join(root, "projects", n)
@@ -73,7 +73,7 @@ def current_month(ws: str, problems: list[str], now: float | None = None) -> lis
 
 def archive(ws: str, problems: list[str]):
     """(month, entries) of the monthly files, newest month first, read one at a time."""
-    root = os.path.join(_state(ws), "history")
+    root = os.path.join(folder(ws), "history")
     try:
         names = sorted((n for n in os.listdir(root) if _MONTH_FILE.match(n)), reverse=True)
     except OSError:
