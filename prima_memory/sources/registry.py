@@ -42,7 +42,8 @@ class Source:
         raise NotImplementedError
 
     def read(self, path: str, extra, offset: int, state: dict | None):
-        """(session records, end offset, new state, problems)."""
+        """(session records, end offset, new state, problems). Raises (OSError, ValueError...)
+        for a file it cannot read now: the indexer keeps what it holds of it, and tries again."""
         raise NotImplementedError
 
     def in_scope(self, delta, ws: str) -> bool:
