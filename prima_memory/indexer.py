@@ -176,9 +176,9 @@ class Indexer:
 
     def _source_changed(self, src) -> bool:
         noted = _loads(self.store.get_meta(f"folders:{src.name}"))
-        if not noted or noted["at"] != src.locations(self.ws):
-            return True  # never listed, or it looks elsewhere now (CODEX_HOME changed)
-        for path, mtime in noted["folders"]:
+        if not isinstance(noted, dict) or noted.get("at") != src.locations(self.ws):
+            return True  # never listed (or noted otherwise), or it looks elsewhere now
+        for path, mtime in noted.get("folders", ()):
             try:
                 now = os.stat(path).st_mtime_ns
             except OSError:

@@ -440,6 +440,13 @@ def test_what_a_look_for_changes_cannot_trust_is_listed_again(env, monkeypatch, 
     mem.update_sources()
     assert not changed(Codex())
 
+    for odd in ("[]", '"x"', '{"at": 5}'):  # what it noted, in a shape it never writes
+        with mem.store().transaction():
+            mem.store().set_meta("folders:codex", odd)
+        assert changed(Codex()), odd
+    mem.update_sources()
+    assert not changed(Codex())
+
     monkeypatch.setenv("CODEX_HOME", str(tmp_path / "another-codex"))
     assert changed(Codex()), "it looks elsewhere now"
     monkeypatch.setenv("CODEX_HOME", env.env["CODEX_HOME"])
