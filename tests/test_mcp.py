@@ -401,10 +401,12 @@ def test_the_server_indexes_another_agents_session_while_idle(env):
         for _ in range(100):  # no request meanwhile: the idle work indexes it
             codex = {x["source"]: x for x in env.json("status")["sources"]}["codex"]
             if codex["sessions"]:
-                return codex
+                break
             await anyio.sleep(0.2)
-        return codex
-    assert serve(env, body)["sessions"] == 1
+        return codex, await ok(s, "search_sessions", query="lynxtoken", mode="keyword")
+    codex, found = serve(env, body)
+    assert codex["sessions"] == 1
+    assert [(r["session_id"], r["label"]) for r in found["results"]] == [("cx1", "[Codex]")]
 
 
 def test_starting_the_server_leaves_nothing_behind(env):
