@@ -2,6 +2,7 @@
 the source's own: sources/)."""
 from __future__ import annotations
 
+import errno
 import os
 import re
 import stat
@@ -178,3 +179,18 @@ def file_id(session_id: str) -> str:
 def open_nofollow(path: str, flags: int = os.O_RDONLY, mode: int = 0o600) -> int:
     """os.open that refuses a symbolic link in the last place (ELOOP) instead of following it."""
     return os.open(path, flags | O_NOFOLLOW, mode)
+
+
+def read_plain(path: str, limit: int):
+    """(its first `limit` bytes, its stat) for a regular file; None for anything else there: a
+    link (never followed), a FIFO (never waited on), a folder. Raises OSError for a file that
+    cannot be read."""
+    try:
+        fd = open_nofollow(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            return None
+        raise
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(fd)
+        return (f.read(limit), st) if stat.S_ISREG(st.st_mode) else None

@@ -8,7 +8,6 @@ Indexed through sources/registry.py (CopilotChat: snapshot mode, every VS Code w
 from __future__ import annotations
 
 import os
-import stat
 import urllib.parse
 
 from .. import titles
@@ -198,14 +197,10 @@ def _path(uri) -> str | None:
 def workspace_folder(storage_dir: str) -> str | None:
     """The folder a workspaceStorage entry belongs to, from its workspace.json (a plain file of
     a few bytes: a link, a FIFO or a huge file there is none)."""
-    from ..workspace import open_nofollow
+    from ..workspace import read_plain
     try:
-        fd = open_nofollow(os.path.join(storage_dir, "workspace.json"),
-                           os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-        with os.fdopen(fd, "rb") as f:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                return None
-            doc = load_json(f.read(64 << 10))
+        got = read_plain(os.path.join(storage_dir, "workspace.json"), 64 << 10)
+        doc = load_json(got[0]) if got else None
     except (OSError, ValueError):
         return None
     if not isinstance(doc, dict):

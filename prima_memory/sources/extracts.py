@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import os
 import re
-import stat
 
 from ..records import Message, SessionDelta
-from ..workspace import data_dir, is_real_dir, open_nofollow
+from ..workspace import data_dir, is_real_dir, read_plain
 from .text import scrubber, utf8_name
 
 SOURCE = "extract"
@@ -46,17 +45,12 @@ def read(ws: str, path: str) -> SessionDelta | None:
     """The file as one session, or None when it cannot be read (a link, not a plain file, too
     big). Opened without following a link or waiting on a pipe, and checked to be a file."""
     try:
-        fd = open_nofollow(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-        with os.fdopen(fd, "rb") as f:
-            st = os.fstat(fd)
-            if not stat.S_ISREG(st.st_mode):
-                return None
-            data = f.read(MAX_BYTES + 1)
+        got = read_plain(path, MAX_BYTES + 1)
     except OSError:
         return None
-    if len(data) > MAX_BYTES:
+    if got is None or len(got[0]) > MAX_BYTES:
         return None
-    mtime = st.st_mtime
+    data, mtime = got[0], got[1].st_mtime
     text = data.decode("utf-8", "replace")
     name = os.path.relpath(path, root(ws))
     checkpoint = name.endswith("-checkpoint.md") or "-checkpoint-" in os.path.basename(name)

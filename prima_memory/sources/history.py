@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import os
 import re
-import stat
 import time
 
-from ..workspace import stays_inside
+from ..workspace import read_plain, stays_inside
 from .text import load_json
 
 LABEL = "Session History Summaries"
@@ -28,11 +27,8 @@ def _load(path: str, problems: list[str], ws: str):
     if not stays_inside(path, ws):
         return None
     try:
-        st = os.lstat(path)
-        if not stat.S_ISREG(st.st_mode):
-            return None
-        with open(path, "rb") as f:
-            return load_json(f.read(MAX_BYTES))
+        got = read_plain(path, MAX_BYTES)
+        return load_json(got[0]) if got else None
     except FileNotFoundError:
         return None
     except (OSError, ValueError) as e:

@@ -278,8 +278,7 @@ class Extracts(Source):
         return ([d] if d else []), os.lstat(path).st_size, state, []
 
 
-CLAUDE_CODE = ClaudeCode()
-SOURCES = (CLAUDE_CODE, Codex(), CopilotChat(), SharedLog())  # the seed's, and status's, list
+SOURCES = (ClaudeCode(), Codex(), CopilotChat(), SharedLog())  # the seed's, and status's, list
 STREAMED = next(s for s in SOURCES if s.streamed)  # what Indexer.run and the hooks read
 OTHERS = tuple(s for s in SOURCES if not s.streamed)  # what index_sources reads
 EXTRACTS = Extracts()

@@ -12,10 +12,9 @@ from __future__ import annotations
 
 import os
 import re
-import stat
 
 from ..records import Message, SessionDelta
-from ..workspace import stays_inside
+from ..workspace import read_plain, stays_inside
 from .. import titles
 from .text import parse_ts, scrubber, utf8_name, valid_ts
 
@@ -68,11 +67,10 @@ def label(author: str) -> str:
 def read(path: str, project_id: str) -> tuple[SessionDelta | None, list[str]]:
     """The entry as a session of one exchange (its whole text, titled by its first heading)."""
     problems: list[str] = []
-    st = os.lstat(path)  # (an OSError is the indexer's to note: the entry it holds stays)
-    if not stat.S_ISREG(st.st_mode):
+    got = read_plain(path, MAX_BYTES + 1)  # (an OSError is the indexer's: the entry it holds stays)
+    if got is None:
         return None, ["not a regular file"]
-    with open(path, "rb") as f:
-        raw = f.read(MAX_BYTES + 1)
+    raw, st = got
     if len(raw) > MAX_BYTES:
         problems.append(f"longer than {MAX_BYTES >> 20} MB: its start read")
         raw = raw[:MAX_BYTES]
