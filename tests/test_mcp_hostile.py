@@ -114,14 +114,6 @@ def _wait_rebuild_done(env: Env) -> None:
         time.sleep(0.2)
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
-
-
 LONG = "eeee6666-0000-4000-8000-000000000006"  # 3,000 messages
 PASTE = "abab8888-0000-4000-8000-000000000008"  # one message far past an answer's size
 EDITS = "ffff7777-0000-4000-8000-000000000007"  # 600 file changes
@@ -337,3 +329,90 @@ def test_a_data_folder_swapped_for_a_link_is_never_followed(env):
     finally:
         s.close()
     assert os.listdir(elsewhere) == [], "written through the link"
+
+
+# -- the protocol at its edges ---------------------------------------------------------------------
+
+def test_the_protocol_at_its_edges(env):
+    """What a client may send that the SDK's client never does: each gets the JSON-RPC answer
+    it should (or none, for a notification), and the server goes on."""
+    _history(env)
+    s = Raw(env, extra_env=_no_model(env))
+    try:
+        def ask(obj) -> dict:
+            s.send(obj)
+            return s.read(obj.get("id"))
+
+        def ping(n: int) -> None:
+            assert ask({"jsonrpc": "2.0", "id": n, "method": "ping"})["result"] == {}
+
+        ping(100)
+        assert ask({"jsonrpc": "2.0", "id": "x", "method": "resources/list"})["error"][
+            "code"] == -32601
+        s.send({"jsonrpc": "2.0", "method": "notifications/whatever"})  # no answer to it
+        ping(101)
+        for raw, code in ((b"not json at all", -32700),
+                          (b'[{"jsonrpc":"2.0","id":5,"method":"ping"}]', -32600),
+                          (b'{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}', -32600),
+                          (b"x" * (17 << 20), -32600)):
+            s.p.stdin.write(raw + b"\n")
+            s.p.stdin.flush()
+            assert s.read(None)["error"]["code"] == code, raw[:40]
+            ping(102)
+        for asked, got in (("2024-11-05", "2024-11-05"), ("2025-06-18", "2025-06-18"),
+                           ("1999-01-01", "2025-11-25"), (None, "2025-11-25")):
+            init = ask({"jsonrpc": "2.0", "id": 7, "method": "initialize", "params": {
+                "protocolVersion": asked, "capabilities": {}}})["result"]
+            assert init["protocolVersion"] == got
+            assert init["serverInfo"]["name"] == "prima-memory" and "tools" in init["capabilities"]
+        bad = [({"name": "recent_sessions", "arguments": [1]}, "must be an object"),
+               ({"name": "recent_sessions", "arguments": {"n": 2, "limt": 3}}, "limt"),
+               ({"name": "recent_sessions", "arguments": {"n": True}}, "n: must be a whole"),
+               ({"name": "recent_sessions", "arguments": {"n": 2.5}}, "n: must be a whole"),
+               ({"name": 42}, "Unknown tool"), ({}, "Unknown tool")]
+        for params, want in bad:
+            got = ask({"jsonrpc": "2.0", "id": 8, "method": "tools/call", "params": params})
+            assert got["result"]["isError"] and want in got["result"]["content"][0]["text"], got
+        # an integral number is a whole number (JSON Schema's "integer"), null is absent
+        ok = ask({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {
+            "name": "recent_sessions", "arguments": {"n": 1.0}}})["result"]
+        assert not ok["isError"] and len(json.loads(ok["content"][0]["text"])["sessions"]) == 1
+        ok = ask({"jsonrpc": "2.0", "id": 10, "method": "tools/call", "params": {
+            "name": "search_sessions", "arguments": {"query": "pg_dump", "mode": "keyword",
+                                                     "since": None}}})["result"]
+        assert not ok["isError"], ok
+    finally:
+        s.close()
+    assert s.p.returncode == 0
+
+
+def test_a_cancelled_call_gets_no_answer_and_the_next_one_does():
+    """notifications/cancelled for a call still waiting its turn: it is not run, nor answered
+    (in-process, with a tool that waits for the test)."""
+    import io
+    import threading
+
+    from prima_memory import mcp_protocol as proto
+    go, ran = threading.Event(), []
+
+    def slow(args):
+        ran.append(args["x"])
+        go.wait(30)
+        return f"done {args['x']}"
+    out = io.BytesIO()
+    tool = proto.Tool("slow", "waits", proto.schema({"x": {"type": "string"}}), slow, {})
+    server = proto.Server("t", "0", "", [tool], stdout=out)
+    for rid, x in ((1, "a"), (2, "b"), (3, "c")):
+        server.handle_line(json.dumps({"jsonrpc": "2.0", "id": rid, "method": "tools/call",
+                                       "params": {"name": "slow", "arguments": {"x": x}}}).encode())
+    server.handle_line(b'{"jsonrpc":"2.0","method":"notifications/cancelled",'
+                       b'"params":{"requestId":2}}')
+    go.set()
+    for _ in range(600):
+        if out.getvalue().count(b"\n") >= 2:
+            break
+        time.sleep(0.05)
+    answers = [json.loads(x) for x in out.getvalue().splitlines()]
+    assert [(a["id"], a["result"]["content"][0]["text"]) for a in answers] == [
+        (1, "done a"), (3, "done c")]
+    assert ran == ["a", "c"]
