@@ -78,14 +78,18 @@ def claude_env(base: dict, claude: Path, api_url: str, home: Path) -> dict:
 
 
 def session_start_hook_ms(debug_log: Path) -> float | None:
-    """How long the SessionStart hook took as Claude Code logged it: from its
-    hook_execution_start line to the line where Claude Code reads the hook's output."""
+    """How long the SessionStart hook took as Claude Code logged it: the time it states
+    (2.1.332: "Hooks: SessionStart:startup [...] finished with status 0 (90ms)"), else from its
+    hook_execution_start line to the line where Claude Code reads the hook's output (2.1.197)."""
     start = end = None
     try:
         lines = debug_log.read_text(encoding="utf-8", errors="replace").splitlines()
     except OSError:
         return None
     for line in lines:
+        stated = re.search(r"Hooks: SessionStart:\w+ .* finished with status \d+ \((\d+)ms\)", line)
+        if stated:
+            return float(stated.group(1))
         m = re.match(r"(\d{4}-\d\d-\d\dT[\d:.]+)Z ", line)
         if not m:
             continue

@@ -54,8 +54,17 @@ class Request:
         return ""
 
     @property
+    def last_turn(self) -> dict | None:
+        """The last message that is not Claude Code's own: 2.1.332 puts role-`system` messages
+        (hook context) after the user's turn."""
+        for m in reversed(self.messages):
+            if isinstance(m, dict) and m.get("role") != "system":
+                return m
+        return None
+
+    @property
     def ends_with_tool_result(self) -> bool:
-        last = self.messages[-1] if self.messages else None
+        last = self.last_turn
         content = last.get("content") if isinstance(last, dict) else None
         return isinstance(content, list) and any(
             isinstance(b, dict) and b.get("type") == "tool_result" for b in content)
@@ -63,9 +72,24 @@ class Request:
     def tool_names(self) -> list[str]:
         return [t.get("name") for t in self.body.get("tools") or [] if isinstance(t, dict)]
 
+    def deferred_tool_names(self) -> list[str]:
+        """Tools offered by name only, their schemas loaded through ToolSearch (2.1.332: "The
+        following deferred tools are now available via ToolSearch. ...:" then one a line)."""
+        text = self.text
+        at = text.find("deferred tools are now available")
+        if at < 0:
+            return []
+        lines = text[at:].split("\n")[1:]
+        out = []
+        for line in lines:
+            if not line.strip() or " " in line.strip():
+                break
+            out.append(line.strip())
+        return out
+
     def tool_results(self) -> list[dict]:
-        """The tool_result blocks of the last message: {"tool_use_id", "is_error", "text"}."""
-        last = self.messages[-1] if self.messages else None
+        """The tool_result blocks of the last turn: {"tool_use_id", "is_error", "text"}."""
+        last = self.last_turn
         content = last.get("content") if isinstance(last, dict) else None
         if not isinstance(content, list):
             return []
@@ -79,6 +103,7 @@ class MockApi:
         self.requests: list[Request] = []
         self.other: list[tuple[str, str]] = []  # (method, path) of anything but /v1/messages
         self._rules: list[tuple[str, object]] = []
+        self.on_request = None  # called with each Request before it is answered
         self._lock = threading.Lock()
         self._ids = 0
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
@@ -170,6 +195,8 @@ class MockApi:
                 req = Request(body)
                 with api._lock:
                     api.requests.append(req)
+                if api.on_request is not None:
+                    api.on_request(req)
                 reply = api._choose(req)
                 model = body.get("model") or "claude-mock"
                 if isinstance(reply, dict):
