@@ -1,18 +1,21 @@
-"""What the plugin adds to a Claude Code session start, measured inside the real Claude Code:
+"""What the plugin costs a `claude -p` session, measured inside the real Claude Code:
 
-    .venv/bin/python bench/claude_code.py [--size M] [--runs 10]
+    .venv/bin/python bench/claude_code.py [--size P] [--runs 9] [--versions 2.1.197,2.1.332]
 
-The CLI from npm (the version the end-to-end test pins) runs `claude -p` offline against the
-local mock of the Messages API (tests/mock_messages_api.py) on the benchmark history. In one run,
-interleaved so the machine's noise hits all alike:
-- the whole `claude -p` run with the plugin enabled and disabled;
-- the SessionStart hook as Claude Code timed it (its debug log, from hook start to its output);
-- a SessionStart hook that only runs `true`, the same way: what Claude Code spends on any hook;
-- our hook started alone, as bench/hooks.py does, with the same input.
-Each run with the plugin adds one small session to the workspace, so each SessionStart first
-indexes what Claude Code appended to the one before after its Stop; the runs without the plugin
-write no transcript (--no-session-persistence), so they add nothing to the history.
-Prints JSON.
+Each Claude Code version from npm (the end-to-end test's pinned one and the newest) runs
+`claude -p` offline against the local mock of the Messages API (tests/mock_messages_api.py) in
+the workspace of a benchmark history (P: 150 sessions), the plugin installed by install.sh. In
+each round, interleaved so the machine's noise hits all alike:
+- enabled: the plugin as installed (hooks and MCP server);
+- hooks only: the plugin with its .mcp.json taken out of the live plugin folder;
+- disabled: the plugin installed but disabled;
+- bare HOME: a Claude Code folder with nothing in it (no plugin, no settings, no history).
+For each: the whole run's wall time, and the CPU of `claude` and every process it waited for
+(hooks, MCP servers: RUSAGE_CHILDREN), with PRIMA_BACKGROUND=0 so no detached embedder is
+left running (it is work for the new exchanges, done once, not a start-up cost). Every run keeps
+its transcript, as a user's would: each SessionStart indexes what the runs before it added.
+Also, from Claude Code's debug log: when the MCP server connected, the SessionStart hook's time,
+and whether the first request named the seven tools. Prints JSON.
 """
 from __future__ import annotations
 
@@ -20,8 +23,9 @@ import argparse
 import json
 import os
 import platform
+import resource
+import shutil
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -35,7 +39,9 @@ from bench.run import _cpu_name, prepare  # noqa: E402
 from mock_messages_api import MockApi  # noqa: E402
 
 PLUGIN = "prima-memory@prima-memory"
-QUIET = "--no-session-persistence"
+MCP_TOOL = "mcp__plugin_prima-memory_prima-memory__"
+SERVER = "plugin:prima-memory:prima-memory"
+CONFIGS = ("enabled", "hooks_only", "disabled", "bare_home")
 
 
 def summary(xs: list[float]) -> dict:
@@ -44,23 +50,22 @@ def summary(xs: list[float]) -> dict:
             "n": len(xs)}
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--size", default="M")
-    ap.add_argument("--out", default=str(REPO / "bench" / "out"))
-    ap.add_argument("--runs", type=int, default=10)
-    args = ap.parse_args()
-    _out, config, ws, _pdir = prepare(args.size, args.out)
-    root = Path(args.out) / "claude-code"
-    claude = h.install_claude(root / "npm")  # a few seconds when npm's cache has it
-    home = root / "home"
-    debug = root / "debug"
+def children_cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def bench_version(version: str, config: Path, ws: Path, root: Path, runs: int) -> dict:
+    claude = h.install_claude(root / f"npm-{version}", version)
+    home = root / "home"  # one for both versions: the marketplace is registered at one path
+    bare = root / "bare"
+    debug = root / f"debug-{version}"
     for d in (home, debug):
         d.mkdir(parents=True, exist_ok=True)
     with MockApi(lifetime=3600) as api:
         env = h.claude_env(dict(os.environ), claude, api.url, home)
         env["CLAUDE_CONFIG_DIR"] = str(config)  # the benchmark history's Claude folder
-        env.pop("PRIMA_EXPECTED_HOST", None)
+        env.pop("PYTHONPATH", None)
         settings = config / "settings.json"
         if not settings.exists():  # Claude Code deletes transcripts older than this at start
             settings.write_text(json.dumps({"cleanupPeriodDays": 100000}))
@@ -70,64 +75,83 @@ def main() -> None:
         if p.returncode != 0:
             raise SystemExit(p.stdout + p.stderr)
         plain = json.loads(settings.read_text())
+        mcp_json = home / ".local" / "share" / "prima-memory" / "plugin" / ".mcp.json"
+        aside = mcp_json.with_name(".mcp.json.aside")
 
-        def cc(*a):
-            q = h.run([str(claude), *a], env=env, cwd=str(ws), timeout=120)
-            if q.returncode != 0:
-                raise SystemExit(f"claude {a}: {q.stdout}{q.stderr}")
-
-        def session(tag: str, i: int, *extra) -> tuple[float, float | None]:
-            log = debug / f"{tag}-{i}.txt"
+        def run(cfg: str, i: int) -> dict:
+            log = debug / f"{cfg}-{i}.txt"
             log.unlink(missing_ok=True)  # Claude Code appends to a debug file
+            e = env
+            if cfg == "bare_home":
+                shutil.rmtree(bare, ignore_errors=True)
+                bare.mkdir()
+                e = dict(env, HOME=str(bare), CLAUDE_CONFIG_DIR=str(bare / ".claude"),
+                         XDG_CONFIG_HOME=str(bare / ".config"),
+                         XDG_DATA_HOME=str(bare / ".local" / "share"))
+            else:
+                s = json.loads(json.dumps(plain))
+                s.setdefault("enabledPlugins", {})[PLUGIN] = cfg != "disabled"
+                settings.write_text(json.dumps(s, indent=2))
+                if cfg == "hooks_only":
+                    mcp_json.rename(aside)
+            api.clear()
+            cpu = children_cpu()
             t = time.perf_counter()
-            cc("-p", f"benchmark turn {tag} {i}", "--debug-file", str(log), *extra)
-            return (time.perf_counter() - t) * 1000, h.session_start_hook_ms(log)
+            try:
+                q = h.run([str(claude), "-p", f"benchmark turn {cfg} {i}", "--debug-file",
+                           str(log)], env=e, cwd=str(ws), timeout=120)
+            finally:
+                if aside.exists():
+                    aside.rename(mcp_json)
+            wall = (time.perf_counter() - t) * 1000
+            if q.returncode != 0:
+                raise SystemExit(f"claude -p ({cfg}): {q.stdout}{q.stderr}")
+            first = api.requests[0] if api.requests else None
+            names = (first.tool_names() + first.deferred_tool_names()) if first else []
+            connect = h.mcp_connect(log, SERVER)
+            return {"wall": wall, "cpu": (children_cpu() - cpu) * 1000,
+                    "hook": h.session_start_hook_ms(log),
+                    "connect": connect[0] if connect else None,
+                    "tools": len({n for n in names if n.startswith(MCP_TOOL)})}
 
-        def set_plugin(on: bool, true_hook: bool = False) -> None:
-            s = json.loads(json.dumps(plain))
-            s.setdefault("enabledPlugins", {})[PLUGIN] = on
-            if true_hook:
-                s["hooks"] = {"SessionStart": [{"hooks": [{"type": "command", "command": "true"}]}]}
-            settings.write_text(json.dumps(s, indent=2))
-
-        hook_cmd = json.loads((REPO / "hooks" / "hooks.json").read_text())[
-            "hooks"]["SessionStart"][0]["hooks"][0]["command"].replace(
-            "${CLAUDE_PLUGIN_ROOT}", str(home / ".local" / "share" / "prima-memory" / "plugin"))
-        hook_env = dict(env, CLAUDE_PROJECT_DIR=str(ws))
-
-        def hook_alone(i: int) -> float:
-            data = json.dumps({"session_id": f"bench-alone-{i}", "cwd": str(ws),
-                               "source": "startup", "hook_event_name": "SessionStart"})
-            t = time.perf_counter()
-            subprocess.run(["bash", "-c", hook_cmd], input=data.encode(), env=hook_env,
-                           cwd=str(ws), capture_output=True, timeout=60)
-            return (time.perf_counter() - t) * 1000
-
-        set_plugin(True)
-        session("warm", 0)  # the first run indexes whatever the history gained since last time
-        res = {k: [] for k in ("with_plugin", "without_plugin", "true_hook_run", "hook_inside",
-                               "true_hook_inside", "hook_alone")}
-        for i in range(args.runs):
-            set_plugin(True)
-            wall, hook = session("plugin", i)
-            res["with_plugin"].append(wall)
-            res["hook_inside"].append(hook)
-            res["hook_alone"].append(hook_alone(i))
-            set_plugin(False)
-            res["without_plugin"].append(session("none", i, QUIET)[0])
-            set_plugin(False, true_hook=True)
-            wall, hook = session("true", i, QUIET)
-            res["true_hook_run"].append(wall)
-            res["true_hook_inside"].append(hook)
+        run("enabled", -1)  # the first run indexes whatever the history gained since last time
+        res: dict[str, list[dict]] = {c: [] for c in CONFIGS}
+        for i in range(runs):
+            for cfg in CONFIGS:
+                res[cfg].append(run(cfg, i))
         settings.write_text(json.dumps(plain, indent=2))
+    out: dict = {"claude_code": version}
+    for cfg, rows in res.items():
+        out[cfg] = {"wall_ms": summary([r["wall"] for r in rows]),
+                    "cpu_ms": summary([r["cpu"] for r in rows])}
+    en = res["enabled"]
+    out["enabled"]["session_start_hook_ms"] = summary([r["hook"] for r in en if r["hook"]])
+    out["enabled"]["mcp_connected_ms"] = summary([r["connect"] for r in en if r["connect"]])
+    out["enabled"]["first_request_named_7_tools"] = f"{sum(r['tools'] == 7 for r in en)}/{runs}"
+    for cfg in ("enabled", "hooks_only"):
+        out[f"{cfg}_adds"] = {
+            k: out[cfg][f"{k}_ms"]["p50"] - out["disabled"][f"{k}_ms"]["p50"]
+            for k in ("wall", "cpu")}
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--size", default="P")
+    ap.add_argument("--out", default=str(REPO / "bench" / "out"))
+    ap.add_argument("--runs", type=int, default=9)
+    ap.add_argument("--versions", default=f"{h.VERSION},2.1.332")
+    args = ap.parse_args()
+    _out, config, ws, _pdir = prepare(args.size, args.out)
+    root = Path(args.out) / "claude-code"
     report = {
-        "machine": {"cpu": _cpu_name(), "cores": os.cpu_count(), "python": platform.python_version(),
-                    "claude_code": h.VERSION},
+        "machine": {"cpu": _cpu_name(), "cores": os.cpu_count(),
+                    "python": platform.python_version()},
+        "command": "bench/claude_code.py " + " ".join(sys.argv[1:]),
         "history": args.size,
-        "ms": {k: summary([x for x in v if x is not None]) for k, v in res.items()},
+        "versions": [bench_version(v, config, ws, root, args.runs)
+                     for v in args.versions.split(",")],
     }
-    w, wo = report["ms"]["with_plugin"]["p50"], report["ms"]["without_plugin"]["p50"]
-    report["plugin_adds_ms_p50"] = w - wo
     print(json.dumps(report, indent=2))
 
 

@@ -29,7 +29,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-SIZES = {"S": (100, 30_000_000), "M": (1000, 300_000_000)}
+# sessions, bytes; P is the plugin benchmark's workspace (bench/claude_code.py)
+SIZES = {"S": (100, 30_000_000), "P": (150, 45_000_000), "M": (1000, 300_000_000)}
 SOURCES = {"S": (30, 20), "M": (300, 200)}  # Codex rollouts, Copilot Chat sessions (--with-sources)
 NOW = 1_795_000_000  # fixed "now" for the generator: the history is byte-identical run to run
 QUERIES = [

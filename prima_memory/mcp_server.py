@@ -46,6 +46,7 @@ class Memory:
     def __init__(self, ws: str):
         self.ws = ws
         self._mem = None
+        self._making = threading.Lock()
         self.lock = threading.Lock()
         self.waiting = 0  # requests waiting for the lock: idle work stops between its steps
         self.last_request = time.monotonic()
@@ -55,10 +56,11 @@ class Memory:
 
     @property
     def mem(self):
-        """The workspace's Memory (memory.py), made on first use under the lock."""
-        if self._mem is None:
-            from .memory import Memory as Mem
-            self._mem = Mem(self.ws)
+        """The workspace's Memory (memory.py), made on first use (it imports the index)."""
+        with self._making:
+            if self._mem is None:
+                from .memory import Memory as Mem
+                self._mem = Mem(self.ws)
         return self._mem
 
     def call(self, fn):
@@ -122,7 +124,7 @@ class Memory:
                 mem.update_sources(lock_timeout=0)
             except PrimaError:
                 pass  # the writer lock is busy: a hook is indexing
-            if self.no_model or not self._semantic_work():
+            if self.no_model or not mem.semantic_work():
                 return False
             try:
                 mem.embedder()
@@ -138,19 +140,6 @@ class Memory:
             return bool(got and got[1])
         finally:
             self.lock.release()
-
-    def _semantic_work(self) -> bool:
-        """Whether exchanges wait to be embedded or linked. The model (a second of CPU) is
-        loaded for work only, never ahead of it: most sessions never ask the memory."""
-        from . import embed
-        from .semantic import vector_key
-        try:
-            model = self.mem._embedder.model if self.mem._embedder else \
-                embed.model_name(embed.model_dir())
-        except embed.ModelUnavailable:
-            return True  # loading says why, once
-        store, key = self.mem.store(), vector_key(model)
-        return bool(store.count_pending(key) or store.unlinked_exchanges(key))
 
 
 def guarded_tool(memory: Memory, fn):

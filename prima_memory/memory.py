@@ -248,6 +248,20 @@ class Memory:
                 self.log.warn(f"embeddings: {self._embedder.note}", once=True)
         return self._embedder
 
+    def semantic_work(self) -> bool:
+        """Whether exchanges wait to be embedded or linked, known without loading the model (a
+        second of CPU), so that it is loaded for work only. True when the model's name cannot be
+        had: loading it says why."""
+        from . import embed
+        from .semantic import vector_key
+        try:
+            model = self._embedder.model if self._embedder else embed.model_name(embed.model_dir())
+        except embed.ModelUnavailable:
+            return True
+        key = vector_key(model)
+        store = self.store()
+        return bool(store.count_pending(key) or store.unlinked_exchanges(key))
+
     def side_lock(self, name: str):
         """The lock of a background job ("embed", "rebuild"): held for the job's whole life, so
         a holder that died frees it and its recorded state is known to be stale."""

@@ -20,6 +20,7 @@ pytest.importorskip("mcp")
 from mcp import ClientSession  # noqa: E402
 from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
 
+from prima_memory import mcp_server  # noqa: E402
 from prima_memory.mcp_server import ANSWER_CHARS, lean  # noqa: E402
 
 DAY = 86400
@@ -481,6 +482,25 @@ def test_the_handshake_loads_nothing_of_the_memory(env):
         p.wait()
     for lib in ("apsw", "pydantic_core", "onnxruntime", "numpy", "torch", "_ssl"):
         assert lib not in maps, f"{lib} is loaded before the first call"
+
+
+def test_the_idle_work_loads_the_model_only_for_work(env):
+    """Idle, on a workspace with everything embedded and linked, the server indexes what the
+    hooks left but loads no model: most sessions never ask the memory."""
+    if not os.path.isdir("/proc/self"):
+        pytest.skip("reads /proc")
+    _history(env)
+    p = _spawn(env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    try:
+        _handshake(p)
+        time.sleep(mcp_server.IDLE_AFTER + 2)  # an idle step has run
+        maps = Path(f"/proc/{p.pid}/maps").read_text()
+        assert p.poll() is None
+    finally:
+        p.kill()
+        p.wait()
+    assert "apsw" in maps, "the idle step did not run"
+    assert "onnxruntime" not in maps and "torch" not in maps
 
 
 N_LONG = 3000  # exchanges: about 30 s of embedding on a 2-core machine
