@@ -124,11 +124,12 @@ class Indexer:
             work.append((st.st_mtime_ns, sf, st, row))
         present = {sf.path for sf in found}
         missing = [p for p, row in known.items() if p not in present and row.status != "missing"]
-        with store.transaction():
-            if missing:
-                rep.archived = store.archive_missing(missing)
-            if prune:
-                rep.pruned = store.prune_archived()
+        if missing or prune:  # (a write transaction waits for any other writer: only if needed)
+            with store.transaction():
+                if missing:
+                    rep.archived = store.archive_missing(missing)
+                if prune:
+                    rep.pruned = store.prune_archived()
         work.sort(key=lambda w: w[0], reverse=True)
         total = sum(max(0, st.st_size - (row.offset if row else 0)) for _, _, st, row in work)
         self.bulk = total > BULK_BYTES

@@ -290,20 +290,27 @@ class Store:
     def close(self) -> None:
         self.db.close()
 
-    def transaction(self):
-        return self.db  # `with store.transaction():` commits or rolls back
-
     @contextlib.contextmanager
-    def writing(self):
-        """A transaction that holds the write lock from its start: what it reads stays true until
-        it commits (a deferred one that reads and then writes fails if another wrote between)."""
+    def transaction(self):
+        """`with store.transaction():` commits, or rolls back on an exception. It holds the write
+        lock from its start (waiting up to the busy timeout for another writer), so what it reads
+        stays true until it commits: a deferred transaction that reads and then writes gets
+        "database is locked" at once when another process writes meanwhile, since SQLite cannot
+        wait there. Inside another transaction it is a savepoint of it."""
+        if self.db.in_transaction:
+            with self.db:
+                yield self
+            return
         self.db.execute("BEGIN IMMEDIATE")
         try:
             yield self
         except BaseException:
-            self.db.execute("ROLLBACK")
+            if self.db.in_transaction:  # (some errors end the transaction themselves)
+                self.db.execute("ROLLBACK")
             raise
         self.db.execute("COMMIT")
+
+    writing = transaction  # where the name says why: what is read must not change before the write
 
     def batch(self, max_bytes: int, max_seconds: float) -> "Batch":
         """One write transaction over many files, committed in steps (see Batch)."""

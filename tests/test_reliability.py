@@ -1034,6 +1034,44 @@ def test_many_processes_at_once_while_a_transcript_grows(env):
     assert ids(env.search("kestrel39")) == [grow]
 
 
+def test_a_transaction_that_reads_then_writes_waits_for_another_writer(env):
+    """What the Stop hook does last: the extracts of the sessions it indexed, read and then
+    marked done in one transaction. Another process writing meanwhile (a background embedder,
+    the MCP server's idle work) used to fail it at once with "database is locked": SQLite cannot
+    wait to turn a reading transaction into a writing one. Now it waits for the writer."""
+    from prima_memory.extracts import write_unfinished
+    from prima_memory.logs import Log
+    from prima_memory.store import Store
+    t = env.transcript(S1, start=START)
+    for i in range(30):  # substantial: an extract is written
+        t.exchange(f"step {i} of the heron migration", f"Did step {i} of the heron work.")
+    env.run("index")
+    store = Store(str(env.data / "index.db"))
+    with store.transaction():
+        store.db.execute("UPDATE sessions SET unfinished = 1")
+    other = apsw.Connection(str(env.data / "index.db"))
+    for case in ("holds the write lock", "commits in between"):
+        other.execute("BEGIN IMMEDIATE")
+        other.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('other', ?)", (case,))
+        release = threading.Timer(0.5, lambda: other.execute("COMMIT"))
+        release.start()
+        try:
+            if case == "holds the write lock":
+                write_unfinished(store, str(env.ws), Log(None))
+            else:
+                with store.transaction():
+                    got = store.get_meta("heron")
+                    release.join()  # another process writes between the read and the write
+                    store.set_meta("heron", (got or "") + "x")
+        finally:
+            release.join()
+        assert store.unfinished_sessions() == [] and store.get_meta("other") == case
+    assert store.get_meta("heron") == "x"
+    assert list((env.data / "extracts").rglob("*-session-extract.md"))
+    other.close()
+    store.close()
+
+
 # -- rebuild ---------------------------------------------------------------------------------------
 
 def test_rebuild_gives_the_same_index_and_keeps_archived_sessions(env):
