@@ -421,13 +421,15 @@ def logged(mem: Memory, what: str, fn):
         raise
 
 
-def embed(mem: Memory, *, worker: bool = False, progress=None) -> dict:
-    """What the background embedder does, now (`worker`: as it): the index brought up to date,
-    pending exchanges embedded, their SIMILAR_TO edges computed."""
+def embed(mem: Memory, *, worker: bool = False, lock_fd: int | None = None,
+          progress=None) -> dict:
+    """What the background embedder does, now (`worker`: as it, holding the embedder lock
+    `lock_fd` its starter handed down): the index brought up to date, pending exchanges
+    embedded, their SIMILAR_TO edges computed."""
     from . import background
     warnings: list[str] = []
     if worker:
-        got = logged(mem, "embedder", lambda: background.run_embedder(mem))
+        got = logged(mem, "embedder", lambda: background.run_embedder(mem, lock_fd))
     else:
         if background.rebuild_state(mem):
             raise Failure("a rebuild is running: it embeds everything itself")

@@ -278,7 +278,8 @@ def render_index(data: dict, *, rebuild: bool = False) -> str:
 def cmd_embed(mem, args) -> int:
     """Embed what is pending now: what the background embedder does, in the foreground."""
     bar = _progress(args, label="embedding", unit="exchanges")
-    data = api.embed(mem, worker=args.worker, progress=bar.update if bar else None)
+    data = api.embed(mem, worker=args.worker, lock_fd=args.lock_fd,
+                     progress=bar.update if bar else None)
     if bar:
         bar.finish()
     emit(args, data, f"embedded {data['embedded']} exchanges"
