@@ -468,7 +468,8 @@ def status(mem: Memory) -> dict:
                         # out of scope: another folder's sessions, never indexed here
                         "skipped": sum(r.status == "foreign" for r in files.values()),
                         **by_source.get(src.name, none),
-                        "warnings": json.loads(store.get_meta(f"warnings:{src.name}") or "[]")})
+                        "warnings": json.loads(store.get_meta(f"warnings:{src.name}") or "[]"),
+                        "unknown_record_types": unknown_types(store, src.name)})
     from .sources import history
     state = history.folder(mem.ws)
     sources.append({"source": "session-history", "label": history.LABEL,
@@ -485,6 +486,18 @@ def status(mem: Memory) -> dict:
         "rebuild": {"running": True, **rebuild_json(rebuild)} if rebuild else {"running": False},
         "warnings": [w.split(" ", 3)[-1] for w in mem.log.tail(10)],
     }
+
+
+UNKNOWN_SHOWN = 20  # unknown record types listed per source, the most widespread first
+
+
+def unknown_types(store, source: str) -> list[dict]:
+    """The record types this version does not read, found in a source's files: [{"type",
+    "files"}], most files first. Skipped, not warned about: the user can do nothing about them
+    (a newer Claude Code or Codex writes them), an update of prima-memory can."""
+    counts = store.unknown_record_types(source)
+    top = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:UNKNOWN_SHOWN]
+    return [{"type": kind, "files": n} for kind, n in top]
 
 
 def semantic_status(mem: Memory) -> dict:

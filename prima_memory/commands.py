@@ -311,6 +311,9 @@ def render_status(d: dict) -> str:
                 if "sessions" in s else s.get("read", ""))
         lines.append(f"source     {s['label']} ({state}) {where}: {what}")
         lines += [f"             warning: {w}" for w in s.get("warnings", ())[:5]]
+        if s.get("unknown_record_types"):  # counted, never a warning: nothing for the user to do
+            lines.append("             skipped, unknown to this version: record types " + ", ".join(
+                f"{u['type']} ({_n(u['files'], 'file')})" for u in s["unknown_record_types"]))
     lines.append(f"indexed    {c['messages']} messages, {c['exchanges']} exchanges, "
                  f"{c['file_changes']} file changes")
     lines.append(f"pending    {d['pending']['files']} files changed since the last index "

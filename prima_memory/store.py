@@ -8,6 +8,7 @@ distinct token goes into `terms`, itself indexed by trigrams, which turns the se
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import time
 import unicodedata
@@ -555,6 +556,21 @@ class Store:
         """(rowid, path) of the next n files after rowid: a sweep through all of them in turn."""
         return list(self.db.execute("SELECT rowid, path FROM files WHERE rowid > ? AND source = ? "
                                     "ORDER BY rowid LIMIT ?", (rowid, source, n)))
+
+    def unknown_record_types(self, source: str) -> dict[str, int]:
+        """Record types a source's reader met and does not know (its parser state's "unk"), with
+        the number of this workspace's files showing each."""
+        counts: dict[str, int] = {}
+        for (state,) in self.db.execute(
+                "SELECT state FROM files WHERE source = ? AND status = 'ok' "
+                "AND instr(state, '\"unk\":') > 0", (source,)):
+            try:
+                unk = json.loads(state).get("unk")
+            except (ValueError, AttributeError):
+                continue
+            for kind in {k for k in unk if isinstance(k, str)} if isinstance(unk, list) else ():
+                counts[kind] = counts.get(kind, 0) + 1
+        return counts
 
     def file_state(self, path: str) -> str | None:
         row = self.db.execute("SELECT state FROM files WHERE path = ?", (path,)).fetchone()
