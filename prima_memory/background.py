@@ -175,7 +175,9 @@ def run_embedder(mem, lock_fd: int | None = None) -> tuple[int, int] | None:
     try:
         return _embed_all(mem)
     finally:
-        if lock is not None:
+        # flock: held until this process is gone (let go earlier, a second embedder could start
+        # while this one ends). filelock: a file that may outlive its holder, let go now.
+        if lock is not None and lock.fd is None:
             lock.release()
 
 

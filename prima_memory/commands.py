@@ -3,6 +3,7 @@ render its answer as human text or as the one JSON document `--json` asks for.""
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 from . import api
@@ -284,6 +285,13 @@ def cmd_embed(mem, args) -> int:
         bar.finish()
     emit(args, data, f"embedded {data['embedded']} exchanges"
          + (f", {data['pending']} still pending" if data["pending"] else ""))
+    if args.worker:
+        # The background embedder holds its lock until it is gone: a Stop meanwhile starts no
+        # other. So it ends now, not after the interpreter's teardown (60-80 ms with the model
+        # loaded), in which that Stop's exchanges would wait for the next one.
+        sys.stderr.flush()
+        mem.close()
+        os._exit(0)
     return 0
 
 
