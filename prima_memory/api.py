@@ -469,7 +469,7 @@ def status(mem: Memory) -> dict:
                         "skipped": sum(r.status == "foreign" for r in files.values()),
                         **by_source.get(src.name, none),
                         "warnings": json.loads(store.get_meta(f"warnings:{src.name}") or "[]"),
-                        "unknown_record_types": unknown_types(store, src.name)})
+                        "unknown_record_types": unknown_types(store, src)})
     from .sources import history
     state = history.folder(mem.ws)
     sources.append({"source": "session-history", "label": history.LABEL,
@@ -491,11 +491,12 @@ def status(mem: Memory) -> dict:
 UNKNOWN_SHOWN = 20  # unknown record types listed per source, the most widespread first
 
 
-def unknown_types(store, source: str) -> list[dict]:
+def unknown_types(store, src) -> list[dict]:
     """The record types this version does not read, found in a source's files: [{"type",
     "files"}], most files first. Skipped, not warned about: the user can do nothing about them
     (a newer Claude Code or Codex writes them), an update of prima-memory can."""
-    counts = store.unknown_record_types(source)
+    counts = {kind: n for kind, n in store.unknown_record_types(src.name).items()
+              if not src.knows(kind)}  # (noted by an older version that did not know it)
     top = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:UNKNOWN_SHOWN]
     return [{"type": kind, "files": n} for kind, n in top]
 

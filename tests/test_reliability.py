@@ -502,6 +502,25 @@ def test_a_file_of_many_unknown_record_types_is_counted_within_bounds(env):
     assert len(_unknown_noted(env, "kind-0000")) == 1 and warnings_about(env, "kind-") == []
 
 
+def test_types_an_older_version_noted_as_unknown_are_not_counted_once_known(env):
+    """An index made before 2.1.332's records were known holds them in its files' states."""
+    t = env.transcript(S1, start=START)
+    t.exchange(*GOOD_BEFORE)
+    t.raw({"type": "brand-new-record", "sessionId": S1})
+    env.json("index")
+    db = apsw.Connection(str(env.data / "index.db"))
+    db.execute("UPDATE files SET state = json_set(state, '$.unk', json(?))",
+               (json.dumps(["api-request", "brand-new-record", "cost-state"]),))
+    cc = {s["source"]: s for s in status(env)["sources"]}["claude-code"]
+    assert cc["unknown_record_types"] == [{"type": "brand-new-record", "files": 1}]
+    t.exchange(*GOOD_AFTER)  # read on: the file's state forgets them
+    env.json("index")
+    (state,), = db.execute("SELECT state FROM files").fetchall()
+    db.close()
+    assert json.loads(state)["unk"] == ["brand-new-record"]
+    assert _unknown_noted(env, "api-request") == []
+
+
 # Records Claude Code 2.1.332 writes around each request, as it writes them (shortened).
 NEWER_RECORDS = [
     {"type": "tools-used", "tools": ["Bash"], "sessionId": S1},

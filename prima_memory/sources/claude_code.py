@@ -32,6 +32,7 @@ QUIET_TYPES = {"system", "file-history-snapshot", "queue-operation", "attachment
                "permission-mode", "tag", "agent-name", "worktree-state", "content-replacement",
                "api-request", "api-request-blob", "api-request-shape", "atis-latch", "tools-used",
                "cost-state"}
+KNOWN_TYPES = QUIET_TYPES | {"user", "assistant", "summary", "ai-title", "custom-title"}
 UNKNOWN_KEPT = 50  # unknown types noted per file, each cut to 40 characters
 _NOISE_START = ("<local-command-", "<bash-stdout", "<bash-stderr")
 _DROP_BLOCKS = re.compile(
@@ -278,7 +279,8 @@ def read(sf: SourceFile, offset: int, state: dict | None, mtime: float | None = 
     session_id = sf.session_id or state.get("sid")
     delta = None
     unknown: set[str] = set()
-    noted = set(state.get("unk", ()))  # unknown types this file showed before
+    # unknown types this file showed before (less any this version has learnt since)
+    noted = set(state.get("unk", ())) - KNOWN_TYPES
 
     def get_delta(obj):
         nonlocal delta, session_id
@@ -302,8 +304,10 @@ def read(sf: SourceFile, offset: int, state: dict | None, mtime: float | None = 
     problems = list(reader.problems) + cut[:5]
     if reader.bad_lines > len(reader.problems):
         problems.append(f"... {reader.bad_lines} bad lines in all")
-    if unknown:  # (the indexer logs the new ones at info level)
+    if noted or unknown:  # (the indexer logs the new ones at info level)
         state["unk"] = sorted(noted | unknown)
+    else:
+        state.pop("unk", None)
     if session_id:
         state["sid"] = session_id
     return delta, reader.end, state, problems

@@ -46,6 +46,7 @@ def _needless(line: bytes) -> bool:
 # line types with nothing to index, known so that only new ones are counted (see status)
 _KNOWN = {"compacted", "world_state", "inter_agent_communication",
           "inter_agent_communication_metadata"}
+KNOWN_TYPES = _KNOWN | {"session_meta", "turn_context", "response_item", "event_msg"}
 
 
 def read(path: str, offset: int = 0, state: dict | None = None, mtime: float | None = None):
@@ -304,7 +305,8 @@ class _Reader:
 
     def finish(self) -> list[SessionDelta]:
         if self.unknown:  # noted in the file's state for `status`, as Claude Code's are
-            self.state["unk"] = sorted(set(self.state.get("unk", ())) | set(self.unknown))[:50]
+            self.state["unk"] = sorted((set(self.state.get("unk", ())) - KNOWN_TYPES)
+                                       | self.unknown)[:50]
         d = self.delta
         if d is None:
             return []
