@@ -421,13 +421,15 @@ def logged(mem: Memory, what: str, fn):
         raise
 
 
-def embed(mem: Memory, *, worker: bool = False, progress=None) -> dict:
-    """What the background embedder does, now (`worker`: as it): the index brought up to date,
-    pending exchanges embedded, their SIMILAR_TO edges computed."""
+def embed(mem: Memory, *, worker: bool = False, lock_fd: int | None = None,
+          progress=None) -> dict:
+    """What the background embedder does, now (`worker`: as it, holding the embedder lock
+    `lock_fd` its starter handed down): the index brought up to date, pending exchanges
+    embedded, their SIMILAR_TO edges computed."""
     from . import background
     warnings: list[str] = []
     if worker:
-        got = logged(mem, "embedder", lambda: background.run_embedder(mem))
+        got = logged(mem, "embedder", lambda: background.run_embedder(mem, lock_fd))
     else:
         if background.rebuild_state(mem):
             raise Failure("a rebuild is running: it embeds everything itself")
@@ -466,7 +468,8 @@ def status(mem: Memory) -> dict:
                         # out of scope: another folder's sessions, never indexed here
                         "skipped": sum(r.status == "foreign" for r in files.values()),
                         **by_source.get(src.name, none),
-                        "warnings": json.loads(store.get_meta(f"warnings:{src.name}") or "[]")})
+                        "warnings": json.loads(store.get_meta(f"warnings:{src.name}") or "[]"),
+                        "unknown_record_types": unknown_types(store, src)})
     from .sources import history
     state = history.folder(mem.ws)
     sources.append({"source": "session-history", "label": history.LABEL,
@@ -483,6 +486,19 @@ def status(mem: Memory) -> dict:
         "rebuild": {"running": True, **rebuild_json(rebuild)} if rebuild else {"running": False},
         "warnings": [w.split(" ", 3)[-1] for w in mem.log.tail(10)],
     }
+
+
+UNKNOWN_SHOWN = 20  # unknown record types listed per source, the most widespread first
+
+
+def unknown_types(store, src) -> list[dict]:
+    """The record types this version does not read, found in a source's files: [{"type",
+    "files"}], most files first. Skipped, not warned about: the user can do nothing about them
+    (a newer Claude Code or Codex writes them), an update of prima-memory can."""
+    counts = {kind: n for kind, n in store.unknown_record_types(src.name).items()
+              if not src.knows(kind)}  # (noted by an older version that did not know it)
+    top = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:UNKNOWN_SHOWN]
+    return [{"type": kind, "files": n} for kind, n in top]
 
 
 def semantic_status(mem: Memory) -> dict:

@@ -30,24 +30,37 @@ _BOOT = ("import sys; sys.path[0] = {root!r}; from prima_memory.cli import main;
          "sys.exit(main(sys.argv[1:]))")
 
 
-def spawn(ws: str, *args: str) -> int:
+def spawn(ws: str, *args: str, lock_fd: int | None = None) -> int:
     """Start `prima-memory --workspace ws ARGS` detached: it survives the terminal and the
-    Claude Code session that started it, and never writes to their output."""
+    Claude Code session that started it, and never writes to their output. `lock_fd`: a locked
+    flock descriptor the child gets a copy of (its number follows `--lock-fd`), so the lock is
+    held without a gap until the child exits, whoever closes theirs first."""
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     cmd = [sys.executable, "-c", _BOOT.format(root=root), "--workspace", ws, *args]
     if hasattr(os, "posix_spawn"):  # a hook's way: `subprocess` alone costs it 5-10 ms to import
         null = os.devnull
-        actions = [(os.POSIX_SPAWN_OPEN, 0, null, os.O_RDONLY, 0),
-                   (os.POSIX_SPAWN_OPEN, 1, null, os.O_WRONLY, 0),
-                   (os.POSIX_SPAWN_OPEN, 2, null, os.O_WRONLY, 0)]
+        actions = []
+        if lock_fd is not None:
+            # dup2 to another number gives the child a copy that survives exec, while this
+            # process's own stays close-on-exec: nothing else it starts gets the lock. First,
+            # before 0-2 are replaced (lock_fd may be one of them in a process without stdin).
+            child_fd = 3 if lock_fd != 3 else 4
+            actions.append((os.POSIX_SPAWN_DUP2, lock_fd, child_fd))
+            cmd += ["--lock-fd", str(child_fd)]
+        actions += [(os.POSIX_SPAWN_OPEN, 0, null, os.O_RDONLY, 0),
+                    (os.POSIX_SPAWN_OPEN, 1, null, os.O_WRONLY, 0),
+                    (os.POSIX_SPAWN_OPEN, 2, null, os.O_WRONLY, 0)]
         # a new session: no terminal, and not in the process group Claude Code may kill
         pid = os.posix_spawn(sys.executable, cmd, os.environ, file_actions=actions, setsid=True)
         _children.append(pid)
         return pid
     import subprocess
+    if lock_fd is not None:
+        cmd += ["--lock-fd", str(lock_fd)]
     flags = getattr(subprocess, "DETACHED_PROCESS", 0) | getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0)
     p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                          stderr=subprocess.DEVNULL, close_fds=True,
+                         pass_fds=() if lock_fd is None else (lock_fd,),
                          start_new_session=not flags, creationflags=flags)
     return p.pid
 
@@ -99,12 +112,21 @@ def held(mem, name: str) -> bool:
 
 NO_MODEL_KEY = "embedder_failed"  # when a background embedder last found no model to load
 NO_MODEL_RETRY = 3600.0  # seconds before one is started again
+# The background embedder's own lock, held for its whole life: at most one is ever alive. (The
+# embed lock, "embed", is held only while vectors are written, by it or any other process.)
+EMBEDDER = "embedder"
+EMBED_WAIT = 2.0  # seconds the embedder waits for the embed lock: others hold it for a step
 
 
 def start_embedder(mem) -> int | None:
-    """After the Stop hook indexed something: an embedder for it, unless one is running (or a
-    rebuild, which embeds too), the index is read-only, or the model would not load an hour
-    ago. Returns the new process's pid."""
+    """After the Stop hook indexed something: an embedder for it, unless one is alive (or a
+    rebuild, which embeds too, or another process is embedding), the index is read-only, or
+    the model would not load an hour ago. Returns the new process's pid.
+
+    The embedder lock is taken here, without waiting, and handed to the child, which holds it
+    until it exits (the kernel lets it go however it ends): 30 Stops at once start one. A Stop
+    that finds it taken starts nothing; the embedder alive looks once more before it exits."""
+    from .locking import LockTimeout
     store = mem.store()
     if not enabled() or store.readonly or held(mem, "embed") or held(mem, "rebuild"):
         return None
@@ -113,7 +135,21 @@ def start_embedder(mem) -> int | None:
             return None
     except ValueError:
         pass
-    return spawn(mem.ws, "embed", "--worker")
+    lock = mem.side_lock(EMBEDDER)
+    try:
+        lock.acquire(timeout=0)
+    except LockTimeout:
+        return None
+    except OSError as e:  # a folder or device where the lock file goes: never one per Stop
+        mem.log.warn(f"{lock.path} cannot be used as a lock ({e.strerror or e}): no background "
+                     "embedder starts until it is removed", once=True)
+        return None
+    try:
+        return spawn(mem.ws, "embed", "--worker", lock_fd=lock.fd)
+    finally:
+        # The child's copy holds the flock now. Without flock (filelock, other systems) this
+        # lets it go: the child takes it itself, a weaker guard (two may overlap a moment).
+        lock.release()
 
 
 def lower_priority() -> None:
@@ -123,9 +159,31 @@ def lower_priority() -> None:
         pass
 
 
-def run_embedder(mem) -> tuple[int, int] | None:
-    """The background embedder's life: embed until nothing is pending (a Stop during the run
-    adds more: look again), and yield to a rebuild. None when another embedder is running."""
+def run_embedder(mem, lock_fd: int | None = None) -> tuple[int, int] | None:
+    """The background embedder's life, holding the embedder lock throughout: the descriptor its
+    starter handed down (`lock_fd`, see start_embedder) or the lock taken now. None when another
+    embedder is alive."""
+    from .locking import LockTimeout
+    lock = mem.side_lock(EMBEDDER)
+    if lock_fd is None or not lock.adopt(lock_fd):
+        try:
+            lock.acquire(timeout=1.0)  # (a starter without flock lets go only after the spawn)
+        except LockTimeout:
+            return None
+        except OSError:  # no usable lock file: the embed lock still keeps embedding to one
+            lock = None
+    try:
+        return _embed_all(mem)
+    finally:
+        # flock: held until this process is gone (let go earlier, a second embedder could start
+        # while this one ends). filelock: a file that may outlive its holder, let go now.
+        if lock is not None and lock.fd is None:
+            lock.release()
+
+
+def _embed_all(mem) -> tuple[int, int] | None:
+    """Embed and link until nothing is pending, yielding to a rebuild. A Stop meanwhile found
+    this process alive and started none: what it indexed is looked for before the end."""
     lower_priority()
     store = mem.store()
     try:  # the other agents' sessions too: out of the hook, so a look at VS Code's folders is fine
@@ -142,19 +200,28 @@ def run_embedder(mem) -> tuple[int, int] | None:
     if store.get_meta(NO_MODEL_KEY):
         with store.transaction():
             store.set_meta(NO_MODEL_KEY, None)
-    total, left = 0, 0
+    from .semantic import vector_key
+    key = vector_key(mem.embedder().model)
+    total, looked = 0, False
     stop = lambda: held(mem, "rebuild")  # noqa: E731
     while True:
-        got = mem.embed(None, should_stop=stop)
-        if got is None:  # another embedder has it
-            return None if not total else (total, 0)
+        got = mem.embed(None, wait=EMBED_WAIT, should_stop=stop)
+        if got is None:  # another process is embedding, for longer than a step
+            return None if not total else (total, store.count_pending(key))
         done, left = got
         total += done
-        if left or not done:
-            break
-    if not left:  # then the SIMILAR_TO edges of what was embedded
-        mem.link(None, should_stop=stop)
-    return total, left
+        if left:  # a rebuild began: it embeds the rest
+            return total, left
+        if done:
+            looked = False
+            continue  # a Stop during the run may have added more
+        if looked:  # what the last look found would not embed now (a reply still growing)
+            return total, store.count_pending(key)
+        # then the SIMILAR_TO edges of what was embedded, and a last look
+        if mem.link(None, wait=EMBED_WAIT, should_stop=stop) is None or stop() \
+                or not store.count_pending(key):
+            return total, 0
+        looked = True
 
 
 # -- rebuild ------------------------------------------------------------------------------------

@@ -76,6 +76,7 @@ def _parser() -> argparse.ArgumentParser:
     em = sub.add_parser("embed", parents=[common],
                         help="embed the exchanges not embedded yet (normally done in the background)")
     em.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)  # the detached one
+    em.add_argument("--lock-fd", type=int, help=argparse.SUPPRESS)  # its lock, handed down
 
     rc = sub.add_parser("recall", parents=[common],
                         help="compact search results for Claude (/recall); the query may come on stdin")

@@ -3,6 +3,7 @@ render its answer as human text or as the one JSON document `--json` asks for.""
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 from . import api
@@ -278,11 +279,19 @@ def render_index(data: dict, *, rebuild: bool = False) -> str:
 def cmd_embed(mem, args) -> int:
     """Embed what is pending now: what the background embedder does, in the foreground."""
     bar = _progress(args, label="embedding", unit="exchanges")
-    data = api.embed(mem, worker=args.worker, progress=bar.update if bar else None)
+    data = api.embed(mem, worker=args.worker, lock_fd=args.lock_fd,
+                     progress=bar.update if bar else None)
     if bar:
         bar.finish()
     emit(args, data, f"embedded {data['embedded']} exchanges"
          + (f", {data['pending']} still pending" if data["pending"] else ""))
+    if args.worker:
+        # The background embedder holds its lock until it is gone: a Stop meanwhile starts no
+        # other. So it ends now, not after the interpreter's teardown (60-80 ms with the model
+        # loaded), in which that Stop's exchanges would wait for the next one.
+        sys.stderr.flush()
+        mem.close()
+        os._exit(0)
     return 0
 
 
@@ -310,6 +319,9 @@ def render_status(d: dict) -> str:
                 if "sessions" in s else s.get("read", ""))
         lines.append(f"source     {s['label']} ({state}) {where}: {what}")
         lines += [f"             warning: {w}" for w in s.get("warnings", ())[:5]]
+        if s.get("unknown_record_types"):  # counted, never a warning: nothing for the user to do
+            lines.append("             skipped, unknown to this version: record types " + ", ".join(
+                f"{u['type']} ({_n(u['files'], 'file')})" for u in s["unknown_record_types"]))
     lines.append(f"indexed    {c['messages']} messages, {c['exchanges']} exchanges, "
                  f"{c['file_changes']} file changes")
     lines.append(f"pending    {d['pending']['files']} files changed since the last index "

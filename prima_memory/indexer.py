@@ -124,11 +124,12 @@ class Indexer:
             work.append((st.st_mtime_ns, sf, st, row))
         present = {sf.path for sf in found}
         missing = [p for p, row in known.items() if p not in present and row.status != "missing"]
-        with store.transaction():
-            if missing:
-                rep.archived = store.archive_missing(missing)
-            if prune:
-                rep.pruned = store.prune_archived()
+        if missing or prune:  # (a write transaction waits for any other writer: only if needed)
+            with store.transaction():
+                if missing:
+                    rep.archived = store.archive_missing(missing)
+                if prune:
+                    rep.pruned = store.prune_archived()
         work.sort(key=lambda w: w[0], reverse=True)
         total = sum(max(0, st.st_size - (row.offset if row else 0)) for _, _, st, row in work)
         self.bulk = total > BULK_BYTES
@@ -281,10 +282,12 @@ class Indexer:
         if not src.whole(path) and row and row.status != "foreign" \
                 and not _rewritten(path, st, row):
             offset, state = row.offset, _loads(store.file_state(path))
+        before = state
         deltas, end, state, read_problems = src.read(path, extra, offset, state)
         for p in read_problems:
             self.log.warn(f"{path}: {p}")
             problems.append(f"{path}: {p}")
+        _note_unknown(self.log, path, before, state)
         head_len = min(HEAD_BYTES, end)
         with store.transaction():
             session, status = (row.session if row else None), "ok"
@@ -428,11 +431,13 @@ class Indexer:
 
     def _index_file(self, sf, st, start_at, chunks, rep: Report, batch, tick) -> int:
         store = self.store
-        offset, _state, session = start_at
+        offset, before, session = start_at
         start = offset
         for delta, end, state, problems in chunks:
             for p in problems:
                 self.log.warn(f"{sf.path}: {p}")
+            _note_unknown(self.log, sf.path, before, state)
+            before = state
             head_len = min(HEAD_BYTES, end)
             head = _head_hash(sf.path, head_len) if end else None
             status = "ok"
@@ -584,6 +589,20 @@ class Indexer:
         if rep.sessions_touched:
             with self.store.transaction():
                 self.store.tidy(bulk=rep.bytes_read > BULK_BYTES)
+
+
+def _note_unknown(log, path: str, before: dict | None, after: dict | None) -> None:
+    """Record types a reader met in this file for the first time and does not know (its state's
+    "unk", which `status` counts): an info line, not a warning, since no user can act on it."""
+    new = _unknown_types(after) - _unknown_types(before)
+    if new:
+        log.info(f"{path}: record types this version does not read, skipped: "
+                 f"{', '.join(sorted(new))}")
+
+
+def _unknown_types(state) -> set[str]:
+    unk = state.get("unk") if isinstance(state, dict) else None
+    return {t for t in unk if isinstance(t, str)} if isinstance(unk, list) else set()
 
 
 # One file of a run: what read_chunks needs to read it from where the index stopped. (Not

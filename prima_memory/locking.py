@@ -49,6 +49,22 @@ class WriterLock:
         except Timeout:
             raise LockTimeout(self.path) from None
 
+    def adopt(self, fd: int) -> bool:
+        """Hold the lock through `fd`: a descriptor of this lock file, already locked, that the
+        process which started this one handed down (background.spawn). False, `fd` left alone,
+        when it is no such thing: then acquire() as usual."""
+        try:
+            import fcntl
+            st, mine = os.fstat(fd), os.stat(self.path, follow_symlinks=False)
+            if (st.st_dev, st.st_ino) != (mine.st_dev, mine.st_ino):
+                return False
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # held through it already: no change
+        except (ImportError, OSError):
+            return False
+        os.set_inheritable(fd, False)  # handed on to nothing this process runs
+        self._fd = fd
+        return True
+
     @property
     def fd(self) -> int | None:
         """The descriptor holding the lock (fcntl only): a forked child must close its copy."""

@@ -8,6 +8,7 @@ distinct token goes into `terms`, itself indexed by trigrams, which turns the se
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import time
 import unicodedata
@@ -290,20 +291,27 @@ class Store:
     def close(self) -> None:
         self.db.close()
 
-    def transaction(self):
-        return self.db  # `with store.transaction():` commits or rolls back
-
     @contextlib.contextmanager
-    def writing(self):
-        """A transaction that holds the write lock from its start: what it reads stays true until
-        it commits (a deferred one that reads and then writes fails if another wrote between)."""
+    def transaction(self):
+        """`with store.transaction():` commits, or rolls back on an exception. It holds the write
+        lock from its start (waiting up to the busy timeout for another writer), so what it reads
+        stays true until it commits: a deferred transaction that reads and then writes gets
+        "database is locked" at once when another process writes meanwhile, since SQLite cannot
+        wait there. Inside another transaction it is a savepoint of it."""
+        if self.db.in_transaction:
+            with self.db:
+                yield self
+            return
         self.db.execute("BEGIN IMMEDIATE")
         try:
             yield self
         except BaseException:
-            self.db.execute("ROLLBACK")
+            if self.db.in_transaction:  # (some errors end the transaction themselves)
+                self.db.execute("ROLLBACK")
             raise
         self.db.execute("COMMIT")
+
+    writing = transaction  # where the name says why: what is read must not change before the write
 
     def batch(self, max_bytes: int, max_seconds: float) -> "Batch":
         """One write transaction over many files, committed in steps (see Batch)."""
@@ -548,6 +556,21 @@ class Store:
         """(rowid, path) of the next n files after rowid: a sweep through all of them in turn."""
         return list(self.db.execute("SELECT rowid, path FROM files WHERE rowid > ? AND source = ? "
                                     "ORDER BY rowid LIMIT ?", (rowid, source, n)))
+
+    def unknown_record_types(self, source: str) -> dict[str, int]:
+        """Record types a source's reader met and does not know (its parser state's "unk"), with
+        the number of this workspace's files showing each."""
+        counts: dict[str, int] = {}
+        for (state,) in self.db.execute(
+                "SELECT state FROM files WHERE source = ? AND status = 'ok' "
+                "AND instr(state, '\"unk\":') > 0", (source,)):
+            try:
+                unk = json.loads(state).get("unk")
+            except (ValueError, AttributeError):
+                continue
+            for kind in {k for k in unk if isinstance(k, str)} if isinstance(unk, list) else ():
+                counts[kind] = counts.get(kind, 0) + 1
+        return counts
 
     def file_state(self, path: str) -> str | None:
         row = self.db.execute("SELECT state FROM files WHERE path = ?", (path,)).fetchone()

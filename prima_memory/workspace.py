@@ -96,8 +96,8 @@ def check_host(workspace: str) -> None:
 # Names prima-memory opens in its folder. A cloned repository can ship any of them, or the folder
 # itself, as a symbolic link: none is ever followed (DESIGN §8).
 _OWN_NAMES = (".gitignore", "index.db", "index.db-wal", "index.db-shm", "index.db-journal",
-              "index.lock", "embed.lock", "rebuild.lock", "prima-memory.log", "prima-memory.log.1",
-              "extracts")
+              "index.lock", "embed.lock", "embedder.lock", "rebuild.lock", "prima-memory.log",
+              "prima-memory.log.1", "extracts")
 O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
 

@@ -105,6 +105,7 @@ LINKS = {
     "extracts": lambda v: v / "folder",
     "index.lock": lambda v: v / "passwd",
     "embed.lock": lambda v: v / "passwd",
+    "embedder.lock": lambda v: v / "passwd",
     "rebuild.lock": lambda v: v / "passwd",
     "index.db-wal": lambda v: v / "created-by-wal",
 }

@@ -445,23 +445,118 @@ def test_five_megabyte_line_with_a_pasted_image(env):
     assert (env.data / "index.db").stat().st_size < 2_000_000
 
 
-def test_unknown_record_types_one_warning_rest_indexed(env):
+def _unknown_noted(env, kind: str) -> list[str]:
+    return [ln for ln in log_text(env).splitlines() if " INFO " in ln and kind in ln]
+
+
+def test_unknown_record_types_are_counted_in_status_never_warned_and_the_rest_indexed(env):
+    """A record type nobody knows yet (a newer Claude Code): skipped, the rest indexed; status
+    counts it, by type and files, outside its warnings (the user can do nothing about it); the
+    log says it once per file, at info level."""
     t = env.transcript(S1, start=START)
     t.exchange(*GOOD_BEFORE)
     for i in range(3):
         t.raw({"type": "brand-new-record", "sessionId": S1, "n": i})
     t.raw({"type": "another-new-kind", "sessionId": S1})
     t.exchange(*GOOD_AFTER)
+    other = env.transcript(S2, start=START + DAY)
+    other.exchange("a question about the lemur", "Lemur answer.")
+    other.raw({"type": "brand-new-record", "sessionId": S2})
+    other.raw({"type": "x" * 5000, "sessionId": S2})  # kept cut short
     env.json("index")
     assert texts(env, S1) == [*GOOD_BEFORE, *GOOD_AFTER]
-    warned = warnings_about(env, "brand-new-record")
-    assert len(warned) == 1 and "another-new-kind" in warned[0], log_text(env)
-    # more lines of the same kinds later: no new warning, the new exchange indexed
+    assert warnings_about(env, "record") == [], log_text(env)
+    assert len(_unknown_noted(env, "brand-new-record")) == 2, log_text(env)
+    st = status(env)
+    cc = {s["source"]: s for s in st["sources"]}["claude-code"]
+    assert cc["unknown_record_types"] == [{"type": "brand-new-record", "files": 2},
+                                          {"type": "another-new-kind", "files": 1},
+                                          {"type": "x" * 40, "files": 1}]
+    assert cc["warnings"] == [] and st["warnings"] == []
+    human = env.run("status").stdout
+    assert ("skipped, unknown to this version: record types brand-new-record (2 files), "
+            "another-new-kind (1 file)") in human, human
+    assert "warning" not in human, human
+    # more lines of the same kinds later: nothing new in the log, the new exchange indexed
     t.raw({"type": "brand-new-record", "sessionId": S1, "n": 9})
     t.exchange("later question about the okapi", "Later answer.")
     env.json("index")
-    assert len(warnings_about(env, "brand-new-record")) == 1
+    assert len(_unknown_noted(env, "brand-new-record")) == 2
     assert texts(env, S1)[-2:] == ["later question about the okapi", "Later answer."]
+
+
+def test_a_file_of_many_unknown_record_types_is_counted_within_bounds(env):
+    t = env.transcript(S1, start=START)
+    t.exchange(*GOOD_BEFORE)
+    for i in range(500):
+        t.raw({"type": f"kind-{i:04d}", "sessionId": S1})
+    t.exchange(*GOOD_AFTER)
+    env.json("index")
+    assert texts(env, S1) == [*GOOD_BEFORE, *GOOD_AFTER]
+    db = apsw.Connection(str(env.data / "index.db"))
+    (state,), = db.execute("SELECT state FROM files").fetchall()
+    db.close()
+    assert len(json.loads(state)["unk"]) == 50  # noted per file, at most
+    cc = {s["source"]: s for s in status(env)["sources"]}["claude-code"]
+    assert len(cc["unknown_record_types"]) == 20  # shown, at most
+    assert len(_unknown_noted(env, "kind-0000")) == 1 and warnings_about(env, "kind-") == []
+
+
+def test_types_an_older_version_noted_as_unknown_are_not_counted_once_known(env):
+    """An index made before 2.1.332's records were known holds them in its files' states."""
+    t = env.transcript(S1, start=START)
+    t.exchange(*GOOD_BEFORE)
+    t.raw({"type": "brand-new-record", "sessionId": S1})
+    env.json("index")
+    db = apsw.Connection(str(env.data / "index.db"))
+    db.execute("UPDATE files SET state = json_set(state, '$.unk', json(?))",
+               (json.dumps(["api-request", "brand-new-record", "cost-state"]),))
+    cc = {s["source"]: s for s in status(env)["sources"]}["claude-code"]
+    assert cc["unknown_record_types"] == [{"type": "brand-new-record", "files": 1}]
+    t.exchange(*GOOD_AFTER)  # read on: the file's state forgets them
+    env.json("index")
+    (state,), = db.execute("SELECT state FROM files").fetchall()
+    db.close()
+    assert json.loads(state)["unk"] == ["brand-new-record"]
+    assert _unknown_noted(env, "api-request") == []
+
+
+# Records Claude Code 2.1.332 writes around each request, as it writes them (shortened).
+NEWER_RECORDS = [
+    {"type": "tools-used", "tools": ["Bash"], "sessionId": S1},
+    {"type": "atis-latch", "atis": "", "sessionId": S1},
+    {"type": "api-request-shape", "sessionId": S1, "shapeHash": "0ce162dc",
+     "timestamp": "2023-11-14T22:40:43.582Z", "version": "2.1.332",
+     "shape": {"system": [{"type": "text", "text": "You are a Claude agent, zanzibarshape."}]}},
+    {"type": "api-request-blob", "sessionId": S1, "hash": "bb08f39b",
+     "message": {"role": "user", "content": [
+         {"type": "text", "text": "zanzibarblob: a copy of what the request sent"},
+         {"type": "tool_result", "tool_use_id": "toolu_01", "content": "zanzibarblob out"}]}},
+    {"type": "api-request", "sessionId": S1, "id": "fbe10917-d93e-46a0-a88d-57a61cf75a90",
+     "timestamp": "2023-11-14T22:40:43.582Z", "version": "2.1.332", "querySource": "sdk",
+     "shapeHash": "0ce162dc", "params": {"model": "claude-opus-5-5", "max_tokens": 128000}},
+    {"type": "cost-state", "sessionId": S1, "totalCostUSD": 0.0008, "totalAPIDuration": 44,
+     "modelUsage": {"claude-opus-5-5": {"inputTokens": 100, "outputTokens": 20}}},
+]
+
+
+def test_the_records_claude_code_2_1_332_adds_are_known_and_left_unparsed(env):
+    from prima_memory.sources.claude_code import _needless
+    t = env.transcript(S1, start=START)
+    t.exchange(*GOOD_BEFORE)
+    lines = [json.dumps(rec, separators=(",", ":")) for rec in NEWER_RECORDS]  # compact, as
+    for line in lines:                                                        # Claude Code's
+        t.raw(line)
+    t.exchange(*GOOD_AFTER)
+    env.json("index")
+    assert texts(env, S1) == [*GOOD_BEFORE, *GOOD_AFTER]
+    assert env.search("zanzibarblob") == [] and env.search("zanzibarshape") == []
+    assert " WARNING " not in log_text(env), log_text(env)
+    cc = {s["source"]: s for s in status(env)["sources"]}["claude-code"]
+    assert cc["unknown_record_types"] == [] and cc["warnings"] == []
+    # known from their first bytes: the bulky copies of requests are never parsed
+    assert [r["type"] for r, line in zip(NEWER_RECORDS, lines) if not _needless(line.encode())] \
+        == []
 
 
 def test_json_lines_that_are_not_objects(env):
@@ -1032,6 +1127,44 @@ def test_many_processes_at_once_while_a_transcript_grows(env):
         assert sorted(got) == sorted(want), (s, len(got), len(want))
         assert state[s]["message_count"] == len(want), s
     assert ids(env.search("kestrel39")) == [grow]
+
+
+def test_a_transaction_that_reads_then_writes_waits_for_another_writer(env):
+    """What the Stop hook does last: the extracts of the sessions it indexed, read and then
+    marked done in one transaction. Another process writing meanwhile (a background embedder,
+    the MCP server's idle work) used to fail it at once with "database is locked": SQLite cannot
+    wait to turn a reading transaction into a writing one. Now it waits for the writer."""
+    from prima_memory.extracts import write_unfinished
+    from prima_memory.logs import Log
+    from prima_memory.store import Store
+    t = env.transcript(S1, start=START)
+    for i in range(30):  # substantial: an extract is written
+        t.exchange(f"step {i} of the heron migration", f"Did step {i} of the heron work.")
+    env.run("index")
+    store = Store(str(env.data / "index.db"))
+    with store.transaction():
+        store.db.execute("UPDATE sessions SET unfinished = 1")
+    other = apsw.Connection(str(env.data / "index.db"))
+    for case in ("holds the write lock", "commits in between"):
+        other.execute("BEGIN IMMEDIATE")
+        other.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('other', ?)", (case,))
+        release = threading.Timer(0.5, lambda: other.execute("COMMIT"))
+        release.start()
+        try:
+            if case == "holds the write lock":
+                write_unfinished(store, str(env.ws), Log(None))
+            else:
+                with store.transaction():
+                    got = store.get_meta("heron")
+                    release.join()  # another process writes between the read and the write
+                    store.set_meta("heron", (got or "") + "x")
+        finally:
+            release.join()
+        assert store.unfinished_sessions() == [] and store.get_meta("other") == case
+    assert store.get_meta("heron") == "x"
+    assert list((env.data / "extracts").rglob("*-session-extract.md"))
+    other.close()
+    store.close()
 
 
 # -- rebuild ---------------------------------------------------------------------------------------

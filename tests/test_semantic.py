@@ -12,6 +12,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import numpy as np
@@ -211,7 +212,7 @@ def test_the_seed_exact_setting(monkeypatch):
 
 # -- what a user meets: the real CLI, hooks and model ----------------------------------------------
 
-from test_hooks import payload, run_hook  # noqa: E402
+from test_hooks import command, hook_env, payload, run_hook  # noqa: E402
 
 LOGIN = "aaaa1111-0000-4000-8000-000000000001"
 BACKUP = "bbbb2222-0000-4000-8000-000000000002"
@@ -343,6 +344,190 @@ def test_one_embedder_at_a_time(env):
         assert got["embedded"] == 0 and _status_semantic(env)["embedded"] == 0
         assert _status_semantic(env)["embedder_running"]
     assert env.json("embed", "--worker")["embedded"] == 3
+
+
+def _embedders(ws: str) -> set[int]:
+    """The background embedders of this workspace alive now, by their command line."""
+    found = set()
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                args = f.read().split(b"\0")
+        except OSError:  # gone meanwhile
+            continue
+        if b"embed" in args and b"--worker" in args and ws.encode() in args:
+            found.add(int(pid))
+    return found
+
+
+# What the MCP server's idle work does to the embed lock: a step of writes under it when it is
+# free, then a pause, again and again.
+_IDLE_WORK = r"""
+import fcntl, os, sys, time
+import apsw
+data = sys.argv[1]
+db = apsw.Connection(os.path.join(data, "index.db"))
+db.setbusytimeout(5000)
+while True:
+    fd = os.open(os.path.join(data, "embed.lock"), os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        pass
+    else:
+        for _ in range(20):
+            with db:
+                db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('idle-work', ?)",
+                           (str(time.time()),))
+            time.sleep(0.01)
+    os.close(fd)
+    time.sleep(0.2)
+"""
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="counts processes through /proc")
+def test_thirty_stops_at_once_leave_one_embedder_alive_and_no_lock_error(env):
+    """30 Claude Code sessions stop together: at most one background embedder is alive at any
+    moment (sampled every few milliseconds), with another process taking and releasing the
+    embed lock as the MCP server's idle work does, and alone; no hook fails on a locked
+    database; the one embedder embeds everything."""
+    ts = [env.transcript(f"{n:08x}-0000-4000-8000-{n:012x}", start=OLD + n * 60)
+          for n in range(30)]
+    for n, t in enumerate(ts):
+        t.exchange(f"how do we size worker pool {n}", f"Pool {n} takes four workers.")
+    env.run("index")
+    ws = str(env.ws)
+    most, pids = [0], set()
+    sampling = threading.Event()
+
+    def sample():
+        while sampling.is_set():
+            alive = _embedders(ws)
+            most[0] = max(most[0], len(alive))
+            pids.update(alive)
+            time.sleep(0.003)
+
+    for round_ in ("beside the idle work", "alone"):
+        idle = subprocess.Popen([sys.executable, "-c", _IDLE_WORK, str(env.data)]) \
+            if round_ == "beside the idle work" else None
+        for n, t in enumerate(ts):
+            t.exchange(f"and the queue of pool {n} ({round_})?", f"Queue {n} holds 64 jobs.")
+        most[0] = 0
+        pids.clear()
+        sampling.set()
+        sampler = threading.Thread(target=sample)
+        sampler.start()
+        try:
+            hooks = []
+            for n, t in enumerate(ts):  # each reads its input from a file: all have it at once
+                given = env.root / f"stop-{n}.json"
+                given.write_text(json.dumps(payload(
+                    env, "stop", t.session_id, last_assistant_message=f"Queue {n} holds 64 jobs.")))
+                with open(given, "rb") as f:
+                    hooks.append(subprocess.Popen(
+                        ["bash", "-c", command("stop")], stdin=f, stdout=subprocess.PIPE,
+                        stderr=subprocess.PIPE, cwd=ws, start_new_session=True,
+                        env=hook_env(env, {"PRIMA_BACKGROUND": "1"})))
+            for h in hooks:
+                out, err = h.communicate(timeout=120)
+                assert h.returncode == 0 and out == b"", err
+            assert _wait(lambda: not _embedders(ws), 120), "the embedder ends when done"
+        finally:
+            sampling.clear()
+            sampler.join()
+            if idle is not None:
+                idle.kill()
+                idle.wait()
+        if round_ == "alone":  # (beside the idle work, a Stop may find it embedding: none)
+            assert pids, "no embedder was started"
+        assert most[0] <= 1, f"{round_}: {most[0]} embedders alive at once ({len(pids)} started)"
+    log = (env.data / "prima-memory.log").read_text()
+    assert "database is locked" not in log and "BusyError" not in log, log
+    st = _status_semantic(env)
+    assert st["pending"] == 0 and st["embedded"] == 90, st
+
+
+def test_an_embedder_lock_file_that_cannot_be_one_never_fails_a_stop(env):
+    """A folder where the embedder's lock file goes (a cloned repository can ship anything): a
+    Stop exits 0, starts no embedder (never one per Stop), and one warning says what to remove;
+    a search still embeds what it needs."""
+    _corpus(env)
+    env.run("index")
+    (env.data / "embedder.lock").mkdir()
+    login = env.transcript(LOGIN, start=OLD + 3 * DAY)
+    for n in range(2):
+        login.exchange(f"And the logout button, take {n}?", "Clears the cookie now.")
+        r = run_hook(env, "stop", payload(env, "stop", LOGIN),
+                     extra_env={"PRIMA_BACKGROUND": "1"})
+        assert r.rc == 0 and r.out == "", r
+    log = (env.data / "prima-memory.log").read_text()
+    assert "background embedder started" not in log and not _embedders(str(env.ws))
+    warned = [ln for ln in log.splitlines() if " WARNING " in ln and "embedder.lock" in ln]
+    assert len(warned) == 1 and "until it is removed" in warned[0], log
+    got = env.json("search", "copying our postgres data every night")
+    assert got["results"][0]["session_id"] == BACKUP and _status_semantic(env)["pending"] == 0
+
+
+def test_an_embedder_lock_file_that_is_a_fifo_hangs_nothing(env):
+    _corpus(env)
+    env.run("index")
+    os.mkfifo(env.data / "embedder.lock")
+    r = run_hook(env, "stop", payload(env, "stop", LOGIN,
+                                      last_assistant_message="Clears the cookie now."),
+                 extra_env={"PRIMA_BACKGROUND": "1"})
+    assert r.rc == 0 and r.out == "", r
+    assert _wait(lambda: _status_semantic(env)["pending"] == 0, 120), _status_semantic(env)
+    assert _wait(lambda: not _embedders(str(env.ws)), 60)
+
+
+def test_a_handed_down_lock_is_adopted_only_if_it_holds_that_lock(tmp_path):
+    """`--lock-fd N` is believed only for a descriptor of the lock file through which the lock
+    is held; the lock then lasts until the last copy closes, whoever closes first."""
+    from prima_memory.locking import LockTimeout, WriterLock
+    path = str(tmp_path / "embedder.lock")
+    starter = WriterLock(path)
+    starter.acquire(timeout=0)
+    child = WriterLock(path)
+    other = os.open(tmp_path / "other.lock", os.O_RDWR | os.O_CREAT)
+    same_file = os.open(path, os.O_RDWR)  # the file, not the description holding the lock
+    assert not child.adopt(other) and not child.adopt(same_file) and not child.adopt(9999)
+    os.close(other)
+    os.close(same_file)
+    handed = os.dup(starter.fd)
+    assert child.adopt(handed) and child.fd == handed and not os.get_inheritable(handed)
+    starter.release()
+    with pytest.raises(LockTimeout):
+        WriterLock(path).acquire(timeout=0)
+    child.release()
+    probe = WriterLock(path)
+    probe.acquire(timeout=0)
+    probe.release()
+
+
+def test_without_flock_the_embedder_lock_is_let_go_for_the_child_to_take(env, monkeypatch):
+    """Where fcntl does not exist (filelock instead) no locked descriptor can be handed down:
+    the starter lets the lock go after the spawn and the child takes it, waiting a moment."""
+    from prima_memory import background
+    from prima_memory.memory import Memory
+    _corpus(env)
+    env.run("index")
+    monkeypatch.setitem(sys.modules, "fcntl", None)  # `import fcntl` fails
+    monkeypatch.setenv("PRIMA_BACKGROUND", "1")
+    spawned = []
+    monkeypatch.setattr(background, "spawn",
+                        lambda ws, *args, lock_fd=None: spawned.append((args, lock_fd)) or 4242)
+    mem = Memory(str(env.ws))
+    try:
+        assert background.start_embedder(mem) == 4242
+        assert spawned == [(("embed", "--worker"), None)]
+        assert not background.held(mem, background.EMBEDDER), "let go for the child"
+        monkeypatch.setattr(background, "_embed_all", lambda m: (7, 0))
+        assert background.run_embedder(mem, lock_fd=None) == (7, 0)  # the child: takes it
+        assert background.start_embedder(mem) == 4242, "and lets it go when it ends"
+    finally:
+        mem.close()
 
 
 def test_an_embedder_killed_mid_run_is_resumed_by_the_next(env):

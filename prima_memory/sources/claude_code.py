@@ -24,10 +24,16 @@ _PREFIX_LEN = 200  # beyond this Claude Code cuts a folder name and appends a ha
 
 FILE_TOOLS = {"Write": "file_path", "Edit": "file_path", "MultiEdit": "file_path",
               "NotebookEdit": "notebook_path"}
-# Record types that carry nothing to index; anything else unknown earns one warning per file.
+# Record types that carry nothing to index. Any other type is unknown: noted once per file in
+# its parser state ("unk"), which `status` counts; never a warning, since no user can act on it.
+# The api-request ones (2.1.332) copy what the requests sent, the blobs whole messages: bulky.
 QUIET_TYPES = {"system", "file-history-snapshot", "queue-operation", "attachment", "progress",
                "last-prompt", "mode", "agent-setting", "pr-link", "attribution-snapshot",
-               "permission-mode", "tag", "agent-name", "worktree-state", "content-replacement"}
+               "permission-mode", "tag", "agent-name", "worktree-state", "content-replacement",
+               "api-request", "api-request-blob", "api-request-shape", "atis-latch", "tools-used",
+               "cost-state"}
+KNOWN_TYPES = QUIET_TYPES | {"user", "assistant", "summary", "ai-title", "custom-title"}
+UNKNOWN_KEPT = 50  # unknown types noted per file, each cut to 40 characters
 _NOISE_START = ("<local-command-", "<bash-stdout", "<bash-stderr")
 _DROP_BLOCKS = re.compile(
     r"<(system-reminder|local-command-[\w-]+|task-notification|ide_[\w-]+|user-memory-input|"
@@ -213,13 +219,14 @@ def clean_user_text(raw: str) -> str | None:
     return text.strip() or None
 
 
-_NEEDLESS_PREFIXES = tuple(b'{"type":"%s"' % t.encode() for t in (
-    "file-history-snapshot", "progress", "queue-operation", "last-prompt"))
+# Claude Code writes these records' type first: known from their first bytes.
+_NEEDLESS_PREFIXES = tuple(b'{"type":"%s"' % t.encode() for t in sorted(QUIET_TYPES))
 
 
 def _needless(line: bytes) -> bool:
     """Lines known from their bytes to hold nothing to index, left unparsed: tool results (most
-    of a transcript's bytes), thinking-only reply lines, file snapshots and progress records.
+    of a transcript's bytes), thinking-only reply lines, and the quiet records that begin with
+    their type (file snapshots, progress, api-request copies...).
 
     A key such as `"tool_use_id":` can only appear with unescaped quotes where it is a real key,
     so a prompt quoting JSON is never mistaken for one. Compact JSON is assumed (what Claude Code
@@ -272,7 +279,8 @@ def read(sf: SourceFile, offset: int, state: dict | None, mtime: float | None = 
     session_id = sf.session_id or state.get("sid")
     delta = None
     unknown: set[str] = set()
-    warned = set(state.get("unk", ()))
+    # unknown types this file showed before (less any this version has learnt since)
+    noted = set(state.get("unk", ())) - KNOWN_TYPES
 
     def get_delta(obj):
         nonlocal delta, session_id
@@ -287,7 +295,7 @@ def read(sf: SourceFile, offset: int, state: dict | None, mtime: float | None = 
 
     for obj in reader:
         try:
-            _take_record(obj, get_delta, state, sf.sidechain, scrub, warned, unknown)
+            _take_record(obj, get_delta, state, sf.sidechain, scrub, noted, unknown)
         except (TypeError, ValueError, AttributeError, KeyError) as e:
             # a record of a shape never seen: skip it like a bad line, never lose the batch
             reader.bad(reader.end, f"unreadable record ({type(e).__name__}: {e})")
@@ -296,15 +304,16 @@ def read(sf: SourceFile, offset: int, state: dict | None, mtime: float | None = 
     problems = list(reader.problems) + cut[:5]
     if reader.bad_lines > len(reader.problems):
         problems.append(f"... {reader.bad_lines} bad lines in all")
-    if unknown:
-        problems.append("unknown record types: " + ", ".join(sorted(unknown)[:10]))
-        state["unk"] = sorted(warned | unknown)[:50]
+    if noted or unknown:  # (the indexer logs the new ones at info level)
+        state["unk"] = sorted(noted | unknown)
+    else:
+        state.pop("unk", None)
     if session_id:
         state["sid"] = session_id
     return delta, reader.end, state, problems
 
 
-def _take_record(obj, get_delta, state, file_sidechain, scrub, warned, unknown) -> None:
+def _take_record(obj, get_delta, state, file_sidechain, scrub, noted, unknown) -> None:
     kind = obj.get("type")
     if kind == "user" or kind == "assistant":
         d = get_delta(obj)
@@ -320,8 +329,9 @@ def _take_record(obj, get_delta, state, file_sidechain, scrub, warned, unknown) 
             d.custom_title = titles.normalize(scrub(t))
         else:
             d.summary_title = titles.normalize(scrub(t))
-    elif isinstance(kind, str) and kind not in QUIET_TYPES and kind not in warned:
-        unknown.add(kind)
+    elif isinstance(kind, str) and kind not in QUIET_TYPES and kind[:40] not in noted \
+            and len(noted) + len(unknown) < UNKNOWN_KEPT:
+        unknown.add(kind[:40])
 
 
 def _take_message(obj: dict, kind: str, d, state: dict, file_sidechain: bool, scrub) -> None:

@@ -43,9 +43,10 @@ def _needless(line: bytes) -> bool:
     return any(m in line for m in _NEEDLESS) and b'"type":"message"' not in line
 
 
-# line types with nothing to index, known so that only new ones are reported
+# line types with nothing to index, known so that only new ones are counted (see status)
 _KNOWN = {"compacted", "world_state", "inter_agent_communication",
           "inter_agent_communication_metadata"}
+KNOWN_TYPES = _KNOWN | {"session_meta", "turn_context", "response_item", "event_msg"}
 
 
 def read(path: str, offset: int = 0, state: dict | None = None, mtime: float | None = None):
@@ -150,7 +151,7 @@ class _Reader:
         self.changes: list[FileChange] = []
         self.ts: float | None = None
         self.scrub = scrubber(self.problems)  # cut and redacted, as every source's text is
-        self.unknown: dict[str, int] = {}  # record types this reader does not know, counted
+        self.unknown: set[str] = set()  # record types this reader does not know
 
     def _d(self) -> SessionDelta | None:
         if self.delta is None and self.state.get("sid"):
@@ -173,8 +174,8 @@ class _Reader:
                 self._item(p)
             elif kind == "event_msg":
                 self._event(p)
-            elif kind not in _KNOWN:
-                self.unknown[str(kind)[:40]] = self.unknown.get(str(kind)[:40], 0) + 1
+            elif kind not in _KNOWN and len(self.unknown) < 50:
+                self.unknown.add(str(kind)[:40])
             return
         if "type" not in obj and obj.get("id") and obj.get("timestamp"):  # era 1/2 header
             self._meta(obj)
@@ -303,9 +304,9 @@ class _Reader:
     # -- the delta -----------------------------------------------------------------------------
 
     def finish(self) -> list[SessionDelta]:
-        if self.unknown:
-            self.problems.append("unknown record types: " + ", ".join(
-                f"{k} ({n})" for k, n in sorted(self.unknown.items())))
+        if self.unknown:  # noted in the file's state for `status`, as Claude Code's are
+            self.state["unk"] = sorted((set(self.state.get("unk", ())) - KNOWN_TYPES)
+                                       | self.unknown)[:50]
         d = self.delta
         if d is None:
             return []

@@ -49,6 +49,11 @@ class Source:
     def in_scope(self, delta, ws: str) -> bool:
         return True
 
+    def knows(self, kind: str) -> bool:
+        """Whether this version knows record type `kind`: one an older version noted as unknown
+        in a file's state (see status) is no longer counted."""
+        return False
+
     def whole(self, path: str) -> bool:
         """This file is read whole every time (never resumed from an offset)."""
         return self.mode == "snapshot"
@@ -142,6 +147,10 @@ class ClaudeCode(Source):
         return ([delta] if delta is not None and not delta.is_empty() else []), end, state, \
             problems
 
+    def knows(self, kind: str) -> bool:
+        from .claude_code import KNOWN_TYPES
+        return kind in KNOWN_TYPES
+
     def in_scope(self, delta, ws: str) -> bool:
         """Claude Code's folder names collide (my_project, my-project): the records' cwd is the
         truth, so another folder's session is never indexed here. A cwd that encodes
@@ -164,6 +173,10 @@ class Codex(Source):
 
     def locations(self, ws: str) -> list[str]:
         return [os.path.join(self.home(), d) for d in ("sessions", "archived_sessions")]
+
+    def knows(self, kind: str) -> bool:
+        from .codex import KNOWN_TYPES
+        return kind in KNOWN_TYPES
 
     def discover(self, ws: str, folders: list | None = None) -> list[tuple[str, object]]:
         def rollout(n: str) -> bool:
