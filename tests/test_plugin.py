@@ -397,7 +397,9 @@ def _recall_env(e: Env, **extra) -> dict:
 
 
 def _check_query_line(out: str, query: str) -> None:
-    collapsed = " ".join(query.split())
+    from prima_memory.commands import QUERY_SHOWN
+    from prima_memory.extracts import one_line
+    collapsed = one_line(query, QUERY_SHOWN)  # a long query is shown cut
     first = out.split("\n")[0]
     m = RECALL_HEADER.match(first)
     assert m, f"no recall header line: {first[:300]!r}"
