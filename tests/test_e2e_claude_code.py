@@ -233,8 +233,7 @@ def test_recall_with_no_words_shows_the_recent_sessions(cc):
     assert cc.sessions["writer"] in sent and "/prima-memory:recall <words>" in sent
 
 
-def _end_marker() -> str:
-    return re.search(r"<<'([^']+)'", (REPO / "commands" / "recall.md").read_text()).group(1)
+OLD_END_MARKER = "PRIMA_MEMORY_RECALL_QUERY_9F2C4E7A"  # the heredoc /recall's ```! block once had
 
 
 def _hostile(canary: Path) -> dict[str, str]:
@@ -244,24 +243,19 @@ def _hostile(canary: Path) -> dict[str, str]:
         "substitution": f"zanzibarite $(touch {c}/cs) `touch {c}/bt` ${{HOME}}",
         "operators": f"zanzibarite; touch {c}/semi && touch {c}/and | touch {c}/pipe > {c}/redir",
         "newlines": f"zanzibarite\ntouch {c}/nl\n; touch {c}/nl2",
-        "end-marker": f"zanzibarite\n{_end_marker()}\ntouch {c}/marker\ntouch {c}/marker2",
-        "end-marker-bad-syntax": f"zanzibarite\n{_end_marker()}\ntouch {c}/syntax\n) ( fi done",
+        "end-marker": f"zanzibarite\n{OLD_END_MARKER}\ntouch {c}/marker\ntouch {c}/marker2",
+        "end-marker-bad-syntax": f"zanzibarite\n{OLD_END_MARKER}\ntouch {c}/syntax\n) ( fi done",
         "eof": f"zanzibarite\nEOF\ntouch {c}/eof\nEOF",
     }
 
 
-# Claude Code splices the words in raw; a line that may end the heredoc then holds a command of
-# its own, and Claude Code's own permission check must refuse to run the block at all.
-MAY_END_THE_QUERY = {"end-marker", "end-marker-bad-syntax"}
-
-
 @pytest.mark.parametrize("case", list(_hostile(Path("/x"))))
 def test_hostile_recall_words_run_nothing_and_are_searched_literally(cc, case):
+    """The words reach the search as the hook's JSON: every case runs the search, none is
+    refused, nothing runs."""
     words = _hostile(cc.canary)[case]
     out, shown = _recall(cc, words)
     assert not list(cc.canary.iterdir()), f"{case}: the shell ran part of the query"
-    if case in MAY_END_THE_QUERY and shown is None:
-        return  # refused by Claude Code: nothing ran
     assert shown is not None, f"{case}: the search did not run"
     assert shown == " ".join(words.split()), case
 

@@ -225,11 +225,15 @@ def odd_sessions(env):
 
 
 def _way_back_lines(env: Env, words: str, path: str) -> list[str]:
-    """The command lines /recall prints for these words, with this PATH."""
+    """The command lines the /recall hook prints for these words, with this PATH."""
+    data = json.dumps({"session_id": "5e55e55e-0000-4000-8000-000000000005", "cwd": str(env.ws),
+                       "hook_event_name": "UserPromptSubmit",
+                       "prompt": f"/prima-memory:recall {words}"})
     # only near-identical meaning counts: the sessions listed are the ones the word finds
-    e = dict(env.env, PATH=path, PRIMA_SEMANTIC_FLOOR="0.99")
-    p = subprocess.run([sys.executable, "-m", "prima_memory", "recall", words],
-                       capture_output=True, text=True, env=e, cwd=str(env.ws), timeout=120)
+    e = dict(env.env, PATH=path, CLAUDE_PROJECT_DIR=str(env.ws), PRIMA_SEMANTIC_FLOOR="0.99")
+    p = subprocess.run([sys.executable, "-m", "prima_memory", "hook", "user-prompt-submit"],
+                       input=data, capture_output=True, text=True, env=e, cwd=str(env.ws),
+                       timeout=120)
     assert p.returncode == 0 and p.stderr == "", p.stderr
     return [ln.strip() for ln in p.stdout.splitlines()
             if ln.startswith("   ") and (" show " in ln or ln.strip().startswith("cd "))]
