@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -236,7 +237,7 @@ def _way_back_lines(env: Env, words: str, path: str) -> list[str]:
                        timeout=120)
     assert p.returncode == 0 and p.stderr == "", p.stderr
     return [ln.strip() for ln in p.stdout.splitlines()
-            if ln.startswith("   ") and (" show " in ln or ln.strip().startswith("cd "))]
+            if re.fullmatch(r"   (\S+ show \S+ --workspace .+|cd .+ && \S+ \S+ \S+)", ln)]
 
 
 @pytest.mark.parametrize("named", [True, False], ids=["name-on-path", "absolute-path"])
