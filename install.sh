@@ -73,6 +73,36 @@ conf="${XDG_CONFIG_HOME:-$HOME/.config}/prima-memory"
 mkdir -p "$conf" && printf '%s\n' "$vpy" > "$conf/python"
 say "ok: $("$venv/bin/prima-memory" --version)"
 
+# `prima-memory` on PATH, as the briefing's and /recall's hints print it: a link in ~/.local/bin
+# (PRIMA_BIN_DIR to choose another folder) to this install's command. Only a link install.sh
+# made (one to some checkout's .venv/bin/prima-memory) is ever replaced; any other file there is
+# the user's, and stays. (The hints print the absolute path whenever the name is not this install.)
+bin_dir="${PRIMA_BIN_DIR:-$HOME/.local/bin}"
+link="$bin_dir/prima-memory"
+cli="$venv/bin/prima-memory"
+if [ -L "$link" ] && [ "$(readlink "$link")" = "$cli" ]; then
+  :  # already this install's
+elif { [ -L "$link" ] && [[ "$(readlink "$link")" == */.venv/bin/prima-memory ]]; } \
+     || { [ ! -e "$link" ] && [ ! -L "$link" ]; }; then
+  mkdir -p "$bin_dir" && ln -sfn "$cli" "$link" || say "warning: could not make $link"
+else
+  say "warning: $link exists and install.sh did not make it: left as it is (this install's command is $cli)"
+fi
+found="$(command -v prima-memory || true)"
+if [ -n "$found" ] && [ "$found" -ef "$cli" ]; then
+  say "the prima-memory command is on your PATH: $found"
+elif [ -n "$found" ]; then
+  say "warning: another prima-memory comes first on your PATH ($found); this install's is $cli"
+elif [ "$link" -ef "$cli" ]; then
+  say "$bin_dir is not on your PATH: to run prima-memory by its name, add this line to your shell's"
+  say "startup file (~/.bashrc, ~/.zshrc or ~/.profile) and open a new shell:"
+  if [ "$bin_dir" = "$HOME/.local/bin" ]; then
+    say '  export PATH="$HOME/.local/bin:$PATH"'
+  else
+    say "  export PATH=$(printf '%q' "$bin_dir"):\"\$PATH\""
+  fi
+fi
+
 # The Claude Code plugin: this repository is a one-plugin marketplace. Claude Code copies a local
 # marketplace folder whole (.venv and all, 1.5 GB), so it is given a folder of just the plugin's
 # files. For a local marketplace Claude Code runs hooks and commands from that folder itself, in

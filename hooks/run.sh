@@ -1,9 +1,21 @@
 #!/usr/bin/env bash
-# Launcher for prima-memory's hooks and slash commands. Claude Code copies the plugin to a cache
-# folder that changes with every update, so the Python environment is found by a stable record,
-# not relative to this file: PRIMA_PYTHON, then the one install.sh recorded, then a .venv beside
-# this checkout, then python3 / python / py -3. With none, it exits 0 at once: a hook must never
-# break a session.
+# Launcher for prima-memory's hooks, MCP server and slash commands. Claude Code copies the plugin
+# to a cache folder that changes with every update, so the Python environment is found by a
+# stable record, not relative to this file: PRIMA_PYTHON, then the one install.sh recorded, then
+# a .venv beside this checkout, then python3 / python / py -3. With none, it exits 0 at once: a
+# hook must never break a session.
+
+# UserPromptSubmit comes with every prompt the user types; only /prima-memory:recall needs Python.
+# So the hook's JSON is read here, and Python starts (and decides exactly) only when its "prompt"
+# may start with the command; any other prompt costs this shell alone. (A NUL byte, which Claude
+# Code's JSON never holds, is dropped.)
+if [ "${1:-}" = hook ] && [ "${2:-}" = user-prompt-submit ]; then
+  { input="$(cat)"; } 2>/dev/null
+  recall='"prompt"[[:space:]]*:[[:space:]]*"(\\)?/prima-memory:recall'
+  [[ $input =~ $recall ]] || exit 0
+  exec <<<"$input"  # Python reads the JSON from here
+fi
+
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." 2>/dev/null && pwd)"
 recorded="${XDG_CONFIG_HOME:-$HOME/.config}/prima-memory/python"
 

@@ -67,10 +67,11 @@ def refresh(mem: Memory, warnings: list[str], *, progress=None) -> None:
         warnings.append(f"{e}: answering from the index as it stands")
 
 
-def meaning(mem: Memory, mode: str, warnings: list[str]):
+def meaning(mem: Memory, mode: str, warnings: list[str], budget: float | None = None):
     """The embedder for a semantic or combined search, with the seed's lazy update done first
-    (new or changed exchanges, newest first, for up to the budget), or (None, why) when the
-    model cannot load. Skipped while a rebuild runs: it owns the index."""
+    (new or changed exchanges, newest first, for up to the budget: PRIMA_EMBED_BUDGET, or
+    `budget` when that is shorter), or (None, why) when the model cannot load. Skipped while a
+    rebuild runs: it owns the index."""
     if mode == "keyword":
         return None, None
     from . import background
@@ -90,7 +91,7 @@ def meaning(mem: Memory, mode: str, warnings: list[str]):
             warnings.append(f"the index is read-only: {left} exchanges cannot be embedded and "
                             "are found by keyword only")
         return embedder, None
-    budget = Settings().budget
+    budget = min(Settings().budget, budget if budget is not None else float("inf"))
     try:
         # a background embedder already works newest first: wait for it only a moment
         got = mem.embed(budget, wait=min(budget, EMBEDDER_WAIT))
@@ -112,17 +113,21 @@ def meaning(mem: Memory, mode: str, warnings: list[str]):
 
 # -- sessions as data -----------------------------------------------------------------------------
 
-def way_back(row) -> dict:
-    """How to return to a session: read it here, or resume it in its agent (from this folder)."""
+def way_back(row, ws: str) -> dict:
+    """How to return to a session, as shell commands that run as printed from any folder: print
+    it (`show`), or continue it in its agent from its own folder (`resume`; the workspace when
+    the folder it was recorded in is gone)."""
+    from . import hints
     from .sources.registry import source_named
-    out = {"show": f"prima-memory show {row.session_id}"}
+    out = {"show": hints.show(row.session_id, ws)}
     src = source_named(row.source)
     if src is not None and src.resume:
-        out["resume"] = src.resume.format(id=row.session_id)
+        folder = row.cwd if row.cwd and os.path.isdir(row.cwd) else ws
+        out["resume"] = hints.resume(src.resume, row.session_id, folder)
     return out
 
 
-def session_json(row) -> dict:
+def session_json(row, ws: str) -> dict:
     return {
         "session_id": row.session_id,
         "title": row.title,
@@ -136,7 +141,7 @@ def session_json(row) -> dict:
         "author": row.author,
         "archived": bool(row.archived),
         "message_count": row.message_count,
-        **way_back(row),
+        **way_back(row, ws),
     }
 
 
@@ -164,26 +169,29 @@ def _when(text: str, end_of_day: bool = False) -> float:
 
 def search(mem: Memory, query: str, *, mode: str = "combined", limit: int = 10,
            filters: searchmod.Filters | None = None, deep: bool = False, context: int = 0,
-           progress=None) -> dict:
+           progress=None, fresh: bool = True, embed_budget: float | None = None) -> dict:
     """Sessions matching the query, best first, with the seed's warnings first; `context`: the
-    turn that matched best and that many turns each side of it."""
+    turn that matched best and that many turns each side of it. `fresh=False`: the caller
+    brought the index up to date itself (a hook, within its budget); `embed_budget`: seconds
+    at most of embedding new exchanges first (the rest are left to the background)."""
     query = searchmod.clean_text(query)
     if not query.strip():
         raise UsageError("the query is empty")
     warnings: list[str] = []
-    refresh(mem, warnings, progress=progress)
+    if fresh:
+        refresh(mem, warnings, progress=progress)
     if deep:
         try:
             mem.index_extracts(lock_timeout=LOCK_SECONDS)
         except (IndexBusy, IndexReadOnly) as e:
             warnings.append(f"{e}: extracts searched as last indexed")
-    embedder, why_not = meaning(mem, mode, warnings)
+    embedder, why_not = meaning(mem, mode, warnings, embed_budget)
     hits, search_warnings = searchmod.run(mem.store(), query, mode=mode, limit=limit,
                                           filters=filters, deep=deep,
                                           embedder=embedder, why_not=why_not)
     results = []
     for h in hits:
-        d = session_json(h.row)
+        d = session_json(h.row, mem.ws)
         d.update(title=h.title, score=h.score, files_changed=h.files, snippet=h.snippet,
                  matches=h.matches, message_id=h.message_id)
         if context and h.message_id is not None:
@@ -214,15 +222,17 @@ def _turn(m, *, matched: bool) -> dict:
             "text": cut}
 
 
-def recent(mem: Memory, n: int = 10) -> dict:
-    """The latest n sessions, each with its changed files and first and last request."""
+def recent(mem: Memory, n: int = 10, *, fresh: bool = True) -> dict:
+    """The latest n sessions, each with its changed files and first and last request
+    (`fresh=False`: see search)."""
     warnings: list[str] = []
-    refresh(mem, warnings)
+    if fresh:
+        refresh(mem, warnings)
     store = mem.store()
     sessions = []
     for row in store.recent_sessions(n):
         user = [m for m in store.messages(row.id) if m[1] == "user" and not m[3]]
-        d = session_json(row)
+        d = session_json(row, mem.ws)
         d.update(files_changed=store.changed_paths(row.id),
                  first_user_message=user[0][4] if user else None,
                  last_user_message=user[-1][4] if user else None)
@@ -286,7 +296,7 @@ def show(mem: Memory, session_id: str, range: str | None = None, detail: str = "
     refresh(mem, warnings)
     store = mem.store()
     row = one_session(mem, session_id)
-    d = session_json(row)
+    d = session_json(row, mem.ws)
     d.update(files_changed=[{"path": p, "tool": t, "explanation": e, "at": iso_utc(ts)}
                             for p, t, e, ts in store.file_changes(row.id)],
              decisions=row.decisions.splitlines() if row.decisions else [])
@@ -560,7 +570,7 @@ def similar(mem: Memory, query: str, *, limit: int = 10) -> dict:
     rows = {r.id: r for r in store.sessions_by_id({m.session for m in matches})}
     results = []
     for m in (m for m in matches if m.session in rows):
-        d = session_json(rows[m.session])
+        d = session_json(rows[m.session], mem.ws)
         d.update(_exchange(store, m.exchange), score=round(m.score, 4),
                  similarity=round(m.similarity, 4), recency=round(m.recency, 4), turns=m.turns,
                  linked=_linked(store, model, m.exchange))

@@ -84,7 +84,7 @@ def _parser() -> argparse.ArgumentParser:
     rc.add_argument("--limit", type=_positive, default=8)
 
     h = sub.add_parser("hook", parents=[common], help="run a Claude Code hook (JSON on stdin)")
-    h.add_argument("event", choices=["session-start", "stop", "pre-compact"])
+    h.add_argument("event", choices=["session-start", "stop", "pre-compact", "user-prompt-submit"])
 
     sub.add_parser("status", parents=[common], help="what is indexed, pending, warnings")
     sub.add_parser("mcp", parents=[common],

@@ -36,8 +36,9 @@ def quickstart(mem, *, demo: bool = False) -> dict:
         if not project_dirs(ws):
             from .synthetic import generate_history
             generate_history(config, ws, DEMO_SESSIONS, seed=11)
+        from .hints import cli
         note = (f"No Claude Code history for {mem.ws}: showing a demo history in {ws}. (Run "
-                "`prima-memory --workspace <your project> quickstart`, or install.sh from inside "
+                f"`{cli()} --workspace <your project> quickstart`, or install.sh from inside "
                 "a project, to index your own.)")
         mem = Memory(ws)
     try:

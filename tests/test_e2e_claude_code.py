@@ -16,6 +16,7 @@ import glob
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -29,12 +30,17 @@ import pytest
 from conftest import REPO, Env
 
 import claude_code_harness as h
+import claude_code_tui as tui
 from mock_messages_api import MockApi
 
 VENV_PYTHON = REPO / ".venv" / "bin" / "python"
 PLUGIN = "prima-memory@prima-memory"
 BRIEFING = re.compile(r"<prima-memory>.*?</prima-memory>", re.S)
 RECALL_HEADER = re.compile(r'prima-memory: past sessions matching "(.*)" \(quoted data')
+RECALL_ANSWER = "prima-memory's answer to /prima-memory:recall"  # how the hook's message starts
+# How /recall's words run: under the default permissions users have, and with Bash allowed (as
+# many users allow it, or run in a mode that does), where a shell block would run them
+PERMS = {"default": (), "bash-allowed": ("--allowedTools", "Bash")}
 # How Claude Code names a plugin's MCP server (plugin:<plugin>:<server in .mcp.json>) and the
 # tools it offers the model from it (mcp__plugin_<plugin>_<server>__<tool>)
 MCP_SERVER = "plugin:prima-memory:prima-memory"
@@ -52,6 +58,9 @@ class World:
         self.home = env.home
         self.share = env.home / ".local" / "share" / "prima-memory"
         self.env = h.claude_env(env.env, claude, api.url, env.home)
+        # ~/.local/bin first, as install.sh advises: where it links the prima-memory command
+        self.local_bin = env.home / ".local" / "bin"
+        self.env["PATH"] = f"{self.local_bin}{os.pathsep}{self.env['PATH']}"
         self.canary = env.root / "canary"
         self.canary.mkdir()
         self.sessions: dict[str, str] = {}  # name -> session id
@@ -207,48 +216,101 @@ def test_the_next_session_starts_with_a_briefing_naming_the_last(cc):
 
 
 # -- /recall ---------------------------------------------------------------------------------
+# The words reach prima-memory as the UserPromptSubmit hook's JSON, and its answer reaches the
+# model as a system message; the command's own text (the user message) holds no results: a shell
+# block's output would land there.
 
-def _recall(cc, args: str) -> tuple[dict, str | None]:
-    """Run /prima-memory:recall; returns (result, the query the search showed or None)."""
-    out = cc.claude(f"/prima-memory:recall {args}")
+def _texts(request, role: str) -> str:
+    return "\n".join(_content_text(m.get("content")) for m in request.messages
+                     if isinstance(m, dict) and m.get("role") == role)
+
+
+def _content_text(content) -> str:
+    if isinstance(content, str):
+        return content
+    return "\n".join(b.get("text", "") for b in content or () if isinstance(b, dict)
+                     and isinstance(b.get("text"), str))
+
+
+def _recall_answer(cc) -> str:
+    """The hook's answer as the first request gave it to the model ("" if it is not there)."""
+    first = cc.api.requests[0]
+    system = _texts(first, "system")
+    i = system.find(RECALL_ANSWER)
+    if i < 0:
+        return ""
+    block = system[system.rfind("<prima-memory>", 0, i):]
+    return block[:block.find("</prima-memory>") + len("</prima-memory>")]
+
+
+def _recall(cc, args: str, *extra) -> tuple[dict, str | None]:
+    """Run /prima-memory:recall; returns (result, the query the search showed or None). The
+    search's answer must be the hook's, in a system message, never in the user's message."""
+    out = cc.claude(f"/prima-memory:recall {args}", *extra)
     cc.recall_sessions.append(out.get("session_id"))
-    shown = RECALL_HEADER.search(cc.sent())
+    assert cc.api.requests, "no request reached the model"
+    user = _texts(cc.api.requests[0], "user")
+    assert "<command-name>/prima-memory:recall</command-name>" in user, user[-2000:]
+    assert "past sessions matching" not in user and "prima-memory show" not in user, \
+        "search output in the user's message: a shell block ran"
+    shown = RECALL_HEADER.search(_recall_answer(cc))
     return out, shown.group(1) if shown else None
+
+
+def _shown(words: str) -> str:
+    """The words as the answer shows them back: white space collapsed, cut at QUERY_SHOWN."""
+    from prima_memory.commands import QUERY_SHOWN
+    from prima_memory.extracts import one_line
+    return one_line(words, QUERY_SHOWN)
+
+
+def _way_back(answer: str, session_id: str) -> tuple[str, str]:
+    """The show and resume lines printed under a hit, each whole on its own line."""
+    lines = [ln.strip() for ln in answer.splitlines()]
+    show = [ln for ln in lines if re.fullmatch(rf"\S*prima-memory show {session_id} --workspace .+", ln)]
+    resume = [ln for ln in lines if ln.startswith("cd ") and ln.endswith(f"&& claude --resume {session_id}")]
+    assert len(show) == 1 and len(resume) == 1, answer
+    return show[0], resume[0]
 
 
 def test_recall_runs_under_default_permissions_and_its_output_reaches_the_model(cc):
     out, shown = _recall(cc, "zanzibarite")
-    assert cc.api.requests, "no request reached the model: the command's ``` block was refused"
     assert shown == "zanzibarite"
-    sent = cc.sent()
+    answer = _recall_answer(cc)
+    assert answer.startswith(f"<prima-memory>\n{RECALL_ANSWER}")
     sid = cc.sessions["writer"]
-    assert f"prima-memory show {sid}" in sent and f"claude --resume {sid}" in sent
+    show, resume = _way_back(answer, sid)
+    # the command by its name (~/.local/bin is on this PATH), the way back as its own line
+    assert shlex.split(show) == ["prima-memory", "show", sid, "--workspace", str(cc.ws)]
+    assert shlex.split(resume) == ["cd", str(cc.ws), "&&", "claude", "--resume", sid]
+    assert not [ln for ln in answer.splitlines() if " | claude" in ln]
     # each matching line once
-    block = sent[sent.index("prima-memory: past sessions"):]
-    hit = block[:block.index("claude --resume")]
+    hit = answer[answer.index("1. "):answer.index(show)]
     lines = [ln.strip() for ln in hit.splitlines() if ln.strip().startswith(">")]
     assert lines and len(lines) == len(set(lines)), hit
+    # the command's text tells the model where the results are
+    assert RECALL_ANSWER in _texts(cc.api.requests[0], "user")
 
 
 def test_recall_finds_a_session_by_meaning(cc):
     # no word in common with "Please write the zanzibarite notes for the parser"
     out, shown = _recall(cc, "memo on the grammar reader")
-    sent = cc.sent()
+    answer = _recall_answer(cc)
     assert shown == "memo on the grammar reader"
-    assert "semantic search is unavailable" not in sent, "the model did not load in the hook's Python"
-    assert f"prima-memory show {cc.sessions['writer']}" in sent, sent[-3000:]
+    assert "semantic search is unavailable" not in answer, "the model did not load in the hook's Python"
+    assert f"prima-memory show {cc.sessions['writer']}" in answer, answer[-3000:]
 
 
 def test_recall_with_no_words_shows_the_recent_sessions(cc):
     cc.claude("/prima-memory:recall")
     cc.recall_sessions.append(None)
-    sent = cc.sent()
-    assert "the latest sessions in this workspace" in sent
-    assert cc.sessions["writer"] in sent and "/prima-memory:recall <words>" in sent
+    answer = _recall_answer(cc)
+    assert "the latest sessions in this workspace" in answer
+    assert cc.sessions["writer"] in answer and "/prima-memory:recall <words>" in answer
+    _way_back(answer, cc.sessions["writer"])
 
 
-def _end_marker() -> str:
-    return re.search(r"<<'([^']+)'", (REPO / "commands" / "recall.md").read_text()).group(1)
+OLD_END_MARKER = "PRIMA_MEMORY_RECALL_QUERY_9F2C4E7A"  # the heredoc /recall's ```! block once had
 
 
 def _hostile(canary: Path) -> dict[str, str]:
@@ -258,26 +320,68 @@ def _hostile(canary: Path) -> dict[str, str]:
         "substitution": f"zanzibarite $(touch {c}/cs) `touch {c}/bt` ${{HOME}}",
         "operators": f"zanzibarite; touch {c}/semi && touch {c}/and | touch {c}/pipe > {c}/redir",
         "newlines": f"zanzibarite\ntouch {c}/nl\n; touch {c}/nl2",
-        "end-marker": f"zanzibarite\n{_end_marker()}\ntouch {c}/marker\ntouch {c}/marker2",
-        "end-marker-bad-syntax": f"zanzibarite\n{_end_marker()}\ntouch {c}/syntax\n) ( fi done",
+        "end-marker": f"zanzibarite\n{OLD_END_MARKER}\ntouch {c}/marker\ntouch {c}/marker2",
+        "end-marker-bad-syntax": f"zanzibarite\n{OLD_END_MARKER}\ntouch {c}/syntax\n) ( fi done",
         "eof": f"zanzibarite\nEOF\ntouch {c}/eof\nEOF",
+        "unicode": "zanzibarite 日本語 café — «naïve» 😀 Ωμέγα",
     }
 
 
-# Claude Code splices the words in raw; a line that may end the heredoc then holds a command of
-# its own, and Claude Code's own permission check must refuse to run the block at all.
-MAY_END_THE_QUERY = {"end-marker", "end-marker-bad-syntax"}
-
-
+@pytest.mark.parametrize("perm", list(PERMS))
 @pytest.mark.parametrize("case", list(_hostile(Path("/x"))))
-def test_hostile_recall_words_run_nothing_and_are_searched_literally(cc, case):
+def test_hostile_recall_words_run_nothing_and_are_searched_literally(cc, case, perm):
+    """The words reach the search as the hook's JSON: every case runs the search, none is
+    refused, nothing runs, with Bash allowed as under the default permissions."""
     words = _hostile(cc.canary)[case]
-    out, shown = _recall(cc, words)
+    out, shown = _recall(cc, words, *PERMS[perm])
     assert not list(cc.canary.iterdir()), f"{case}: the shell ran part of the query"
-    if case in MAY_END_THE_QUERY and shown is None:
-        return  # refused by Claude Code: nothing ran
+    assert not out.get("permission_denials"), out  # nothing asked to run
     assert shown is not None, f"{case}: the search did not run"
-    assert shown == " ".join(words.split()), case
+    assert shown == _shown(words) == " ".join(words.split()), case
+    assert cc.sessions["writer"] in _recall_answer(cc)
+
+
+def _tui_words(canary: Path) -> str:
+    """Pasted after the command: every hostile case at once, on several lines."""
+    c = str(canary)
+    return (f"zanzibarite \"dq\" 'sq' `touch {c}/tui-bt` $(touch {c}/tui-cs) ; touch {c}/tui-semi "
+            f"&& touch {c}/tui-and | cat > {c}/tui-redir\n{OLD_END_MARKER}\ntouch {c}/tui-marker\n"
+            f"EOF\ntouch {c}/tui-eof\n日本語 «naïve» 😀\n{OLD_END_MARKER}")
+
+
+@pytest.mark.parametrize("perm", list(PERMS))
+def test_hostile_recall_words_pasted_in_the_interactive_tui_run_nothing(cc, perm):
+    """As a user does it: `claude` in a terminal, the command typed, the words pasted (a
+    multi-line paste arrives as a bracketed paste), Enter; then /exit."""
+    tui.prepare_home(cc.home / ".claude", cc.ws, cc.env["ANTHROPIC_API_KEY"], h.VERSION)
+    words = _tui_words(cc.canary)
+    cc.api.clear()
+    with tui.Tui([str(cc.claude_bin), *PERMS[perm]], env=cc.env, cwd=cc.ws) as t:
+        assert t.wait_for("❯", 60), t.screen[-2000:]  # the prompt box
+        t.settle()
+        t.type("/prima-memory:recall ")
+        t.settle(0.5)  # (a paste on the heels of the space can overtake it: "Unknown command")
+        t.paste(words)
+        t.settle(0.5)
+        mark = len(t.screen)
+        t.enter()
+        assert t.wait_for("Done.", 120, since=mark), t.screen[-3000:]  # the mock's reply
+        t.settle()
+        code = t.exit()
+        said = t.screen
+    assert code == 0, said[-2000:]
+    resumed = re.search(r"claude--resume([0-9a-f-]{36})", said)  # "Resume this session with: ..."
+    cc.recall_sessions.append(resumed.group(1) if resumed else None)
+    assert not list(cc.canary.iterdir()), "the shell ran part of the pasted words"
+    assert len(cc.api.requests) >= 1
+    user = _texts(cc.api.requests[0], "user")
+    assert "<command-name>/prima-memory:recall</command-name>" in user, user[-2000:]
+    assert "past sessions matching" not in user
+    shown = RECALL_HEADER.search(_recall_answer(cc))
+    assert shown and shown.group(1) == _shown(words), _recall_answer(cc)[:1000]
+    # and the words arrived whole: what Claude Code gave the hook is what the user pasted
+    assert f"<command-args>{words}</command-args>" in user
+    assert cc.sessions["writer"] in _recall_answer(cc)
 
 
 # -- compaction --------------------------------------------------------------------------------
@@ -625,3 +729,70 @@ def test_a_forked_session_is_its_own_session(cc):
     assert found[0] == writer and fork in found, found
     print(f"\nfork: {len(copied)} lines copied from the original; keyword search for its words "
           f"finds {len(found)} sessions (original first)", file=sys.stderr)
+
+
+# -- the commands the hints print ------------------------------------------------------------------
+# Last: running them continues sessions and adds one, which the checks above must not see.
+
+def test_install_sh_linked_the_command_the_hints_name(cc):
+    link = cc.local_bin / "prima-memory"
+    assert link.is_symlink() and link.resolve() == (REPO / ".venv" / "bin" / "prima-memory").resolve()
+
+
+def test_claude_runs_the_show_line_recall_printed(cc):
+    """The model runs the `show` line of /recall's answer, exactly as printed, with its Bash
+    tool (allowed): the tool's result is the session."""
+    out, _shown = _recall(cc, "zanzibarite")
+    writer = cc.sessions["writer"]
+    show, _resume = _way_back(_recall_answer(cc), writer)
+    cc.api.rule("run the line that prints the parser session",
+                {"tool": "Bash", "input": {"command": show, "description": "Print the session"}})
+    out = cc.claude("Please run the line that prints the parser session", "--allowedTools", "Bash")
+    results = [t for r in cc.api.requests for t in r.tool_results()]
+    assert len(results) == 1 and not results[0]["is_error"], results
+    assert "command not found" not in results[0]["text"]
+    assert "Write the zanzibarite notes for the parser" in results[0]["text"], results
+    assert f"session {writer}" in results[0]["text"]
+
+
+def test_every_printed_hint_runs_from_a_users_shell(cc):
+    """Each command line /recall prints (for a search and for the latest sessions) run in
+    `bash -c` from the home folder with a user's PATH after install.sh (~/.local/bin first, then
+    /usr/bin:/bin; and Claude Code's folder for `claude`): exit 0, and each does what it says.
+    The briefing's search too, from the workspace: only Claude reads it, whose Bash tool starts
+    there."""
+    _recall(cc, "zanzibarite")
+    found = _recall_answer(cc)
+    _recall(cc, "")
+    latest = _recall_answer(cc)
+    briefing = _briefing(cc.api.requests[0].text)
+    lines = [ln.strip() for ln in (found + "\n" + latest).splitlines()]
+    shows = sorted({ln for ln in lines if re.fullmatch(r"\S*prima-memory show \S+ --workspace .+", ln)})
+    resumes = sorted({ln for ln in lines if re.fullmatch(r"cd .+ && claude --resume \S+", ln)})
+    assert shows and len(shows) == len(resumes), lines
+    search = re.search(r"in a shell: (prima-memory search \"<words>\")", briefing)
+    assert search, briefing
+    user = dict(cc.env, PATH=f"{cc.local_bin}:/usr/bin:/bin")
+
+    def sh(line: str, env: dict = user, cwd: Path = cc.home, **kw):
+        p = subprocess.run(["bash", "-c", line], capture_output=True, text=True, env=env,
+                           cwd=str(cwd), timeout=180, **kw)
+        assert p.returncode == 0, (line, p.stdout[-1000:], p.stderr[-1000:])
+        return p.stdout
+
+    assert cc.sessions["writer"] in sh(search.group(1).replace("<words>", "zanzibarite"),
+                                       cwd=cc.ws)
+    for line in shows:
+        sid = shlex.split(line)[2]
+        assert f"session {sid}" in sh(line).splitlines()[1], line
+        assert f"session {sid}" in sh(line + " --range -20:")  # as the closing hint offers
+    with_claude = dict(user, PATH=f"{user['PATH']}:{cc.claude_bin.parent}")
+    for line in resumes:
+        sid = shlex.split(line)[-1]
+        cc.api.clear()
+        sh(line, with_claude, input="Still there after the way back?")  # no terminal: one turn
+        sent = cc.sent()
+        assert "Still there after the way back?" in sent, line
+        assert len(cc.api.requests[0].messages) > 2, "the session was not resumed"
+        if sid == cc.sessions["writer"]:
+            assert "Please write the zanzibarite notes for the parser" in sent

@@ -264,10 +264,10 @@ def briefing_workspace(env: Env) -> dict:
 def test_hooks_json_quotes_the_plugin_root_and_fits_its_timeouts():
     from prima_memory.hooks import LIMITS
     hooks = HOOKS_JSON["hooks"]
-    assert set(hooks) == {"SessionStart", "Stop", "PreCompact"}
+    assert set(hooks) == {"SessionStart", "Stop", "PreCompact", "UserPromptSubmit"}
     matchers = set(hooks["SessionStart"][0]["matcher"].split("|"))
     assert {"startup", "resume", "clear", "compact"} <= matchers
-    for event, name in EVENT_NAMES.items():
+    for event, name in {**EVENT_NAMES, "user-prompt-submit": "UserPromptSubmit"}.items():
         entry = hooks[name][0]["hooks"][0]
         # quoted, so a plugin folder with a space in its path works
         assert f'bash "${{CLAUDE_PLUGIN_ROOT}}/hooks/run.sh" hook {event}' == entry["command"]

@@ -134,13 +134,22 @@ def test_sql_wildcards_in_paths_and_titles_are_literal(env):
 
 
 def test_each_hit_says_how_to_go_back_to_it(env):
+    """Shell commands that run as printed from any folder (tests/test_recall_hook.py runs them):
+    this install's command (not on the tests' PATH: by its path), the workspace named, and the
+    session resumed from its own folder; in /recall's text each is a line of its own."""
+    import shlex
+    import sys
+    from pathlib import Path
     a, _b, _c = _setup(env)
-    r = env.search("bedroom")[0]
-    assert r["show"] == f"prima-memory show {a.session_id}"
-    assert r["resume"] == f"claude --resume {a.session_id}"
-    p = env.run("recall", "bedroom")
-    assert f"prima-memory show {a.session_id} | claude --resume {a.session_id}" in p.stdout
-    assert "run in this folder" in p.stdout
+    path = {"PATH": "/usr/bin:/bin"}  # no prima-memory on it, whatever the tests run under
+    r = env.json("search", "bedroom", "--mode", "keyword", env=path)["results"][0]
+    cli = Path(sys.executable).parent / "prima-memory"
+    assert shlex.split(r["show"]) == [str(cli), "show", a.session_id, "--workspace", str(env.ws)]
+    assert shlex.split(r["resume"]) == ["cd", str(env.ws), "&&", "claude", "--resume",
+                                        a.session_id]
+    lines = env.run("recall", "bedroom", env=path).stdout.splitlines()
+    assert f"   {r['show']}" in lines and f"   {r['resume']}" in lines
+    assert not [ln for ln in lines if " | " in ln]
 
 
 def test_a_line_repeated_in_a_session_is_shown_once(env):

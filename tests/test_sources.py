@@ -69,7 +69,8 @@ def test_codex_sessions_are_scoped_to_the_workspace(env):
     assert {r["label"] for r in found.values()} == {"[Codex]"}
     assert found["cx-here"]["source"] == "codex" and found["cx-here"]["project"] == str(env.ws)
     assert found["cx-here"]["title"] == "Tune the quokkaqueue workers"
-    assert found["cx-here"]["resume"] == "codex resume cx-here"
+    # resumed from the folder it ran in (where it is a folder: see tests/test_hints.py)
+    assert found["cx-here"]["resume"] == f"cd '{env.ws}' && codex resume cx-here"
 
 
 def test_a_resumed_codex_rollout_is_read_on(env):
