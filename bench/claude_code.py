@@ -1,6 +1,6 @@
 """What the plugin costs a `claude -p` session, measured inside the real Claude Code:
 
-    .venv/bin/python bench/claude_code.py [--size P] [--runs 9] [--versions 2.1.197,2.1.332]
+    .venv/bin/python bench/claude_code.py [--size P] [--runs 15] [--versions 2.1.197,2.1.332]
 
 Each Claude Code version from npm (the end-to-end test's pinned one and the newest) runs
 `claude -p` offline against the local mock of the Messages API (tests/mock_messages_api.py) in
@@ -13,7 +13,8 @@ each round, interleaved so the machine's noise hits all alike:
 For each: the whole run's wall time, and the CPU of `claude` and every process it waited for
 (hooks, MCP servers: RUSAGE_CHILDREN), with PRIMA_BACKGROUND=0 so no detached embedder is
 left running (it is work for the new exchanges, done once, not a start-up cost). Every run keeps
-its transcript, as a user's would: each SessionStart indexes what the runs before it added.
+its transcript until it ends, as a user's would, so its Stop indexes it; then it is deleted, so
+the history stays at its size (the index made anew before each version, in full).
 Also, from Claude Code's debug log: when the MCP server connected, the SessionStart hook's time,
 and whether the first request named the seven tools. Prints JSON.
 """
@@ -27,6 +28,7 @@ import resource
 import shutil
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -55,7 +57,17 @@ def children_cpu() -> float:
     return r.ru_utime + r.ru_stime
 
 
-def bench_version(version: str, config: Path, ws: Path, root: Path, runs: int) -> dict:
+def fresh_index(config: Path, ws: Path) -> None:
+    """The workspace's index made anew from its history, whole: no SessionStart of a measured run
+    indexes more than the runs before it added."""
+    shutil.rmtree(ws / ".prima-memory", ignore_errors=True)
+    env = dict(os.environ, CLAUDE_CONFIG_DIR=str(config), PRIMA_BACKGROUND="0")
+    h.run([sys.executable, "-m", "prima_memory", "--workspace", str(ws), "index"], env=env,
+          timeout=900)
+
+
+def bench_version(version: str, config: Path, ws: Path, pdir: Path, root: Path,
+                  runs: int) -> dict:
     claude = h.install_claude(root / f"npm-{version}", version)
     home = root / "home"  # one for both versions: the marketplace is registered at one path
     bare = root / "bare"
@@ -77,6 +89,8 @@ def bench_version(version: str, config: Path, ws: Path, root: Path, runs: int) -
         plain = json.loads(settings.read_text())
         mcp_json = home / ".local" / "share" / "prima-memory" / "plugin" / ".mcp.json"
         aside = mcp_json.with_name(".mcp.json.aside")
+
+        history = set(os.listdir(pdir))
 
         def run(cfg: str, i: int) -> dict:
             log = debug / f"{cfg}-{i}.txt"
@@ -103,6 +117,10 @@ def bench_version(version: str, config: Path, ws: Path, root: Path, runs: int) -
             finally:
                 if aside.exists():
                     aside.rename(mcp_json)
+                # the history stays the size it was: this run's transcript goes (the index
+                # keeps its session, archived, as it does for a transcript Claude Code deletes)
+                for name in set(os.listdir(pdir)) - history:
+                    shutil.rmtree(pdir / name) if (pdir / name).is_dir() else (pdir / name).unlink()
             wall = (time.perf_counter() - t) * 1000
             if q.returncode != 0:
                 raise SystemExit(f"claude -p ({cfg}): {q.stdout}{q.stderr}")
@@ -114,7 +132,7 @@ def bench_version(version: str, config: Path, ws: Path, root: Path, runs: int) -
                     "connect": connect[0] if connect else None,
                     "tools": len({n for n in names if n.startswith(MCP_TOOL)})}
 
-        run("enabled", -1)  # the first run indexes whatever the history gained since last time
+        run("enabled", -1)  # a first run: Claude Code's own first-run work is not measured
         res: dict[str, list[dict]] = {c: [] for c in CONFIGS}
         for i in range(runs):
             for cfg in CONFIGS:
@@ -128,9 +146,13 @@ def bench_version(version: str, config: Path, ws: Path, root: Path, runs: int) -
     out["enabled"]["session_start_hook_ms"] = summary([r["hook"] for r in en if r["hook"]])
     out["enabled"]["mcp_connected_ms"] = summary([r["connect"] for r in en if r["connect"]])
     out["enabled"]["first_request_named_7_tools"] = f"{sum(r['tools'] == 7 for r in en)}/{runs}"
+    # what the plugin adds: the median of each round's difference (the rounds are interleaved,
+    # so a noisy moment hits both sides of a difference), and the difference of the medians
     for cfg in ("enabled", "hooks_only"):
-        out[f"{cfg}_adds"] = {
-            k: out[cfg][f"{k}_ms"]["p50"] - out["disabled"][f"{k}_ms"]["p50"]
+        out[f"{cfg}_adds"] = {k: {
+            "paired_p50": round(statistics.median(
+                a[k] - b[k] for a, b in zip(res[cfg], res["disabled"]))),
+            "p50_difference": out[cfg][f"{k}_ms"]["p50"] - out["disabled"][f"{k}_ms"]["p50"]}
             for k in ("wall", "cpu")}
     return out
 
@@ -138,20 +160,24 @@ def bench_version(version: str, config: Path, ws: Path, root: Path, runs: int) -
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--size", default="P")
-    ap.add_argument("--out", default=str(REPO / "bench" / "out"))
-    ap.add_argument("--runs", type=int, default=9)
+    # not under bench/out: Claude Code started in a folder of this checkout reads the repository's
+    # own .mcp.json as a project server (one more failing server in every run)
+    ap.add_argument("--out", default=os.path.join(tempfile.gettempdir(), "prima-memory-bench"))
+    ap.add_argument("--runs", type=int, default=15)
     ap.add_argument("--versions", default=f"{h.VERSION},2.1.332")
     args = ap.parse_args()
-    _out, config, ws, _pdir = prepare(args.size, args.out)
+    _out, config, ws, pdir = prepare(args.size, args.out)
     root = Path(args.out) / "claude-code"
     report = {
         "machine": {"cpu": _cpu_name(), "cores": os.cpu_count(),
                     "python": platform.python_version()},
         "command": "bench/claude_code.py " + " ".join(sys.argv[1:]),
         "history": args.size,
-        "versions": [bench_version(v, config, ws, root, args.runs)
-                     for v in args.versions.split(",")],
+        "versions": [],
     }
+    for v in args.versions.split(","):
+        fresh_index(config, ws)
+        report["versions"].append(bench_version(v, config, ws, pdir, root, args.runs))
     print(json.dumps(report, indent=2))
 
 

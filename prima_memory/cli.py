@@ -1,7 +1,6 @@
 """`prima-memory` command line: thin wrappers over memory, search and the store (DESIGN §7)."""
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 
@@ -11,12 +10,15 @@ from .errors import PrimaError, UsageError
 EXIT_ERROR, EXIT_USAGE = 1, 2
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):  # one line, exit 2, no usage dump
-        raise UsageError(message)
+def _parser():
+    # argparse is imported here, not above: the hooks and the MCP server never parse arguments
+    # with it, and Claude Code waits for both
+    import argparse
 
+    class _Parser(argparse.ArgumentParser):
+        def error(self, message):  # one line, exit 2, no usage dump
+            raise UsageError(message)
 
-def _parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--json", action="store_true", help="print one JSON document")
     common.add_argument("--workspace", metavar="DIR", default=argparse.SUPPRESS,
@@ -102,12 +104,13 @@ MAX_CONTEXT = 20
 def _whole(lo: int, hi: int):
     """An argparse type: a whole number from lo to hi."""
     def parse(text: str) -> int:
+        from argparse import ArgumentTypeError
         try:
             n = int(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+            raise ArgumentTypeError(f"not a whole number: {text!r}") from None
         if not lo <= n <= hi:
-            raise argparse.ArgumentTypeError(f"must be from {lo} to {hi:,}: {text[:30]}")
+            raise ArgumentTypeError(f"must be from {lo} to {hi:,}: {text[:30]}")
         return n
     return parse
 

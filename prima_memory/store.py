@@ -12,7 +12,6 @@ import json
 import os
 import time
 import unicodedata
-import urllib.parse
 from collections import namedtuple
 
 import apsw
@@ -209,7 +208,8 @@ class Store:
             if readonly:
                 # immutable: no -shm to create and no lock to take, in a folder that refuses
                 # both (what the last writer committed and checkpointed is what is read)
-                uri = "file:" + urllib.parse.quote(os.path.abspath(path)) + "?immutable=1"
+                from urllib.parse import quote  # here: 3-4 ms of every hook's start
+                uri = "file:" + quote(os.path.abspath(path)) + "?immutable=1"
                 self.db = apsw.Connection(uri, flags=apsw.SQLITE_OPEN_READONLY
                                           | apsw.SQLITE_OPEN_URI)
             else:

@@ -1152,8 +1152,9 @@ HEAVY = ("torch", "sentence_transformers", "transformers", "numpy", "onnxruntime
          "sklearn", "huggingface_hub", "tokenizers", "safetensors")
 
 
-# standard modules that cost a hook milliseconds to import (typing 1.6 ms, dataclasses more)
-SLOW_STDLIB = {"typing", "dataclasses", "asyncio"}
+# standard modules that cost a hook milliseconds to import (typing 1.6 ms, argparse 4 ms,
+# dataclasses more)
+SLOW_STDLIB = {"typing", "dataclasses", "asyncio", "argparse"}
 
 
 def imported_modules(stderr: str) -> set[str]:
