@@ -16,7 +16,11 @@ if [ "${1:-}" = hook ] && [ "${2:-}" = user-prompt-submit ]; then
   exec <<<"$input"  # Python reads the JSON from here
 fi
 
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." 2>/dev/null && pwd)"
+# (builtins only from here: each program started, dirname or head, costs every hook and the
+# MCP server's start a few milliseconds)
+here="${BASH_SOURCE[0]}"
+[[ $here == */* ]] || here="./$here"
+root="$(cd "${here%/*}/.." 2>/dev/null && pwd)"
 recorded="${XDG_CONFIG_HOME:-$HOME/.config}/prima-memory/python"
 
 run() { exec "$@" "$root/hooks/entry.py" "${args[@]}"; }
@@ -24,7 +28,7 @@ args=("$@")
 
 if [ -n "${PRIMA_PYTHON:-}" ] && command -v "$PRIMA_PYTHON" >/dev/null 2>&1; then run "$PRIMA_PYTHON"; fi
 if [ -r "$recorded" ]; then
-  py="$(head -n 1 "$recorded")"
+  IFS= read -r py < "$recorded"
   [ -n "$py" ] && [ -x "$py" ] && run "$py"
 fi
 [ -x "$root/.venv/bin/python" ] && run "$root/.venv/bin/python"
