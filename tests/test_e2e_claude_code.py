@@ -680,19 +680,43 @@ def test_every_session_on_a_busy_machine_is_offered_the_tools(cc):
     assert offered == [sorted(MCP_TOOLS)] * 10, offered
 
 
-def test_ten_sessions_at_once_leave_no_server_behind(cc):
-    """Ten `claude -p` at once: each server ends with its session (they used to outlive it by
-    seconds, at a second of CPU each)."""
+def _embedders(ws: Path) -> list[int]:
+    """pids of the running background embedders (`embed --worker`) of this workspace."""
+    out = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            with open(f"/proc/{pid}/stat") as f:
+                zombie = f.read().rsplit(")", 1)[1].split()[0] == "Z"
+        except OSError:
+            continue
+        if not zombie and b"embed" in argv and b"--worker" in argv and str(ws).encode() in argv:
+            out.append(int(pid))
+    return out
+
+
+def test_ten_sessions_at_once_leave_no_server_behind_and_one_embedder(cc):
+    """Ten `claude -p` at once, with the background embedder on as users have it: each MCP
+    server ends with its session (they used to outlive it by seconds, at a second of CPU each),
+    the ten Stops start one embedder alive at a time (30 Stops at once had started up to 11),
+    and nothing logs `database is locked`."""
     if not os.path.isdir("/proc/self"):
         pytest.skip("reads /proc")
     results: list = [None] * 10
+    env = dict(cc.env, PRIMA_BACKGROUND="1")
+    log = cc.ws / ".prima-memory" / "prima-memory.log"
+    logged = log.stat().st_size if log.exists() else 0
 
     def one(i: int) -> None:
-        results[i] = h.run([str(cc.claude_bin), "-p", f"Crowd run {i}", "--output-format",
-                            "json"], env=cc.env, cwd=str(cc.ws), timeout=300)
+        results[i] = h.run([str(cc.claude_bin), "-p", f"Crowd run {i}: the pomelo ledger",
+                            "--output-format", "json"], env=env, cwd=str(cc.ws), timeout=300)
     threads = [threading.Thread(target=one, args=(i,)) for i in range(10)]
     for t in threads:
         t.start()
+    alive_at_once = 0
+    while any(t.is_alive() for t in threads):
+        alive_at_once = max(alive_at_once, len(_embedders(cc.ws)))
+        time.sleep(0.003)
     for t in threads:
         t.join()
     assert [r.returncode for r in results] == [0] * 10, [r.stderr[-500:] for r in results]
@@ -703,6 +727,32 @@ def test_ten_sessions_at_once_leave_no_server_behind(cc):
         time.sleep(0.1)
         left = _servers(cc.ws)
     assert not left, f"{len(left)} MCP servers outlived their sessions: {sorted(left)}"
+    for _ in range(1200):  # the embedder ends when nothing is left: later tests run without it
+        running = _embedders(cc.ws)
+        alive_at_once = max(alive_at_once, len(running))
+        if not running:
+            break
+        time.sleep(0.05)
+    print(f"\nembedders alive at once: {alive_at_once}", file=sys.stderr)
+    assert alive_at_once <= 1, f"{alive_at_once} background embedders alive at once"
+    with open(log, "rb") as f:
+        f.seek(logged)
+        new = f.read().decode("utf-8", "replace")
+    assert "database is locked" not in new and "BusyError" not in new, new[-3000:]
+
+
+def test_claude_codes_own_records_yield_no_warning(cc):
+    """Every record type the Claude Code under test writes (2.1.332: api-request, tools-used,
+    cost-state ...) is known: none is a warning, none is counted as unknown."""
+    p = h.run([str(VENV_PYTHON), "-m", "prima_memory", "status", "--json"], env=cc.e.env,
+              cwd=str(cc.ws), timeout=120)
+    assert p.returncode == 0, p.stderr
+    status = json.loads(p.stdout)
+    claude = next(s for s in status["sources"] if s["source"] == "claude-code")
+    assert claude["sessions"] > 10
+    assert claude["unknown_record_types"] == [], claude
+    warnings = status["warnings"] + claude["warnings"]
+    assert not [w for w in warnings if "record type" in w], warnings
 
 
 # -- a forked session -------------------------------------------------------------------------------
