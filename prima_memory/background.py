@@ -321,7 +321,7 @@ def drop_unused_vectors(mem) -> int:
     """Vectors no exchange links to any more, dropped under the embed lock (an embedder between
     finding a text's vectors and linking them must not lose them). 0 when it is busy."""
     def drop() -> int:
-        with mem.store().writing():
+        with mem.store().transaction():
             return mem.store().drop_unlinked_vectors()
     try:
         n = mem.under_lock("embed", 0, drop) or 0

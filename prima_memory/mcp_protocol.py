@@ -260,11 +260,6 @@ class Server:
             text, error = (self.on_fault(e) if self.on_fault else f"{type(e).__name__}: {e}"), True
         return {"content": [{"type": "text", "text": text}], "isError": error}
 
-    @property
-    def busy(self) -> bool:
-        """A call is waiting (idle work gives way between its steps)."""
-        return bool(self._jobs)
-
 
 def _valid_id(rid) -> bool:
     return isinstance(rid, (str, int)) and not isinstance(rid, bool)

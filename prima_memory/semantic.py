@@ -110,7 +110,7 @@ class Embedding:
             vecs = self.embedder.encode([w for _h, w in pieces])
             for (h, _w), v in zip(pieces, vecs):
                 new.setdefault(h, []).append(v.astype("<f4").tobytes())
-        with self.store.writing():
+        with self.store.transaction():
             # the texts again, under the write lock: a reply that grew while the model read it
             # stays pending rather than linked to vectors of its old text
             same = [(i, h) for i, (_t, h) in self._texts(ids).items()
@@ -377,7 +377,7 @@ def link(store: Store, model: str, dim: int = 384, *, budget: float | None = Non
         block = pending[i:i + EDGE_BLOCK]
         rows = np.asarray([k for x in block for k in rows_of.get(x, ())], dtype=np.int64)
         edges = _edges(ids, sessions, mat, rows) if len(rows) else []
-        with store.writing():
+        with store.transaction():
             done += store.set_edges(model, {x: todo[x] for x in block}, edges)
     return done, 0
 

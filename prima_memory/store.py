@@ -311,8 +311,6 @@ class Store:
             raise
         self.db.execute("COMMIT")
 
-    writing = transaction  # where the name says why: what is read must not change before the write
-
     def batch(self, max_bytes: int, max_seconds: float) -> "Batch":
         """One write transaction over many files, committed in steps (see Batch)."""
         return Batch(self, max_bytes, max_seconds)

@@ -621,20 +621,29 @@ def test_session_start_hook_time_is_read_from_claude_codes_debug_log(cc, tmp_pat
 HEAVY = ("apsw", "pydantic_core", "onnxruntime", "numpy", "torch")  # what the memory loads
 
 
-def _servers(ws: Path) -> dict[int, str]:
-    """pid -> /proc/<pid>/maps of the running prima-memory MCP servers of this workspace."""
-    out = {}
+def _running() -> list[tuple[int, list[bytes]]]:
+    """(pid, argv) of every running process (one that ended, not yet reaped, is not)."""
+    out = []
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
             argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-            if b"mcp" not in argv or not any(a.endswith(b"hooks/entry.py") for a in argv):
-                continue
-            if os.readlink(f"/proc/{pid}/cwd") != str(ws):
-                continue
             with open(f"/proc/{pid}/stat") as f:
-                if f.read().rsplit(")", 1)[1].split()[0] == "Z":
-                    continue  # ended, not yet reaped
-            out[int(pid)] = Path(f"/proc/{pid}/maps").read_text()
+                if f.read().rsplit(")", 1)[1].split()[0] != "Z":
+                    out.append((int(pid), argv))
+        except OSError:
+            continue
+    return out
+
+
+def _servers(ws: Path) -> dict[int, str]:
+    """pid -> /proc/<pid>/maps of the running prima-memory MCP servers of this workspace."""
+    out = {}
+    for pid, argv in _running():
+        if b"mcp" not in argv or not any(a.endswith(b"hooks/entry.py") for a in argv):
+            continue
+        try:
+            if os.readlink(f"/proc/{pid}/cwd") == str(ws):
+                out[pid] = Path(f"/proc/{pid}/maps").read_text()
         except OSError:
             continue
     return out
@@ -682,17 +691,8 @@ def test_every_session_on_a_busy_machine_is_offered_the_tools(cc):
 
 def _embedders(ws: Path) -> list[int]:
     """pids of the running background embedders (`embed --worker`) of this workspace."""
-    out = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-            with open(f"/proc/{pid}/stat") as f:
-                zombie = f.read().rsplit(")", 1)[1].split()[0] == "Z"
-        except OSError:
-            continue
-        if not zombie and b"embed" in argv and b"--worker" in argv and str(ws).encode() in argv:
-            out.append(int(pid))
-    return out
+    return [pid for pid, argv in _running()
+            if b"embed" in argv and b"--worker" in argv and str(ws).encode() in argv]
 
 
 def test_ten_sessions_at_once_leave_no_server_behind_and_one_embedder(cc):
