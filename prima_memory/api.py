@@ -390,7 +390,7 @@ def index(mem: Memory, *, rebuild: bool = False, background: bool = False, prune
         if state:
             raise Failure(str(bg.RebuildRunning(state)))
         if mem.store().readonly:
-            raise Failure(str(IndexReadOnly(mem.db_path)))
+            raise Failure(str(IndexReadOnly(mem.db_path, mem.store().readonly_why)))
         pid = bg.spawned_rebuild()
         if pid is not None:  # started a moment ago, its state not recorded yet
             raise Failure(f"a rebuild is already running (pid {pid}, starting)")

@@ -14,28 +14,28 @@ import apsw
 from . import workspace as wsmod
 from .errors import Failure
 from .logs import Log
-from .store import (SCHEMA_VERSION, CorruptIndex, ForeignIndex, SchemaMismatch, Store,
-                    StoreError, is_corruption, move_aside)
+from .store import (SCHEMA_VERSION, CorruptIndex, DiskFull, ForeignIndex, SchemaMismatch, Store,
+                    StoreError, is_corruption, is_disk_full, move_aside)
 
 
 class IndexBusy(Failure):
     """Another process holds the writer lock."""
 
 
-class DiskFull(Failure):
-    """SQLite could not write for want of space: nothing of that write was kept."""
-
-
 def _writes(what: str):
-    """A write that fails on a full disk says so in one line (DiskFull), so that callers that
-    can answer from the index as it stands (searches, the briefing) do, and others report it."""
+    """A Memory method whose writes, failing on a full disk, say so in one line (DiskFull), so
+    that callers that can answer from the index as it stands (searches, the briefing) do, and
+    others report it. SQLite says SQLITE_FULL, or an I/O error whose cause is ENOSPC (growing
+    the -shm or the log)."""
     def deco(fn):
         @functools.wraps(fn)
-        def run(*args, **kw):
+        def run(self, *args, **kw):
             try:
-                return fn(*args, **kw)
-            except apsw.FullError:
-                raise DiskFull(f"the disk is full: {what} not written") from None
+                return fn(self, *args, **kw)
+            except (apsw.FullError, apsw.IOError) as e:
+                if self._store is not None and is_disk_full(e, self._store.db):
+                    raise DiskFull(f"the disk is full: {what} not written") from None
+                raise
         return run
     return deco
 
@@ -43,8 +43,9 @@ def _writes(what: str):
 class IndexReadOnly(Failure):
     """The index can be read but not written (a read-only folder or file system)."""
 
-    def __init__(self, path: str):
-        super().__init__(f"{path} is read-only: not updated")
+    def __init__(self, path: str, why: str | None = None):
+        super().__init__(f"{path} is not updated: {why}" if why else
+                         f"{path} is read-only: not updated")
 
 
 class Memory:
@@ -104,6 +105,11 @@ class Memory:
             # readable, not writable: answer from it as it stands (updates are skipped)
             self.log.warn(f"{self.db_path} cannot be written ({e}): reading it as it stands")
             return self._open_readonly()
+        except DiskFull as e:  # cannot even make its -shm: read it as it stands
+            self.log.warn(f"{e}: reading it as it stands")
+            store = self._open_readonly()
+            store.readonly_why = "the disk is full"
+            return store
         except ForeignIndex as e:
             return self._replace("foreign", f"{e}: not used", recover=False)
         except CorruptIndex as e:
@@ -122,7 +128,7 @@ class Memory:
         last writes may be there only), else, when there is no log to read, the file alone."""
         try:
             return Store(self.db_path, readonly=True, key=self.key())
-        except (apsw.CantOpenError, apsw.ReadOnlyError) as e:
+        except (apsw.CantOpenError, apsw.ReadOnlyError, DiskFull) as e:
             wal = self.db_path + "-wal"
             if os.path.isfile(wal) and os.path.getsize(wal):
                 raise wsmod.WorkspaceError(
@@ -160,7 +166,7 @@ class Memory:
         index of theirs (one from before stamps, set aside as not known to be theirs)."""
         store = self.store()
         if store.readonly:
-            raise IndexReadOnly(self.db_path)
+            raise IndexReadOnly(self.db_path, store.readonly_why)
         self._take_lock(lock_timeout)
         try:
             return store.recover_from(path, os.path.exists, unstamped=True)
@@ -230,7 +236,7 @@ class Memory:
         from .indexer import Indexer, Report
         store = self.store()
         if store.readonly:
-            raise IndexReadOnly(self.db_path)
+            raise IndexReadOnly(self.db_path, store.readonly_why)
         indexer = Indexer(self.ws, store, self.log, progress=progress)
         if not (rebuild or prune) and indexer.pending(only_session, quick) == (0, 0) \
                 and not store.unfinished_sessions():
@@ -269,7 +275,7 @@ class Memory:
         from .sources.registry import OTHERS
         store = self.store()
         if store.readonly:
-            raise IndexReadOnly(self.db_path)
+            raise IndexReadOnly(self.db_path, store.readonly_why)
         sources = Indexer(self.ws, store, self.log).sources_changed(OTHERS)
         if not sources:
             return rep  # nothing changed: no lock taken

@@ -167,6 +167,18 @@ class CorruptIndex(StoreError):
     """The database cannot be read: the caller moves it aside and rebuilds."""
 
 
+class DiskFull(StoreError):
+    """SQLite could not write for want of space: nothing of that write was kept."""
+
+
+def is_disk_full(e: BaseException, db) -> bool:
+    """SQLITE_FULL, or an I/O error whose cause was ENOSPC (making or growing the -shm or the
+    log): `db` the connection that raised it."""
+    import errno
+    return isinstance(e, apsw.FullError) or (isinstance(e, apsw.IOError)
+                                              and db.system_errno == errno.ENOSPC)
+
+
 class ForeignIndex(StoreError):
     """The database carries no valid stamp of this user's prima-memory (see owner.py): it is
     never used, and nothing is recovered from it; the caller moves it aside and rebuilds."""
@@ -266,6 +278,7 @@ class Store:
         file alone, with no lock and no -shm (a read-only disk where the log cannot be opened)."""
         self.path = path
         self.readonly = readonly or immutable
+        self.readonly_why: str | None = None  # said when an update is refused, if not "read-only"
         self.key = key
         self._tokenizer = None
         try:
@@ -282,6 +295,10 @@ class Store:
             self._init_with_retry()
         except (apsw.CorruptError, apsw.NotADBError) as e:
             raise CorruptIndex(f"{path}: {e}") from e
+        except (apsw.FullError, apsw.IOError) as e:
+            if is_disk_full(e, self.db):
+                raise DiskFull(f"the disk is full: {path} cannot be opened for writing") from e
+            raise
 
     def _init_with_retry(self) -> None:
         """Several processes opening a brand-new index at once: switching it to WAL can answer
@@ -388,13 +405,24 @@ class Store:
             with self.db:
                 yield self
             return
-        self.db.execute("BEGIN IMMEDIATE")
+        with self._full_disk_said():
+            self.db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self
+                self.db.execute("COMMIT")
+            except BaseException:
+                self._rollback()
+                raise
+
+    @contextlib.contextmanager
+    def _full_disk_said(self):
+        """SQLite's way of saying the disk is full (see is_disk_full) as DiskFull, one line."""
         try:
-            yield self
-        except BaseException:
-            self._rollback()
+            yield
+        except (apsw.FullError, apsw.IOError) as e:
+            if is_disk_full(e, self.db):
+                raise DiskFull(f"the disk is full: {self.path} not written") from None
             raise
-        self.db.execute("COMMIT")
 
     def batch(self, max_bytes: int, max_seconds: float) -> "Batch":
         """One write transaction over many files, committed in steps (see Batch)."""

@@ -173,9 +173,15 @@ def _no_real_config(tmp_path_factory):
 @pytest.fixture
 def env(tmp_path, monkeypatch) -> Env:
     e = Env(tmp_path)
-    # in-process code (Memory, the data API) and the CLI it runs use one config folder, so both
-    # hold the same key and each trusts the index the other made
-    monkeypatch.setenv("XDG_CONFIG_HOME", e.env["XDG_CONFIG_HOME"])
+    # In-process code (Memory, the data API) sees the world the CLI it runs sees: the same
+    # transcripts, and the same config folder, so both hold one key and each trusts the index
+    # the other made.
+    for k in list(os.environ):
+        if k.startswith(("CLAUDE", "PRIMA_", "CODEX")):
+            monkeypatch.delenv(k)
+    for k in ("HOME", "CLAUDE_CONFIG_DIR", "CODEX_HOME", "PRIMA_VSCODE_USER_DIRS",
+              "XDG_CONFIG_HOME", "PRIMA_BACKGROUND"):
+        monkeypatch.setenv(k, e.env[k])
     return e
 
 
