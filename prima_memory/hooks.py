@@ -170,22 +170,25 @@ def session_start(mem, data: dict, session_id, lock_wait, index_budget) -> str:
 TRANSCRIPT_WAIT = 0.5  # seconds Stop waits for a transcript Claude Code has not written yet
 
 
-def _await_transcript(mem, path) -> None:
+def _await_transcript(mem, path) -> bool:
     """Claude Code writes transcripts asynchronously: in `claude -p` a new session's file appears
     some tens of milliseconds after its Stop hook starts. Wait a moment for it, or the session
-    would only be indexed by the next session's start."""
+    would only be indexed by the next session's start. False if it did not come."""
     if not isinstance(path, str) or not path or os.path.exists(path):
-        return
+        return True
     t0 = time.monotonic()
     while time.monotonic() - t0 < TRANSCRIPT_WAIT:
         time.sleep(0.005)  # it comes tens of ms after Stop starts: each step overshoots
         if os.path.exists(path):
             mem.log.info(f"stop: waited {time.monotonic() - t0:.2f}s for the transcript")
-            return
+            return True
+    mem.log.info(f"stop: no transcript after {TRANSCRIPT_WAIT}s; the next session indexes it")
+    return False
 
 
 def stop(mem, data: dict, session_id, lock_wait, index_budget) -> str:
-    _await_transcript(mem, data.get("transcript_path"))
+    if not _await_transcript(mem, data.get("transcript_path")) and session_id:
+        mem.owe(session_id)
     rep = _update(mem, lock_wait, index_budget, only_session=session_id)
     last = data.get("last_assistant_message")
     noted = False

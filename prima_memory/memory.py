@@ -247,7 +247,7 @@ class Memory:
             self._take_lock(lock_timeout)
         except IndexBusy:
             if only_session:
-                self._owe(store, only_session)
+                self.owe(only_session)
             raise
         try:
             if rebuild:
@@ -261,7 +261,7 @@ class Memory:
                 from .extracts import write_unfinished
                 rep.extracts += write_unfinished(store, self.ws, self.log)
             if only_session and rep.pending_files:
-                self._owe(store, only_session)  # left for the next SessionStart to finish
+                self.owe(only_session)  # left for the next SessionStart to finish
             return rep
         finally:
             self.lock().release()
@@ -288,8 +288,12 @@ class Memory:
         finally:
             self.lock().release()
 
-    @staticmethod
-    def _owe(store, session_id: str) -> None:
+    def owe(self, session_id: str) -> None:
+        """A session this run could not index (busy, out of time, its file not yet written): the
+        next quick run, a SessionStart's, does."""
+        store = self.store()
+        if store.readonly:
+            return
         try:
             with store.transaction():
                 store.owe(session_id)

@@ -1,8 +1,11 @@
 """Claude Code's interactive TUI in a pseudo-terminal, for the end-to-end test: start `claude`
 without -p, wait for its prompt, type and paste (bracketed paste, as a terminal sends a multi-line
-paste), and leave with /exit. The screen is read as text with the terminal's escape sequences and
-all white space removed (the TUI moves the cursor rather than print spaces), so what a test waits
-for is matched the same way.
+paste), and leave with /exit.
+
+The screen is what a terminal would show: pyte, a terminal emulator, applies the TUI's output.
+(Reading the raw output with its escapes stripped is not enough: the TUI redraws only the cells
+that change, so a reply "Done." drawn where a "o" already stood reads "Dne.".) It is read as text
+with all white space removed, and what a test waits for is matched the same way.
 
 `prepare_home` writes what a first start would ask for into the fake HOME's global config: the
 onboarding done, the API key approved, the workspace trusted.
@@ -13,7 +16,6 @@ import fcntl
 import json
 import os
 import pty
-import re
 import select
 import signal
 import struct
@@ -22,7 +24,8 @@ import termios
 import time
 from pathlib import Path
 
-ESCAPES = re.compile(r"\x1b\[[0-9;?<>=]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[()][0-9A-Za-z]|\x1b[=>78DEHMc]")
+import pyte
+
 PASTE_START, PASTE_END = b"\x1b[200~", b"\x1b[201~"
 
 
@@ -48,6 +51,8 @@ class Tui:
                                      env=dict(env, TERM="xterm-256color"), cwd=str(cwd),
                                      start_new_session=True)
         os.close(slave)
+        self.term = pyte.Screen(cols, rows)
+        self.stream = pyte.ByteStream(self.term)
         self.raw = b""
 
     def __enter__(self):
@@ -58,8 +63,8 @@ class Tui:
 
     @property
     def screen(self) -> str:
-        """Everything shown so far, escapes and white space removed."""
-        return squeeze(ESCAPES.sub("", self.raw.decode("utf-8", "replace")))
+        """What the terminal shows now, white space removed."""
+        return squeeze("\n".join(self.term.display))
 
     def pump(self, seconds: float) -> None:
         """Read what the TUI writes for this long (it blocks on a full terminal otherwise)."""
@@ -73,17 +78,18 @@ class Tui:
                 if not chunk:
                     return
                 self.raw += chunk
+                self.stream.feed(chunk)
 
-    def wait_for(self, text: str, timeout: float, since: int = 0) -> bool:
-        """Until `text` (white space ignored) shows after position `since` of the screen."""
+    def wait_for(self, text: str, timeout: float) -> bool:
+        """Until `text` (white space ignored) is on the screen."""
         want = squeeze(text)
         end = time.monotonic() + timeout
         while time.monotonic() < end:
-            if want in self.screen[since:]:
+            if want in self.screen:
                 return True
             if self.proc.poll() is not None:
                 self.pump(0.1)
-                return want in self.screen[since:]
+                return want in self.screen
             self.pump(0.2)
         return False
 
@@ -104,6 +110,10 @@ class Tui:
     def paste(self, text: str) -> None:
         os.write(self.master, PASTE_START + text.encode() + PASTE_END)
         self.pump(0.5)
+
+    def erase(self, n: int) -> None:
+        os.write(self.master, b"\x7f" * n)
+        self.pump(0.2)
 
     def enter(self) -> None:
         os.write(self.master, b"\r")

@@ -608,6 +608,21 @@ def test_stop_makes_a_just_appended_exchange_searchable(env):
     assert search_ids(env, "narwhalgizmo") == [A]
 
 
+def test_stop_before_its_transcript_exists_leaves_the_session_owed_and_says_so(env):
+    """Claude Code writes a transcript asynchronously; on a loaded machine it can come after the
+    Stop's wait. The session is then owed to the next SessionStart, and the log says why."""
+    env.transcript(A, start=START).exchange("index me first", "Indexed.")
+    assert run_hook(env, "stop", payload(env, "stop", A)).rc == 0
+    r = run_hook(env, "stop", payload(env, "stop", B))  # B's file is not written yet
+    assert r.rc == 0 and r.out == "", r
+    assert query(env, "SELECT key FROM meta WHERE key = ?", (f"owed:{B}",)) == [(f"owed:{B}",)]
+    assert any("no transcript after" in ln for ln in log_lines(env)), log_lines(env)
+    env.transcript(B, start=START).exchange("the late kestrelwing file", "Here now.")
+    assert run_hook(env, "session-start", payload(env, "session-start", "c" * 8)).rc == 0
+    assert B in indexed_sessions(env)
+    assert query(env, "SELECT key FROM meta WHERE key LIKE 'owed:%'") == []
+
+
 def test_stop_with_a_lagging_transcript_keeps_the_reply_once(env):
     t = env.transcript(A, start=START)
     t.exchange("set up the otter pipeline", "The otter pipeline is set up.")
