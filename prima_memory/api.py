@@ -14,7 +14,7 @@ import apsw
 
 from . import search as searchmod
 from .errors import Failure, UsageError
-from .memory import IndexBusy, IndexReadOnly, Memory
+from .memory import DiskFull, IndexBusy, IndexReadOnly, Memory
 from .store import SHIFT, is_corruption
 from .timeparse import iso_utc, local, parse_when
 from .workspace import path_variants
@@ -63,7 +63,7 @@ def refresh(mem: Memory, warnings: list[str], *, progress=None) -> None:
     except IndexBusy as e:
         warnings.append(f"{e} for more than {LOCK_SECONDS:.0f}s: "
                         "answering from the index as it stands")
-    except IndexReadOnly as e:
+    except (IndexReadOnly, DiskFull) as e:
         warnings.append(f"{e}: answering from the index as it stands")
 
 
@@ -183,7 +183,7 @@ def search(mem: Memory, query: str, *, mode: str = "combined", limit: int = 10,
     if deep:
         try:
             mem.index_extracts(lock_timeout=LOCK_SECONDS)
-        except (IndexBusy, IndexReadOnly) as e:
+        except (IndexBusy, IndexReadOnly, DiskFull) as e:
             warnings.append(f"{e}: extracts searched as last indexed")
     embedder, why_not = meaning(mem, mode, warnings, embed_budget)
     hits, search_warnings = searchmod.run(mem.store(), query, mode=mode, limit=limit,
@@ -390,7 +390,7 @@ def index(mem: Memory, *, rebuild: bool = False, background: bool = False, prune
         if state:
             raise Failure(str(bg.RebuildRunning(state)))
         if mem.store().readonly:
-            raise Failure(str(IndexReadOnly(mem.db_path)))
+            raise Failure(str(IndexReadOnly(mem.db_path, mem.store().readonly_why)))
         pid = bg.spawned_rebuild()
         if pid is not None:  # started a moment ago, its state not recorded yet
             raise Failure(f"a rebuild is already running (pid {pid}, starting)")
@@ -420,6 +420,21 @@ def index(mem: Memory, *, rebuild: bool = False, background: bool = False, prune
             "archived": rep.archived, "pruned": rep.pruned, "extracts_written": rep.extracts,
             "embedded": embedded, "embed_pending": pending, "warnings": mem.log.warnings,
             "log": mem.log.path}
+
+
+def recover_from(mem: Memory, path: str) -> dict:
+    """The sessions whose files are gone, copied from an index the user says is theirs (one set
+    aside as unstamped, from before stamps)."""
+    from .store import StoreError
+    if not os.path.isfile(path):
+        raise UsageError(f"{path} is not a file")
+    try:
+        n = mem.recover_from(path, lock_timeout=LOCK_SECONDS)
+    except IndexBusy as e:
+        raise Failure(f"{e}; try again in a moment") from None
+    except (apsw.Error, StoreError) as e:
+        raise Failure(f"nothing recovered: {one_line(e)}") from None
+    return {"workspace": mem.ws, "from": path, "recovered": n}
 
 
 def logged(mem: Memory, what: str, fn):

@@ -268,7 +268,7 @@ def rebuild(mem, *, progress=None, embed_progress=None, lock_timeout: float = 10
     from .locking import LockTimeout
     from .memory import IndexReadOnly
     if mem.store().readonly:
-        raise IndexReadOnly(mem.db_path)
+        raise IndexReadOnly(mem.db_path, mem.store().readonly_why)
     lock = mem.side_lock("rebuild")
     try:
         lock.acquire(timeout=0.5)  # not 0: another process may be probing it this instant

@@ -74,6 +74,9 @@ def _parser():
     ix.add_argument("--background", action="store_true",
                     help="with --rebuild: run it as a detached process and return at once")
     ix.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)  # that process
+    ix.add_argument("--recover-from", metavar="FILE",
+                    help="bring back, from an index set aside as not stamped by you (one from "
+                         "before stamps), the sessions whose files are gone: only if it is yours")
 
     em = sub.add_parser("embed", parents=[common],
                         help="embed the exchanges not embedded yet (normally done in the background)")

@@ -263,6 +263,11 @@ def cmd_digest(mem, args) -> int:
 # -- index, embed, status ---------------------------------------------------------------------------
 
 def cmd_index(mem, args) -> int:
+    if args.recover_from:
+        data = api.recover_from(mem, args.recover_from)
+        emit(args, data, f"recovered {data['recovered']} sessions whose files are gone "
+                         f"from {data['from']}")
+        return 0
     embed_bar = _progress(args, label="embedding", unit="exchanges") if args.rebuild else None
     data = api.index(mem, rebuild=args.rebuild, background=args.background, prune=args.prune,
                      worker=args.worker, progress=_progress(args),

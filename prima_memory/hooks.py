@@ -138,13 +138,15 @@ def _log(mem, ws: str | None, msg: str) -> None:
 
 
 def _update(mem, lock_wait: float, index_budget: float, **kw):
-    from .memory import IndexBusy, IndexReadOnly
+    from .memory import DiskFull, IndexBusy, IndexReadOnly
     try:
         return mem.update(lock_timeout=lock_wait, budget=index_budget, **kw)
     except IndexBusy:
         mem.log.info("hook: index busy, leaving the update to the next run")
     except IndexReadOnly as e:
         mem.log.info(f"hook: {e}")
+    except DiskFull as e:  # the briefing still answers from what the index holds
+        mem.log.warn(f"hook: {e}")
     return None
 
 

@@ -5,6 +5,7 @@ locking behave the same everywhere.
 """
 from __future__ import annotations
 
+import functools
 import os
 import time
 
@@ -13,19 +14,38 @@ import apsw
 from . import workspace as wsmod
 from .errors import Failure
 from .logs import Log
-from .store import (SCHEMA_VERSION, CorruptIndex, SchemaMismatch, Store, is_corruption,
-                    move_aside)
+from .store import (SCHEMA_VERSION, CorruptIndex, DiskFull, ForeignIndex, SchemaMismatch, Store,
+                    StoreError, is_corruption, is_disk_full, move_aside)
 
 
 class IndexBusy(Failure):
     """Another process holds the writer lock."""
 
 
+def _writes(what: str):
+    """A Memory method whose writes, failing on a full disk, say so in one line (DiskFull), so
+    that callers that can answer from the index as it stands (searches, the briefing) do, and
+    others report it. SQLite says SQLITE_FULL, or an I/O error whose cause is ENOSPC (growing
+    the -shm or the log)."""
+    def deco(fn):
+        @functools.wraps(fn)
+        def run(self, *args, **kw):
+            try:
+                return fn(self, *args, **kw)
+            except (apsw.FullError, apsw.IOError) as e:
+                if self._store is not None and is_disk_full(e, self._store.db):
+                    raise DiskFull(f"the disk is full: {what} not written") from None
+                raise
+        return run
+    return deco
+
+
 class IndexReadOnly(Failure):
     """The index can be read but not written (a read-only folder or file system)."""
 
-    def __init__(self, path: str):
-        super().__init__(f"{path} is read-only: not updated")
+    def __init__(self, path: str, why: str | None = None):
+        super().__init__(f"{path} is not updated: {why}" if why else
+                         f"{path} is read-only: not updated")
 
 
 class Memory:
@@ -38,6 +58,7 @@ class Memory:
         self._lock = None
         self._embedder = None
         self._no_model: Exception | None = None  # why the model would not load, once tried
+        self._key: bytes | None | bool = False  # the user's key, once read (False: not yet)
         self._dir_checked = False  # ensure_data_dir ran (its lstats once, not per use)
 
     # -- opening ---------------------------------------------------------------------------------
@@ -61,15 +82,36 @@ class Memory:
             self._store = self._open()
         return self._store
 
+    def key(self) -> bytes | None:
+        """The user's key (owner.py), or None when it can be neither read nor made: then indexes
+        are opened unchecked, and the log says so once."""
+        if self._key is False:
+            from . import owner
+            try:
+                self._key = owner.key()
+            except OSError as e:
+                self.log.warn(f"the key that proves an index is yours cannot be kept at "
+                              f"{owner.key_path()} ({e}): indexes are used without that check",
+                              once=True)
+                self._key = None
+        return self._key
+
     def _open(self) -> Store:
         try:
-            return Store(self.db_path)
+            return Store(self.db_path, key=self.key())
         except (OSError, apsw.ReadOnlyError, apsw.CantOpenError) as e:
             if not os.path.isfile(self.db_path):
                 raise
             # readable, not writable: answer from it as it stands (updates are skipped)
             self.log.warn(f"{self.db_path} cannot be written ({e}): reading it as it stands")
-            return Store(self.db_path, readonly=True)
+            return self._open_readonly()
+        except DiskFull as e:  # cannot even make its -shm: read it as it stands
+            self.log.warn(f"{e}: reading it as it stands")
+            store = self._open_readonly()
+            store.readonly_why = "the disk is full"
+            return store
+        except ForeignIndex as e:
+            return self._replace("foreign", f"{e}: not used", recover=False)
         except CorruptIndex as e:
             return self._replace("corrupt", f"index is corrupt ({e})")
         except SchemaMismatch as e:
@@ -81,17 +123,55 @@ class Memory:
                                            "left as it is; run install.sh of the newer version") from None
             return self._replace(f"v{e.found}", str(e))
 
-    def _replace(self, why: str, message: str) -> Store:
-        old = move_aside(self.db_path, why)
-        self.log.warn(f"{message}: moved it to {old} and rebuilding from the source files")
-        store = Store(self.db_path)
+    def _open_readonly(self) -> Store:
+        """The index where nothing can be written: with what its write-ahead log holds (the
+        last writes may be there only), else, when there is no log to read, the file alone."""
         try:
-            n = store.recover_from(old, os.path.exists)
-            if n:
-                self.log.warn(f"recovered {n} session(s) whose files are gone from {old}")
-        except (apsw.Error, OSError) as e:
-            self.log.warn(f"nothing could be recovered from {old}: {e}")
+            return Store(self.db_path, readonly=True, key=self.key())
+        except (apsw.CantOpenError, apsw.ReadOnlyError, DiskFull) as e:
+            wal = self.db_path + "-wal"
+            if os.path.isfile(wal) and os.path.getsize(wal):
+                raise wsmod.WorkspaceError(
+                    f"{self.db_path}: its latest changes are in {wal}, which cannot be read "
+                    f"where nothing can be written ({e}): not used") from None
+        return Store(self.db_path, readonly=True, key=self.key(), immutable=True)
+
+    def _replace(self, why: str, message: str, *, recover: bool = True) -> Store:
+        """Move the index aside and start a new one. `recover`: copy over the sessions whose
+        files are gone (from a file stamped as ours only: see Store.recover_from)."""
+        try:
+            old = move_aside(self.db_path, why)
+        except OSError as e:  # a read-only folder: nothing is moved, and nothing is used
+            raise wsmod.WorkspaceError(f"{message}; it cannot be moved aside ({e.strerror or e})"
+                                       ": not used") from None
+        if recover:
+            self.log.warn(f"{message}: moved it to {old} and rebuilding from the source files")
+        else:
+            self.log.warn(f"{message}: moved it to {old} and rebuilding from the source files; "
+                          f"if it is your own, `prima-memory index --recover-from {old}` brings "
+                          "back its sessions whose files are gone")
+        store = Store(self.db_path, key=self.key())
+        if recover:
+            try:
+                n = store.recover_from(old, os.path.exists)
+                if n:
+                    self.log.warn(f"recovered {n} session(s) whose files are gone from {old}")
+            except (apsw.Error, OSError, StoreError) as e:
+                self.log.warn(f"nothing could be recovered from {old}: {e}")
         return store
+
+    @_writes("the recovered sessions")
+    def recover_from(self, path: str, *, lock_timeout: float) -> int:
+        """What a user asks for by name: the sessions whose files are gone, from an unstamped
+        index of theirs (one from before stamps, set aside as not known to be theirs)."""
+        store = self.store()
+        if store.readonly:
+            raise IndexReadOnly(self.db_path, store.readonly_why)
+        self._take_lock(lock_timeout)
+        try:
+            return store.recover_from(path, os.path.exists, unstamped=True)
+        finally:
+            self.lock().release()
 
     def guarded(self, fn):
         """fn(), run once more on a fresh index if it finds the index damaged on the way (moved
@@ -147,6 +227,7 @@ class Memory:
         except LockTimeout:
             raise IndexBusy(f"another prima-memory process is updating {self.db_path}") from None
 
+    @_writes("the index update")
     def update(self, *, lock_timeout: float = 10.0, budget: float | None = None,
                only_session: str | None = None, prune: bool = False, rebuild: bool = False,
                progress=None, extracts: bool = True, quick: bool = False):
@@ -155,7 +236,7 @@ class Memory:
         from .indexer import Indexer, Report
         store = self.store()
         if store.readonly:
-            raise IndexReadOnly(self.db_path)
+            raise IndexReadOnly(self.db_path, store.readonly_why)
         indexer = Indexer(self.ws, store, self.log, progress=progress)
         if not (rebuild or prune) and indexer.pending(only_session, quick) == (0, 0) \
                 and not store.unfinished_sessions():
@@ -185,6 +266,7 @@ class Memory:
         finally:
             self.lock().release()
 
+    @_writes("the index update")
     def update_sources(self, *, lock_timeout: float = 10.0, rep=None):
         """Index the sources besides the one update() reads (sources/registry.py). Never in a
         hook: a machine-wide look at VS Code's folders is not for a hook's budget. `rep`: a
@@ -193,7 +275,7 @@ class Memory:
         from .sources.registry import OTHERS
         store = self.store()
         if store.readonly:
-            raise IndexReadOnly(self.db_path)
+            raise IndexReadOnly(self.db_path, store.readonly_why)
         sources = Indexer(self.ws, store, self.log).sources_changed(OTHERS)
         if not sources:
             return rep  # nothing changed: no lock taken
@@ -218,6 +300,7 @@ class Memory:
         except apsw.Error:  # busy: the sweep comes to it in time anyway
             pass
 
+    @_writes("Claude's last reply")
     def note_last_reply(self, session_id: str, text: str, *, lock_timeout: float) -> bool:
         """Claude's last reply as the Stop hook saw it, for a transcript that lags behind: kept
         as one provisional message until the transcript's own lines bring it."""
@@ -287,6 +370,7 @@ class Memory:
         finally:
             lock.release()
 
+    @_writes("new vectors")
     def embed(self, budget: float | None, *, wait: float = 0.0, progress=None,
               should_stop=None, settings=None) -> tuple[int, int] | None:
         """Embed pending exchanges, newest first, for up to `budget` seconds, under the embed
@@ -304,6 +388,7 @@ class Memory:
                                                                     should_stop=should_stop)
         return self.under_lock("embed", wait, run)
 
+    @_writes("new links between exchanges")
     def link(self, budget: float | None, *, wait: float = 0.0, should_stop=None,
              settings=None) -> tuple[int, int] | None:
         """Compute the SIMILAR_TO edges of exchanges embedded since, for up to `budget`
@@ -318,6 +403,7 @@ class Memory:
         return self.under_lock("embed", wait, lambda: link(
             store, model, getattr(embedder, "dim", 384), budget=budget, should_stop=should_stop))
 
+    @_writes("the extracts' index")
     def index_extracts(self, *, lock_timeout: float) -> int:
         """Bring the extracts' records up to date (before a deep search)."""
         from .indexer import Indexer

@@ -167,6 +167,27 @@ class CorruptIndex(StoreError):
     """The database cannot be read: the caller moves it aside and rebuilds."""
 
 
+class DiskFull(StoreError):
+    """SQLite could not write for want of space: nothing of that write was kept."""
+
+
+def is_disk_full(e: BaseException, db) -> bool:
+    """SQLITE_FULL, or an I/O error whose cause was ENOSPC (making or growing the -shm or the
+    log): `db` the connection that raised it."""
+    import errno
+    return isinstance(e, apsw.FullError) or (isinstance(e, apsw.IOError)
+                                              and db.system_errno == errno.ENOSPC)
+
+
+class ForeignIndex(StoreError):
+    """The database carries no valid stamp of this user's prima-memory (see owner.py): it is
+    never used, and nothing is recovered from it; the caller moves it aside and rebuilds."""
+
+    def __init__(self, path: str, why: str):
+        super().__init__(f"{path} {why}")
+        self.why = why
+
+
 # What the index knows of a source file (its parser state apart). A namedtuple, not a dataclass
 # or typing.NamedTuple: hooks import this module and those cost 5-30 ms to import.
 FileRow = namedtuple("FileRow", "session sidechain size mtime_ns inode head_len head_hash offset status")
@@ -199,17 +220,72 @@ def _create_private(path: str) -> None:
         os.close(fd)
 
 
+_META_SQL = "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT)"
+
+
+def _schema_rows(db) -> list[tuple]:
+    """Every schema object but SQLite's statistics (ANALYZE and PRAGMA optimize make those)."""
+    return sorted(db.execute("SELECT type, name, tbl_name, COALESCE(sql, '') FROM sqlite_master "
+                             "WHERE name NOT LIKE 'sqlite\\_stat%' ESCAPE '\\'"))
+
+
+def stamp_of(db, key: bytes) -> str:
+    """The index's stamp: the user's key over its schema, object by object, so that a trigger,
+    view, table or index added by anyone else no longer matches."""
+    import hashlib
+    text = "\n".join("\0".join(map(str, row)) for row in _schema_rows(db))
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), key=key[:64], digest_size=32,
+                           person=b"prima-memory-idx").hexdigest()
+
+
+def owner_problem(db, key: bytes) -> str | None:
+    """None when this database was made (or last migrated) by prima-memory with this key; else
+    why not, in words for a warning. Reads nothing but the schema and, once that is known to
+    hold our meta table, the stamp in it (a `meta` made by someone else could be a view)."""
+    if (_META_SQL,) not in db.execute(
+            "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'meta'").fetchall():
+        return "is not a prima-memory index"
+    row = db.execute("SELECT value FROM meta WHERE key = 'owner'").fetchone()
+    if row and row[0] == stamp_of(db, key):
+        return None
+    odd = _objects_not_ours(db)
+    if odd:
+        return "holds what prima-memory never makes (" + ", ".join(odd[:5]) + ")"
+    if not row:
+        return ("carries no stamp of this user's prima-memory (an index from before stamps, or "
+                "one that came with the folder)")
+    return "was stamped by another user's or machine's prima-memory"
+
+
+def _objects_not_ours(db) -> list[str]:
+    """The schema objects a new index of this version does not have, as "trigger x"."""
+    ref = apsw.Connection(":memory:")
+    try:
+        ref.execute(_SCHEMA)
+        ours = {(t, n) for t, n, _tbl, _sql in _schema_rows(ref)}
+    finally:
+        ref.close()
+    return [f"{t} {n}" for t, n, _tbl, _sql in _schema_rows(db) if (t, n) not in ours]
+
+
 class Store:
-    def __init__(self, path: str, *, readonly: bool = False):
+    def __init__(self, path: str, *, readonly: bool = False, key: bytes | None = None,
+                 immutable: bool = False):
+        """`key`: the user's key (owner.key()); the index is stamped with it when made or
+        migrated, and an index without a valid stamp raises ForeignIndex. None: no check (a
+        user whose key cannot be kept; tests of the store alone). `readonly`: read with its
+        write-ahead log (SQLite reads a -shm it cannot write from memory), or, `immutable`, the
+        file alone, with no lock and no -shm (a read-only disk where the log cannot be opened)."""
         self.path = path
-        self.readonly = readonly
+        self.readonly = readonly or immutable
+        self.readonly_why: str | None = None  # said when an update is refused, if not "read-only"
+        self.key = key
         self._tokenizer = None
         try:
-            if readonly:
-                # immutable: no -shm to create and no lock to take, in a folder that refuses
-                # both (what the last writer committed and checkpointed is what is read)
+            if self.readonly:
                 from urllib.parse import quote  # here: 3-4 ms of every hook's start
-                uri = "file:" + quote(os.path.abspath(path)) + "?immutable=1"
+                uri = "file:" + quote(os.path.abspath(path)) + ("?immutable=1" if immutable
+                                                                else "?mode=ro")
                 self.db = apsw.Connection(uri, flags=apsw.SQLITE_OPEN_READONLY
                                           | apsw.SQLITE_OPEN_URI)
             else:
@@ -219,6 +295,10 @@ class Store:
             self._init_with_retry()
         except (apsw.CorruptError, apsw.NotADBError) as e:
             raise CorruptIndex(f"{path}: {e}") from e
+        except (apsw.FullError, apsw.IOError) as e:
+            if is_disk_full(e, self.db):
+                raise DiskFull(f"the disk is full: {path} cannot be opened for writing") from e
+            raise
 
     def _init_with_retry(self) -> None:
         """Several processes opening a brand-new index at once: switching it to WAL can answer
@@ -228,28 +308,40 @@ class Store:
             try:
                 return self._init()
             except apsw.BusyError:
-                if self.db.in_transaction:
-                    self.db.execute("ROLLBACK")
+                self._rollback()
                 if time.monotonic() > deadline:
                     raise
                 time.sleep(0.05)
 
     def _init(self) -> None:
         db = self.db
-        if not self.readonly:
-            db.execute("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL")
+        # Defence in depth: a view or trigger in a file not ours can call no function that is
+        # not innocuous (ours use none), even before the stamp is checked.
+        db.execute("PRAGMA trusted_schema=OFF")
         has_meta = "SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'"
+        wal = "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL"
         if not db.execute(has_meta).fetchone():
             if self.readonly:
                 raise StoreError(f"{self.path} is not a prima-memory index")
+            if not db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]:
+                db.execute(wal)  # a new file: made in WAL mode from the start
             db.execute("BEGIN IMMEDIATE")  # several first users at once: one creates, all see it
             try:
                 if not db.execute(has_meta).fetchone():
+                    if db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]:
+                        raise ForeignIndex(self.path, "is a database prima-memory did not make")
                     db.execute(_SCHEMA)
+                    self._stamp()
                 db.execute("COMMIT")
             except BaseException:
-                db.execute("ROLLBACK")
+                self._rollback()
                 raise
+        if self.key is not None:
+            why = owner_problem(db, self.key)
+            if why:
+                raise ForeignIndex(self.path, why)
+        if not self.readonly:
+            db.execute(wal)
         version = self._version()
         if version in _MIGRATIONS and not self.readonly:
             db.execute("BEGIN IMMEDIATE")  # one process migrates; the others see it done
@@ -259,12 +351,23 @@ class Store:
                     _MIGRATIONS[version](self)
                     version += 1
                     self._set_version(version)
+                self._stamp()  # its schema has changed: so has its stamp
                 db.execute("COMMIT")
             except BaseException:
-                db.execute("ROLLBACK")
+                self._rollback()
                 raise
         if version != SCHEMA_VERSION:
             raise SchemaMismatch(version)
+
+    def _stamp(self) -> None:
+        if self.key is not None:
+            self.set_meta("owner", stamp_of(self.db, self.key))
+
+    def _rollback(self) -> None:
+        """ROLLBACK unless SQLite has already rolled back itself (a full disk, an I/O error):
+        a second "cannot rollback - no transaction is active" would hide the first error."""
+        if self.db.in_transaction:
+            self.db.execute("ROLLBACK")
 
     def _version(self) -> int | None:
         """The schema version: SQLite's user_version (in the file header: read before any
@@ -302,14 +405,24 @@ class Store:
             with self.db:
                 yield self
             return
-        self.db.execute("BEGIN IMMEDIATE")
+        with self._full_disk_said():
+            self.db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self
+                self.db.execute("COMMIT")
+            except BaseException:
+                self._rollback()
+                raise
+
+    @contextlib.contextmanager
+    def _full_disk_said(self):
+        """SQLite's way of saying the disk is full (see is_disk_full) as DiskFull, one line."""
         try:
-            yield self
-        except BaseException:
-            if self.db.in_transaction:  # (some errors end the transaction themselves)
-                self.db.execute("ROLLBACK")
+            yield
+        except (apsw.FullError, apsw.IOError) as e:
+            if is_disk_full(e, self.db):
+                raise DiskFull(f"the disk is full: {self.path} not written") from None
             raise
-        self.db.execute("COMMIT")
 
     def batch(self, max_bytes: int, max_seconds: float) -> "Batch":
         """One write transaction over many files, committed in steps (see Batch)."""
@@ -945,12 +1058,22 @@ class Store:
 
     # -- recovery ------------------------------------------------------------------------------
 
-    def recover_from(self, old_path: str, file_exists) -> int:
-        """Copy from an old or damaged index the sessions no source file can give back any more."""
+    def recover_from(self, old_path: str, file_exists, *, unstamped: bool = False) -> int:
+        """Copy from an old or damaged index the sessions no source file can give back any more.
+        Only from an index stamped with this store's key (ForeignIndex otherwise): a planted one
+        would otherwise bring its sessions in. `unstamped`: the user says an unstamped one is
+        theirs (one from before stamps); it must still hold nothing prima-memory never makes."""
         old = apsw.Connection(old_path, flags=apsw.SQLITE_OPEN_READONLY)
         # A truncated file is refused outright unless SQLite is told to trust what it can read.
         old.execute("PRAGMA writable_schema=ON")
+        old.execute("PRAGMA trusted_schema=OFF")
         try:
+            if self.key is not None:
+                odd = _objects_not_ours(old) if unstamped else []
+                why = (f"holds what prima-memory never makes ({', '.join(odd[:5])})" if odd
+                       else None if unstamped else owner_problem(old, self.key))
+                if why:
+                    raise ForeignIndex(old_path, why)
             sessions = _lenient(old, f"SELECT {_BLOB_SESSION_COLUMNS}, NULL FROM sessions")
             try:
                 mains = dict(old.execute("SELECT session, path FROM files WHERE sidechain = 0"))
@@ -1163,7 +1286,7 @@ class SchemaMismatch(StoreError):
 
 
 def move_aside(path: str, why: str) -> str:
-    """Rename a database (and its -wal/-shm) out of the way; returns the new name."""
+    """Rename a database (and its -wal, -shm, -journal) out of the way; returns the new name."""
     stamp = time.strftime("%Y%m%d-%H%M%S")
     dest = f"{path}.{why}-{stamp}"
     n = 1
@@ -1171,8 +1294,8 @@ def move_aside(path: str, why: str) -> str:
         n += 1
         dest = f"{path}.{why}-{stamp}-{n}"
     os.replace(path, dest)
-    for suffix in ("-wal", "-shm"):
-        if os.path.exists(path + suffix):
+    for suffix in ("-wal", "-shm", "-journal"):
+        if os.path.lexists(path + suffix):
             try:
                 os.replace(path + suffix, dest + suffix)
             except OSError:

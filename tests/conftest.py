@@ -127,6 +127,13 @@ class Env:
                 else self.project_dir / session_id / "subagents" / f"agent-{agent}.jsonl")
         return Transcript(path, session_id, str(self.ws), start=start, sidechain=True, agent_id=agent)
 
+    def restamp(self, db) -> None:
+        """Stamp a hand-changed schema as this user's prima-memory would have (an index an
+        earlier version made): apsw connection `db`, in its transaction."""
+        from prima_memory.store import stamp_of
+        key = (Path(self.env["XDG_CONFIG_HOME"]) / "prima-memory" / "key").read_bytes().strip()
+        db.execute("UPDATE meta SET value = ? WHERE key = 'owner'", (stamp_of(db, key),))
+
     def run(self, *args, input: str | None = None, check: bool = True, cwd=None, env=None):
         """Run the real CLI; returns CompletedProcess (text)."""
         e = dict(self.env)
@@ -150,9 +157,32 @@ class Env:
         return self.ws / ".prima-memory"
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _no_real_config(tmp_path_factory):
+    """In-process code reads the user's config folder (the key that stamps an index, owner.py):
+    never the real one."""
+    saved = os.environ.get("XDG_CONFIG_HOME")
+    os.environ["XDG_CONFIG_HOME"] = str(tmp_path_factory.mktemp("config"))
+    yield
+    if saved is None:
+        os.environ.pop("XDG_CONFIG_HOME", None)
+    else:
+        os.environ["XDG_CONFIG_HOME"] = saved
+
+
 @pytest.fixture
-def env(tmp_path) -> Env:
-    return Env(tmp_path)
+def env(tmp_path, monkeypatch) -> Env:
+    e = Env(tmp_path)
+    # In-process code (Memory, the data API) sees the world the CLI it runs sees: the same
+    # transcripts, and the same config folder, so both hold one key and each trusts the index
+    # the other made.
+    for k in list(os.environ):
+        if k.startswith(("CLAUDE", "PRIMA_", "CODEX")):
+            monkeypatch.delenv(k)
+    for k in ("HOME", "CLAUDE_CONFIG_DIR", "CODEX_HOME", "PRIMA_VSCODE_USER_DIRS",
+              "XDG_CONFIG_HOME", "PRIMA_BACKGROUND"):
+        monkeypatch.setenv(k, e.env[k])
+    return e
 
 
 @pytest.fixture

@@ -544,6 +544,7 @@ def test_the_schema_version_lives_in_user_version_and_old_indexes_move_forward_i
         db.execute("UPDATE meta SET value = '3' WHERE key = 'schema_version'")
         for name in ("messages_counted", "files_mtime", "sessions_ended", "sessions_unfinished"):
             db.execute(f"DROP INDEX {name}")
+        env.restamp(db)  # as a version that stamped its indexes would have left it
         rows = db.execute("SELECT count(*) FROM messages").fetchone()[0]
     db.close()
     assert [r["session_id"] for r in env.search("zanzibarite")] == [A]

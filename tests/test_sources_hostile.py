@@ -772,6 +772,8 @@ def test_a_hostile_copilot_session_id_stays_data(env, sid):
     """(holds) a chat's sessionId is data: kept, shown, its extract inside .prima-memory."""
     doc = _chat_doc(sid, "sidprobeword", "r" * 300, lastMessageDate=int(OLD * 1000) + 3600_000)
     _chat(env, "s", doc)
+    from prima_memory import owner
+    owner.key()  # the user's key, made by any first use (in their config folder, on purpose)
     before = {str(p) for p in env.root.rglob("*")}
     assert len(env.search("sidprobeword")) == 1
     new = {str(p) for p in env.root.rglob("*")} - before
