@@ -197,7 +197,7 @@ class _Reader:
         self._cwd(p.get("cwd"))
         git = p.get("git")
         if isinstance(git, dict) and isinstance(git.get("branch"), str):
-            d.branch = git["branch"]
+            d.branch = self.scrub(git["branch"])  # a name is any text: a token pasted as one
 
     def _cwd(self, cwd) -> None:
         if isinstance(cwd, str) and cwd and self._d() is not None:
