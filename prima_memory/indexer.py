@@ -177,7 +177,7 @@ class Indexer:
 
     def _source_changed(self, src) -> bool:
         noted = _loads(self.store.get_meta(f"folders:{src.name}"))
-        if not isinstance(noted, dict) or noted.get("at") != src.locations(self.ws):
+        if not isinstance(noted, dict) or noted.get("at") != src.looks_at(self.ws):
             return True  # never listed (or noted otherwise), or it looks elsewhere now
         for path, mtime in noted.get("folders", ()):
             try:
@@ -255,7 +255,7 @@ class Indexer:
                         unreadable = True
                 # what sources_changed looks at; an unreadable file: listed again on every look
                 store.set_meta(f"folders:{src.name}", None if unreadable else json.dumps(
-                    {"at": src.locations(self.ws), "folders": folders}))
+                    {"at": src.looks_at(self.ws), "folders": folders}))
             except BaseException:
                 batch.close(commit=False)
                 raise

@@ -3,7 +3,8 @@
 agents.md, section B. A session file is a snapshot VS Code rewrites on every save: it is read
 whole, and its session replaced.
 
-Indexed through sources/registry.py (CopilotChat: snapshot mode, every VS Code workspace).
+Indexed through sources/registry.py (CopilotChat: snapshot mode, this workspace's chats by
+its workspace.json, every workspace's with PRIMA_VSCODE_ALL_WORKSPACES=1).
 """
 from __future__ import annotations
 
