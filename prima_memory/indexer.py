@@ -177,7 +177,7 @@ class Indexer:
 
     def _source_changed(self, src) -> bool:
         noted = _loads(self.store.get_meta(f"folders:{src.name}"))
-        if not isinstance(noted, dict) or noted.get("at") != src.locations(self.ws):
+        if not isinstance(noted, dict) or noted.get("at") != src.looks_at(self.ws):
             return True  # never listed (or noted otherwise), or it looks elsewhere now
         for path, mtime in noted.get("folders", ()):
             try:
@@ -255,7 +255,7 @@ class Indexer:
                         unreadable = True
                 # what sources_changed looks at; an unreadable file: listed again on every look
                 store.set_meta(f"folders:{src.name}", None if unreadable else json.dumps(
-                    {"at": src.locations(self.ws), "folders": folders}))
+                    {"at": src.looks_at(self.ws), "folders": folders}))
             except BaseException:
                 batch.close(commit=False)
                 raise
@@ -530,14 +530,17 @@ class Indexer:
         inserts, updates, texts_seen = [], [], []
         prompts: dict[str, int] = {}  # this delta's prompts: replies pair with them
         for key, (role, ts, side, pairs_with, texts) in merged.items():
-            text = "\n".join(texts)
+            # A reply split over lines is redacted whole, as it is stored: each line alone can
+            # hold half a secret ("the db password is" / "hunter2...").
+            text = "\n".join(texts) if len(texts) < 2 else _scrub("\n".join(texts))
             if key in known:
                 if role != "assistant" or not text:
                     continue
                 mid, old = known[key]
-                full = f"{old}\n{text}" if old else text
+                full = _scrub(f"{old}\n{text}") if old else text
                 updates.append((mid, full))
                 entry.remember(key, mid, full)
+                text = _added(old or "", full)  # what this read adds, for terms and tags
             else:
                 mid = next(ids)
                 pair = None
@@ -589,6 +592,18 @@ class Indexer:
         if rep.sessions_touched:
             with self.store.transaction():
                 self.store.tidy(bulk=rep.bytes_read > BULK_BYTES)
+
+
+def _scrub(text: str) -> str:
+    from .redact import scrub  # only for a reply that grows: its rules take 10 ms to compile
+    return scrub(text)
+
+
+def _added(old: str, full: str) -> str:
+    """The part of a grown message's text after what it held before (redaction of the joined
+    text may have changed the end of the old part: then from where the two differ)."""
+    n = len(old) if full.startswith(old) else len(os.path.commonprefix((old, full)))
+    return full[n:].lstrip("\n")
 
 
 def _note_unknown(log, path: str, before: dict | None, after: dict | None) -> None:

@@ -104,11 +104,12 @@ _K_GATE_RE = re.compile(
 _PASS_GATE_RE = re.compile(r"pass(?:w|phrase)")
 
 # Passwords told in prose: "my password is hunter2", "the wifi passphrase was: …", "pw: …".
-# (1) password/passphrase + is/was, (2) the short keys pw/pwd + : or =, (3) passphrase + : or =;
-# then a quoted value (4, 5) or the rest of the line (6).
+# (1) password/passphrase + is/was, its value on the same line or the next ("the db password
+# is" ending a line, as a reply split over lines reads joined), (2) the short keys pw/pwd + : or
+# =, (3) passphrase + : or =; then a quoted value (4, 5) or the rest of the line (6).
 # (It starts with the literal "p", the word boundary checked just after: twice as fast.)
 _PROSE_PW_RE = re.compile(
-    r"p(?<![\w-]p)(?:(ass(?:word|wd)|ass ?phrase)[ \t]+(?:is|was|will be)\b"
+    r"p(?<![\w-]p)(?:(ass(?:word|wd)|ass ?phrase)[ \t]+(?:is|was|will be)\b(?:[ \t]*:?[ \t]*\r?\n)?"
     r"|(wd?)[ \t]*[:=]|(ass ?phrase)[ \t]*[:=])[ \t]*(?::[ \t]*)?"
     r"""(?:(["'`])([^\n]{1,200}?)\4|([^\s"'`][^\n]{0,199}))""")
 # What follows "password is" in prose when no password is told.

@@ -519,6 +519,10 @@ DISCORD_HOOK = "https://discord.com/api/webhooks/" + "123456789012345678/" + bod
     ("Your password is: 'S3cr3t!!'", "Your password is: '[REDACTED:password]'"),
     ("export X_TOKEN=\n" + body(32), "export X_TOKEN=\n[REDACTED:secret]"),
     ("export API_KEY=\\\n    " + body(40) + "\nnext", "export API_KEY=\\\n    [REDACTED:secret]\nnext"),
+    # the value on the next line (issue #18: a reply Claude Code split over lines, joined)
+    ("The db password is\nhunter2-Secret9 until Friday.",
+     "The db password is\n[REDACTED:password] until Friday."),
+    ("the passphrase was:\r\n  violet otter lantern", "the passphrase was:\r\n  [REDACTED:password]"),
 ])
 def test_secrets_told_in_prose_webhooks_and_next_line_values(text, expected):
     assert redact(text) == expected
@@ -530,6 +534,8 @@ def test_secrets_told_in_prose_webhooks_and_next_line_values(text, expected):
     "password: please enter it twice", "Then we ran pwd: /work/main and ls",
     "the passphrase is see below", "use the --password flag", "Password reset link sent",
     "pw: short", "export TOKEN_FILE=\n$HOME/.token", "the hooks.slack.com/services page",
+    "the password is\nstored in the vault", "The password is\n\n## Next steps",
+    "the password is\n- at least 12 characters", "settings:\n  pwd:\n    /srv/app",
 ])
 def test_prose_about_passwords_is_left_alone(text):
     assert redact(text) == text

@@ -1,7 +1,7 @@
 """The sources besides Claude Code, as a user meets them through the CLI: Codex (scope by working
-folder, read on from its offset), VS Code Copilot Chat (every workspace, a snapshot replaced),
-the shared project log (author in the results); `status` lists every source; no source file is
-ever written; hooks never scan them."""
+folder, read on from its offset), VS Code Copilot Chat (this workspace's chats, every
+workspace's by choice; a snapshot replaced), the shared project log (author in the results);
+`status` lists every source; no source file is ever written; hooks never scan them."""
 from __future__ import annotations
 
 import hashlib
@@ -88,6 +88,7 @@ def test_a_resumed_codex_rollout_is_read_on(env):
 
 
 def test_copilot_chats_of_every_workspace_and_an_edit_in_place(env):
+    env.env["PRIMA_VSCODE_ALL_WORKSPACES"] = "1"  # the seed's rule: every VS Code workspace
     p = _chat(env, "file:///home/u/other%20project", "chat-1", "How do I debounce the ocelotinput?",
               "Wrap the handler in a debounce of 300 ms.")
     found = _by_id(env.search("ocelotinput", "--mode", "keyword"))
@@ -107,8 +108,50 @@ def test_copilot_chats_of_every_workspace_and_an_edit_in_place(env):
     assert env.search("lynxinput", "--mode", "keyword") == []
 
 
+def test_copilot_chats_are_this_workspaces_by_default(env):
+    """Chats of this workspace (by workspace.json, a folder inside it included) and those whose
+    workspace is unknown; PRIMA_VSCODE_ALL_WORKSPACES=1 takes every workspace's (the seed's
+    rule), and switching either way takes effect at the next look, nothing else changed."""
+    storage = Path(env.env["PRIMA_VSCODE_USER_DIRS"]) / "workspaceStorage"
+    _chat(env, env.ws.as_uri(), "chat-here", "Cache the quetzalfeed here", "ok")
+    _chat(env, (env.ws / "web app").as_uri(), "chat-sub", "quetzalfeed in a subfolder", "ok")
+    _chat(env, "file:///home/u/other%20project", "chat-else", "quetzalfeed elsewhere", "ok")
+    _chat(env, env.ws.parent.as_uri(), "chat-parent", "quetzalfeed one folder up", "ok")
+    _chat(env, "vscode-remote://ssh-remote%2Bbox/srv/app", "chat-remote", "quetzalfeed on a box",
+          "ok")
+    _chat(env, "file:///u", "chat-none", "quetzalfeed, no workspace.json", "ok")
+    (storage / "ws-chat-none" / "workspace.json").unlink()
+    _chat(env, "file:///u", "chat-blank", "quetzalfeed, a workspace.json half written", "ok")
+    (storage / "ws-chat-blank" / "workspace.json").write_text("{ half written")
+    empty = Path(env.env["PRIMA_VSCODE_USER_DIRS"]) / "globalStorage" / "emptyWindowChatSessions"
+    empty.mkdir(parents=True)
+    (empty / "chat-empty.json").write_text(
+        (storage / "ws-chat-here" / "chatSessions" / "chat-here.json").read_text()
+        .replace("chat-here", "chat-empty").replace("Cache the quetzalfeed here",
+                                                    "quetzalfeed in an empty window"))
+    theirs = {"chat-else", "chat-parent", "chat-remote"}
+    mine = {"chat-here", "chat-sub", "chat-none", "chat-blank", "chat-empty"}
+
+    def seen() -> dict[str, set]:
+        recent = {s["session_id"] for s in env.json("recent", "-n", "50")["sessions"]}
+        digest = json.dumps(env.json("digest", "--since", "400d"))
+        return {"search": set(_by_id(env.search("quetzalfeed", "--mode", "keyword"))),
+                "recent": recent & (mine | theirs),
+                "digest": {s for s in mine | theirs if f'"{s}"' in digest}}
+
+    env.env["PRIMA_VSCODE_ALL_WORKSPACES"] = "1"  # an index made under the seed's rule
+    assert seen() == dict.fromkeys(("search", "recent", "digest"), mine | theirs)
+    del env.env["PRIMA_VSCODE_ALL_WORKSPACES"]  # the default: theirs go, nothing else changed
+    assert seen() == dict.fromkeys(("search", "recent", "digest"), mine)
+    assert _by_id(env.search("quetzalfeed"))["chat-sub"]["project"] == str(env.ws / "web app")
+    vscode = {s["source"]: s for s in env.json("status")["sources"]}["copilot-chat"]
+    assert (vscode["sessions"], vscode["files"]) == (len(mine), len(mine))
+    env.env["PRIMA_VSCODE_ALL_WORKSPACES"] = "yes"
+    assert seen()["search"] == mine | theirs
+
+
 def test_an_edited_snapshot_leaves_no_orphaned_vectors(env):
-    p = _chat(env, "file:///x", "chat-v", "first wording of the pelicanq", "an answer")
+    p = _chat(env, env.ws.as_uri(), "chat-v", "first wording of the pelicanq", "an answer")
     env.json("embed")
     before = env.json("status")["semantic"]
     doc = json.loads(p.read_text())
@@ -165,7 +208,7 @@ def _sums(paths) -> dict:
 
 def test_no_source_file_is_ever_written(env):
     files = [_rollout(env, "cx-w", str(env.ws), "checksum words", "reply"),
-             _chat(env, "file:///y", "chat-w", "checksum words", "reply"),
+             _chat(env, env.ws.as_uri(), "chat-w", "checksum words", "reply"),
              _log(env, "w.md", "**Author:** C\nchecksum words")]
     before = _sums(files)
     env.json("index")
@@ -179,7 +222,7 @@ def test_no_source_file_is_ever_written(env):
 
 def test_hooks_never_scan_the_other_sources(env):
     _rollout(env, "cx-h", str(env.ws), "hookless words", "r")
-    _chat(env, "file:///z", "chat-h", "hookless words", "r")
+    _chat(env, env.ws.as_uri(), "chat-h", "hookless words", "r")
     t = env.transcript("eeee0000-0000-4000-8000-000000000001", start=OLD)
     t.exchange("a claude session", "its reply")
     for event, extra in (("session-start", {"source": "startup"}), ("stop", {})):
@@ -325,7 +368,7 @@ def test_a_look_for_changes_lists_no_folder_yet_misses_no_change(env, monkeypatc
         monkeypatch.setenv(k, env.env[k])
     monkeypatch.setenv("PRIMA_RACY_MS", "0")  # folders made a moment ago count as settled
     mine = _rollout(env, "cx-a", str(env.ws), "w", "r")
-    chat = _chat(env, "file:///w", "chat-a", "w", "r")
+    chat = _chat(env, env.ws.as_uri(), "chat-a", "w", "r")
     _log(env, "a.md", "**Author:** A\nw")
     extracts = env.ws / ".prima-memory" / "extracts" / "2026-03"
     mem = Memory(str(env.ws))
@@ -352,7 +395,7 @@ def test_a_look_for_changes_lists_no_folder_yet_misses_no_change(env, monkeypatc
         ("a first chat of a workspace", lambda: (vscode / "workspaceStorage" / "ws-chat-a" /
                                                  "GitHub.copilot-chat" / "transcripts").mkdir(
             parents=True), "copilot-chat"),
-        ("a new workspace", lambda: _chat(env, "file:///v", "chat-b", "w", "r"), "copilot-chat"),
+        ("a new workspace", lambda: _chat(env, env.ws.as_uri(), "chat-b", "w", "r"), "copilot-chat"),
         ("a log entry", lambda: _log(env, "b.md", "**Author:** B\nw"), "shared-log"),
         ("a new project's log", lambda: (env.ws / ".claude" / "state" / "sessions" / "P2").mkdir(),
          "shared-log"),
@@ -368,12 +411,12 @@ def test_a_look_for_changes_lists_no_folder_yet_misses_no_change(env, monkeypatc
 def test_an_odd_or_unreadable_file_stops_nothing_and_loses_nothing(env):
     """A chat caught mid-write keeps what the index holds of it and is read again once whole;
     a chat of an odd shape, in any workspace of the machine, never breaks a search."""
-    good = _chat(env, "file:///a", "chat-good", "the capybaraconfig question", "answer")
+    good = _chat(env, env.ws.as_uri(), "chat-good", "the capybaraconfig question", "answer")
     assert [r["session_id"] for r in env.search("capybaraconfig", "--mode", "keyword")] == [
         "chat-good"]
     whole = good.read_text()
     good.write_text(whole[:40])  # VS Code writing it
-    odd = _chat(env, "file:///b", "chat-odd", "the okapiodd question", "answer")
+    odd = _chat(env, env.ws.as_uri(), "chat-odd", "the okapiodd question", "answer")
     doc = json.loads(odd.read_text())
     doc["requests"][0]["agent"] = {"extensionId": "github.copilot-chat"}  # a string, not {value}
     doc["requests"].append({"requestId": "r2", "message": {"text": "more okapiodd"},

@@ -58,10 +58,11 @@ def _rollout(env, name: str, lines, sub: str = "sessions/2026/03/01") -> Path:
     return p
 
 
-def _space(env, ws_id: str = "w1", folder: str = "file:///home/u/proj") -> Path:
+def _space(env, ws_id: str = "w1", folder: str | None = None) -> Path:
+    """A VS Code workspace's storage, of this workspace unless `folder` says otherwise."""
     space = Path(env.env["PRIMA_VSCODE_USER_DIRS"]) / "workspaceStorage" / ws_id
     (space / "chatSessions").mkdir(parents=True, exist_ok=True)
-    (space / "workspace.json").write_text(json.dumps({"folder": folder}))
+    (space / "workspace.json").write_text(json.dumps({"folder": folder or env.ws.as_uri()}))
     return space
 
 

@@ -5,7 +5,7 @@ import os
 import re
 
 from .. import workspace
-from .text import parse_ts, scrubber
+from .text import parse_ts, scrubber, tail
 
 
 def _load_parsing() -> None:
@@ -279,6 +279,7 @@ def read(sf: SourceFile, offset: int, state: dict | None, mtime: float | None = 
     session_id = sf.session_id or state.get("sid")
     delta = None
     unknown: set[str] = set()
+    branches: dict[str, str] = {}  # branch as recorded -> as stored (redacted once per read)
     # unknown types this file showed before (less any this version has learnt since)
     noted = set(state.get("unk", ())) - KNOWN_TYPES
 
@@ -295,7 +296,7 @@ def read(sf: SourceFile, offset: int, state: dict | None, mtime: float | None = 
 
     for obj in reader:
         try:
-            _take_record(obj, get_delta, state, sf.sidechain, scrub, noted, unknown)
+            _take_record(obj, get_delta, state, sf.sidechain, scrub, noted, unknown, branches)
         except (TypeError, ValueError, AttributeError, KeyError) as e:
             # a record of a shape never seen: skip it like a bad line, never lose the batch
             reader.bad(reader.end, f"unreadable record ({type(e).__name__}: {e})")
@@ -313,12 +314,13 @@ def read(sf: SourceFile, offset: int, state: dict | None, mtime: float | None = 
     return delta, reader.end, state, problems
 
 
-def _take_record(obj, get_delta, state, file_sidechain, scrub, noted, unknown) -> None:
+def _take_record(obj, get_delta, state, file_sidechain, scrub, noted, unknown,
+                 branches) -> None:
     kind = obj.get("type")
     if kind == "user" or kind == "assistant":
         d = get_delta(obj)
         if d is not None:
-            _take_message(obj, kind, d, state, file_sidechain, scrub)
+            _take_message(obj, kind, d, state, file_sidechain, scrub, branches)
     elif kind == "summary" or kind == "ai-title" or kind == "custom-title":
         d = get_delta(obj)
         t = obj.get({"summary": "summary", "ai-title": "aiTitle", "custom-title": "customTitle"}[kind])
@@ -334,7 +336,8 @@ def _take_record(obj, get_delta, state, file_sidechain, scrub, noted, unknown) -
         unknown.add(kind[:40])
 
 
-def _take_message(obj: dict, kind: str, d, state: dict, file_sidechain: bool, scrub) -> None:
+def _take_message(obj: dict, kind: str, d, state: dict, file_sidechain: bool, scrub,
+                  branches: dict) -> None:
     ts = parse_ts(obj.get("timestamp"))
     sidechain = file_sidechain or obj.get("isSidechain") is True
     th = state.setdefault("side" if sidechain else "main", {})
@@ -344,7 +347,9 @@ def _take_message(obj: dict, kind: str, d, state: dict, file_sidechain: bool, sc
         state["cwd"] = cwd
     branch = obj.get("gitBranch")
     if isinstance(branch, str) and branch not in _NO_BRANCH:
-        d.branch = branch
+        d.branch = branches.get(branch)
+        if d.branch is None:  # a name is any text: a token pasted as one is redacted
+            d.branch = branches[branch] = scrub(branch)
     msg = obj.get("message")
     if not isinstance(msg, dict):
         return
@@ -389,14 +394,14 @@ def _take_message(obj: dict, kind: str, d, state: dict, file_sidechain: bool, sc
         if btype == "text" and isinstance(block.get("text"), str) and block["text"].strip():
             t = scrub(block["text"].strip())
             texts.append(t)
-            th["t"] = t[-_EXPLANATION_MAX:]
+            th["t"], th["tk"] = tail(_said_before(th, key, t, scrub), _EXPLANATION_MAX), key
         elif btype == "tool_use" and isinstance(block.get("name"), str) \
                 and block["name"] in FILE_TOOLS:
             inp = block.get("input")
             path = inp.get(FILE_TOOLS[block["name"]]) if isinstance(inp, dict) else None
             if isinstance(path, str) and path:
                 d.file_changes.append(FileChange(path, block["name"], th.get("t", ""), ts, key))
-    text = "\n".join(texts)
+    text = "\n".join(texts) if len(texts) < 2 else scrub("\n".join(texts))  # (as for lines)
     pairs = None
     if th.get("r") != key:  # a new reply: the first after a prompt forms an exchange with it
         th["r"] = key
@@ -404,3 +409,14 @@ def _take_message(obj: dict, kind: str, d, state: dict, file_sidechain: bool, sc
     elif not text:
         return  # a tool-only fragment of a reply already recorded
     d.messages.append(Message(key, "assistant", text, ts, sidechain, pairs))
+
+
+def _said_before(th: dict, key: str, t: str, scrub) -> str:
+    """What a change's explanation takes of text block `t`: redacted joined with the same
+    reply's text before it (a secret told across two lines of a reply is only found whole), the
+    part from `t` on."""
+    prev = th.get("t") if th.get("tk") == key else None
+    if not prev:
+        return t
+    both = scrub(f"{prev}\n{t}")
+    return both[len(prev) + 1:] if both.startswith(prev + "\n") else both

@@ -19,7 +19,7 @@ import re
 
 from .. import titles
 from ..records import FileChange, Message, SessionDelta
-from .text import dated_by_file, load_json, parse_ts, scrubber
+from .text import dated_by_file, head, load_json, parse_ts, scrubber
 from .jsonl import JsonlReader
 
 SOURCE = "codex"
@@ -150,7 +150,7 @@ class _Reader:
         self.events: list[Message] = []  # ... unless the file has no response items at all
         self.changes: list[FileChange] = []
         self.ts: float | None = None
-        self.scrub = scrubber(self.problems)  # cut and redacted, as every source's text is
+        self.scrub = scrubber(self.problems)  # redacted and cut, as every source's text is
         self.unknown: set[str] = set()  # record types this reader does not know
 
     def _d(self) -> SessionDelta | None:
@@ -197,7 +197,7 @@ class _Reader:
         self._cwd(p.get("cwd"))
         git = p.get("git")
         if isinstance(git, dict) and isinstance(git.get("branch"), str):
-            d.branch = git["branch"]
+            d.branch = self.scrub(git["branch"])  # a name is any text: a token pasted as one
 
     def _cwd(self, cwd) -> None:
         if isinstance(cwd, str) and cwd and self._d() is not None:
@@ -220,11 +220,12 @@ class _Reader:
         which = "r" if stream is self.responses else "e"
         key = f"{which}{n}"
         pairs = self.state.get(f"prompt_{which}") if role == "assistant" else None
-        stream.append(Message(key, role, self.scrub(text), self.ts, pairs_with=pairs))
+        text = self.scrub(text)
+        stream.append(Message(key, role, text, self.ts, pairs_with=pairs))
         if role == "user":
             self.state[f"prompt_{which}"] = key
-        else:
-            self.state["said"] = self.scrub(text[:500])  # said before a change: its reason
+        else:  # said before a change: its reason, cut once redacted (a token cut escapes)
+            self.state["said"] = head(text, 500)
 
     def _item(self, p: dict) -> None:
         kind = p.get("type")

@@ -3,7 +3,8 @@
 agents.md, section B. A session file is a snapshot VS Code rewrites on every save: it is read
 whole, and its session replaced.
 
-Indexed through sources/registry.py (CopilotChat: snapshot mode, every VS Code workspace).
+Indexed through sources/registry.py (CopilotChat: snapshot mode, this workspace's chats by
+its workspace.json, every workspace's with PRIMA_VSCODE_ALL_WORKSPACES=1).
 """
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import urllib.parse
 
 from .. import titles
 from ..records import FileChange, Message, SessionDelta
-from .text import dated_by_file, load_json, scrubber, valid_ts
+from .text import dated_by_file, load_json, scrubber, tail, valid_ts
 
 SOURCE = "copilot-chat"
 LABEL = "[VS Code]"
@@ -123,20 +124,28 @@ def session(doc: dict, sid: str, problems: list[str]) -> SessionDelta | None:
             if d.first_prompt is None:
                 d.first_prompt = titles.clean_first_prompt(d.messages[-1].text)
         said: list[str] = []
+        why = None  # what was said before an edit: its reason, redacted whole, then its tail
+
+        def reason() -> str:
+            nonlocal why
+            if why is None:
+                why = tail(scrub(" ".join(said)), 500)  # (cut first, a token's end escapes)
+            return why
         for part in _list(r.get("response")):
             if not isinstance(part, dict):
                 continue
             text = _markdown(part)
             if text:
                 said.append(text)
+                why = None
             for uri in _edited(part):
-                d.file_changes.append(FileChange(uri, part.get("kind") or "edit",
-                                                 scrub(" ".join(said)[-500:]), ts, f"{key}:a"))
+                d.file_changes.append(FileChange(uri, part.get("kind") or "edit", reason(), ts,
+                                                 f"{key}:a"))
         for event in _list(r.get("editedFileEvents")):
             uri = _path(event.get("uri") if isinstance(event, dict) else None)
             if uri:
-                d.file_changes.append(FileChange(uri, "editedFileEvent",
-                                                 scrub(" ".join(said)[-500:]), ts, f"{key}:a"))
+                d.file_changes.append(FileChange(uri, "editedFileEvent", reason(), ts,
+                                                 f"{key}:a"))
         if said:
             d.messages.append(Message(f"{key}:a", "assistant", scrub("\n".join(said)), ts,
                                       pairs_with=f"{key}:q" if asked else None))

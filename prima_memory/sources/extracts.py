@@ -13,7 +13,7 @@ import re
 
 from ..records import Message, SessionDelta
 from ..workspace import data_dir, is_real_dir, read_plain
-from .text import scrubber, utf8_name
+from .text import head, scrubber, utf8_name
 
 SOURCE = "extract"
 MAX_BYTES = 4 << 20  # an extract is a few kB: a larger file there is not one of ours
@@ -61,7 +61,7 @@ def read(ws: str, path: str) -> SessionDelta | None:
     # a checkpoint names its session on its first line; an extract in its first section
     title = first[2:].strip() if first.startswith("# Checkpoint") else next(iter(headings), "")
     scrub = scrubber([])  # ours are redacted already; one edited by hand may not be
-    d.custom_title = scrub((title or os.path.basename(name)[:-3])[:200])
+    d.custom_title = head(scrub(title or os.path.basename(name)[:-3]), 200)  # (cut once redacted)
     for i, section in enumerate([s for s in sections if s][:MAX_SECTIONS]):
         d.messages.append(Message(f"s{i}", "assistant", scrub(section), mtime))
     d.seen(mtime)

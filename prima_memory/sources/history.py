@@ -44,10 +44,15 @@ def _history(doc) -> list[dict]:
 
 
 def _entry(e: dict, path: str, ws: str) -> dict:
+    """An entry as shown, redacted like every text the index holds (and matched so: a secret
+    is no way to find one)."""
+    from ..redact import scrub  # (only when the conversations found nothing)
     projects = e.get("projectsWorked")
     return {"date": str(e.get("date") or ""), "time": e.get("time") if isinstance(
                 e.get("time"), str) else None,
-            "summary": e["summary"], "projects": projects if isinstance(projects, list) else [],
+            "summary": scrub(e["summary"]),
+            "projects": [scrub(p) for p in projects if isinstance(p, str)]  # (names, no more)
+            if isinstance(projects, list) else [],
             "file": os.path.relpath(path, ws), "label": LABEL}
 
 

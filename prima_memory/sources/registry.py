@@ -49,6 +49,11 @@ class Source:
     def in_scope(self, delta, ws: str) -> bool:
         return True
 
+    def looks_at(self, ws: str) -> list:
+        """What a listing depends on, noted with the folders it listed: where it looks (and
+        what it takes there). Another value lists again, nothing on disk changed."""
+        return self.locations(ws)
+
     def knows(self, kind: str) -> bool:
         """Whether this version knows record type `kind`: one an older version noted as unknown
         in a file's state (see status) is no longer counted."""
@@ -216,15 +221,41 @@ def vscode_user_dirs() -> list[str]:
         os.path.join(home, ".vscode-server-insiders", "data", "User")]
 
 
+ALL_WORKSPACES = "PRIMA_VSCODE_ALL_WORKSPACES"
+
+
+def every_vscode_workspace() -> bool:
+    """PRIMA_VSCODE_ALL_WORKSPACES=1: the seed's rule, every VS Code workspace's chats."""
+    return os.environ.get(ALL_WORKSPACES, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def _chat_here(folder: str | None, ws: str) -> bool:
+    from ..workspace import is_within
+    return not folder or every_vscode_workspace() or is_within(os.path.normpath(folder), ws)
+
+
 class CopilotChat(Source):
     name, label, mode, agent = "copilot-chat", "[VS Code]", "snapshot", "Copilot"
 
     def locations(self, ws: str) -> list[str]:
         return vscode_user_dirs()
 
+    def looks_at(self, ws: str) -> list:
+        # switching the rule lists again: the other workspaces' chats go (or come back)
+        return self.locations(ws) + (["every workspace"] if every_vscode_workspace() else [])
+
+    def in_scope(self, delta, ws: str) -> bool:
+        """A chat of this workspace (or a folder inside it, as Codex's), or of a workspace
+        VS Code does not name (an empty window, no workspace.json); every workspace's with
+        PRIMA_VSCODE_ALL_WORKSPACES=1. The seed took every workspace's because "Copilot records
+        no workspace path", yet workspace.json names the folder, and another project's chats
+        in this one's answers are noise."""
+        return _chat_here(delta.cwd, ws)
+
     def discover(self, ws: str, folders: list | None = None) -> list[tuple[str, object]]:
-        """Chat files of every VS Code workspace (Copilot records no workspace path), the
-        newest copy of each session id (VS Code copies a chat when its workspace changes)."""
+        """Chat files of this workspace (see in_scope), the newest copy of each session id (VS
+        Code copies a chat when its workspace changes: the copy in another workspace wins). A
+        chat out of scope is not listed, so one indexed before is dropped as gone."""
         from . import copilot
         newest: dict[str, tuple[float, str, object]] = {}
         for user in self.locations(ws):
@@ -245,7 +276,8 @@ class CopilotChat(Source):
                     mtime = os.stat(p).st_mtime
                     if sid not in newest or mtime > newest[sid][0]:
                         newest[sid] = (mtime, p, project)
-        return [(p, project) for _m, p, project in sorted(newest.values(), key=lambda v: v[1])]
+        chats = sorted(newest.values(), key=lambda v: v[1])
+        return [(p, project) for _m, p, project in chats if _chat_here(project, ws)]
 
     def read(self, path, extra, offset, state):
         from . import copilot

@@ -16,7 +16,7 @@ import re
 from ..records import Message, SessionDelta
 from ..workspace import read_plain, stays_inside
 from .. import titles
-from .text import parse_ts, scrubber, utf8_name, valid_ts
+from .text import line_cut, parse_ts, scrubber, utf8_name, valid_ts
 
 SOURCE = "shared-log"
 MAX_BYTES = 1 << 20  # an entry is short; a bigger file is read to here
@@ -73,7 +73,7 @@ def read(path: str, project_id: str) -> tuple[SessionDelta | None, list[str]]:
     raw, st = got
     if len(raw) > MAX_BYTES:
         problems.append(f"longer than {MAX_BYTES >> 20} MB: its start read")
-        raw = raw[:MAX_BYTES]
+        raw = line_cut(raw, MAX_BYTES)  # at a line break: a secret cut in half escapes
     text = raw.decode("utf-8-sig", "replace")  # (a byte-order mark would hide the front matter)
     head = header(text)
     body = _FRONT.sub("", text, count=1).strip()

@@ -1,5 +1,5 @@
-"""What every source does to the text it reads: times parsed one way, each text cut to a size
-and redacted before anything stores it."""
+"""What every source does to the text it reads: times parsed one way, each text redacted and
+cut to a size before anything stores it (always in that order: a secret cut first can escape)."""
 from __future__ import annotations
 
 import json
@@ -11,7 +11,7 @@ LAST_TS = 253402214400.0  # 9999-12-30: every later time (or NaN, or before 1970
 
 
 def scrubber(problems: list):
-    """A text -> stored text function: cut to MAX_TEXT (noted in `problems`), then redacted. It
+    """A text -> stored text function: redacted, then cut to MAX_TEXT (noted in `problems`). It
     imports the redactor on its first call: compiling its rules costs 10 ms, and the lines
     Claude Code appends after a session's Stop (prompt bookkeeping) hold no text at all."""
     fn = None
@@ -23,9 +23,53 @@ def scrubber(problems: list):
             fn = redact if redact_enabled() else _unchanged  # decided once per file
         if len(text) > MAX_TEXT:
             problems.append(f"a message of {len(text):,} characters: its first {MAX_TEXT:,} kept")
-            text = text[:MAX_TEXT]
+            # Redacted before it is cut, or a secret cut in half escapes the patterns; only a
+            # window a little past the limit (a 50 MB paste would take seconds), ending at a
+            # line break so that the window halves no secret either.
+            return head(fn(line_cut(text, MAX_TEXT + _SLACK)), MAX_TEXT)
         return fn(text)
     return scrub
+
+
+_SLACK = 1 << 16
+_TAG = "[REDACTED:"
+
+
+def line_cut(data, n: int, back: int = _SLACK):
+    """`data` (str or bytes) cut to at most n, back to its last line break within `back` of n,
+    else its last space, else at n: a cut there halves no one-line secret (the redactor finds a
+    multi-line one, a PEM block or a value on the next line, cut short too)."""
+    if len(data) <= n:
+        return data
+    nl, sp = ("\n", " ") if isinstance(data, str) else (b"\n", b" ")
+    lo = max(0, n - back)
+    i = data.rfind(nl, lo, n)
+    if i < 0:
+        i = data.rfind(sp, lo, n)
+    return data[:i + 1] if i >= 0 else data[:n]
+
+
+def head(text: str, n: int) -> str:
+    """The first n characters of redacted text, not ending inside a [REDACTED:kind] tag."""
+    if len(text) <= n:
+        return text
+    i = text.rfind("[", max(0, n - 32), n)
+    if i >= 0 and text.startswith(_TAG, i) and text.find("]", i, n) < 0:
+        return text[:i]
+    return text[:n]
+
+
+def tail(text: str, n: int) -> str:
+    """The last n characters of redacted text, not starting inside a [REDACTED:kind] tag."""
+    if len(text) <= n:
+        return text
+    s = len(text) - n
+    i = text.rfind(_TAG, max(0, s - 32), s + len(_TAG) - 1)  # a tag opened before s
+    if i >= 0:
+        j = text.find("]", i)
+        if j >= s:
+            return text[j + 1:]
+    return text[s:]
 
 
 def _unchanged(text: str) -> str:
