@@ -157,6 +157,8 @@ class Held:
 
     def append(self, ids, windows, mat, times=None) -> None:
         import numpy as np
+        if not len(ids):  # (the buffers first read are read-only: nothing is written to them)
+            return
         need = self.n + len(ids)
         if need > len(self._cols[0]):  # double the room: appends cost their own rows, amortised
             room = max(need, 2 * len(self._cols[0]), 1024)

@@ -816,3 +816,20 @@ def test_whatever_fails_in_the_semantic_half_the_words_still_answer(tmp_path):
     hits, warnings = searchmod.run(st, "logrotate", mode="semantic", embedder=None,
                                    why_not="no model here")
     assert [h.row.session_id for h in hits] == ["A"] and "no model here" in warnings[0]
+
+
+def test_vectors_held_in_memory_survive_the_same_texts_linked_again(tmp_path):
+    """A long-lived process (the MCP server) holds the vectors; a rebuild elsewhere reads the
+    same texts again and links them to the same vectors: the count of changes moves, nothing
+    else does. Reading that was an error (the held buffers are read-only)."""
+    st = _store_with(tmp_path, {"A": [("one", "first reply", OLD)]})
+    e = Fake()
+    semantic.Embedding(st, e).run()
+    assert semantic.search(st, e, "one\n\nfirst reply", limit=1, floor=0.0)
+    with st.transaction():
+        st.clear_live()
+    st.close()
+    st = _store_with(tmp_path, {"A": [("one", "first reply", OLD)]})
+    assert semantic.Embedding(st, e).run() == (1, 0)
+    got = semantic.search(st, e, "one\n\nfirst reply", limit=1, floor=0.0)
+    assert got[0].similarity == pytest.approx(1.0, abs=1e-5)
