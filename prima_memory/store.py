@@ -26,8 +26,9 @@ from .workspace import open_nofollow
 # prima-memory's own command runs are no longer sessions; 5: text folded alike on both sides of
 # matching; 6: indexes for message counts, recent files, latest and unfinished sessions, and
 # the version in user_version; 7: vectors, content-addressed, and the exchanges they embed;
-# 8: SIMILAR_TO edges between exchanges
-SCHEMA_VERSION = 8
+# 8: SIMILAR_TO edges between exchanges; 9: vectors keyed by the build that made them too (the
+# keys in use until then are listed, for the embedder to adopt or drop: semantic.Embedding.adopt)
+SCHEMA_VERSION = 9
 SHIFT = 24  # ordinals per session: 16M fragments, far past any real transcript
 _TOKENIZER_ARGS = ["remove_diacritics", "0"]
 
@@ -132,6 +133,8 @@ CREATE VIEW exchanges AS
 INSERT INTO meta(key, value) VALUES ('schema_version', '{SCHEMA_VERSION}');
 PRAGMA user_version = {SCHEMA_VERSION};
 """
+
+_LEGACY_KEYS = "legacy_vectors"  # meta: vector keys from before schema 9, not yet adopted
 
 _TITLE = ("COALESCE(NULLIF(title_custom, ''), NULLIF(title_summary, ''), NULLIF(title_first, ''), "
           "'Untitled Session')")  # the title precedence (DESIGN §3); titles are stored normalised
@@ -823,17 +826,65 @@ class Store:
                 part))
         return out
 
-    def known_vectors(self, hashes, model: str) -> dict[bytes, list[bytes]]:
-        """text hash -> its windows' vectors, for the hashes already embedded by `model`."""
+    def known_vectors(self, hashes, model: str, variant: str | None = None) -> dict[bytes, list[bytes]]:
+        """text hash -> its windows' vectors, for the hashes already embedded by `model` (by
+        that backend, with `variant`)."""
         hashes = list(dict.fromkeys(hashes))
         out: dict[bytes, list[bytes]] = {}
+        only = "" if variant is None else "AND variant = ? "
         for i in range(0, len(hashes), 500):
             part = hashes[i:i + 500]
             for h, vec in self.db.execute(
-                    f"SELECT text_hash, vec FROM vectors WHERE model = ? AND text_hash IN "
-                    f"({','.join('?' * len(part))}) ORDER BY text_hash, n", (model, *part)):
+                    f"SELECT text_hash, vec FROM vectors WHERE model = ? {only}AND text_hash IN "
+                    f"({','.join('?' * len(part))}) ORDER BY text_hash, n",
+                    (model, *([] if variant is None else [variant]), *part)):
                 out.setdefault(h, []).append(vec)
         return out
+
+    def legacy_vector_keys(self) -> list[str]:
+        """The keys vectors were filed under before builds were told apart, still to decide."""
+        try:
+            keys = json.loads(self.get_meta(_LEGACY_KEYS) or "[]")
+        except ValueError:
+            return []
+        return [k for k in keys if isinstance(k, str)] if isinstance(keys, list) else []
+
+    def adopt_vectors(self, legacy: str, model: str, variant: str | None) -> None:
+        """In the caller's write transaction: the vectors under `legacy` that `variant` made
+        become `model`'s, with their exchanges' links and edges (variant None: none do); all
+        else under `legacy` goes, and it is no longer listed."""
+        db = self.db
+        if variant is not None:
+            db.execute("UPDATE OR IGNORE vectors SET model = ? WHERE model = ? AND variant = ?",
+                       (model, legacy, variant))
+            db.execute("INSERT OR IGNORE INTO embedded(exchange, model, text_hash) "
+                       "SELECT x.exchange, ?1, x.text_hash FROM embedded x WHERE x.model = ?2 "
+                       "AND EXISTS (SELECT 1 FROM vectors v WHERE v.text_hash = x.text_hash "
+                       "AND v.model = ?1)", (model, legacy))
+            db.execute("INSERT OR IGNORE INTO linked(exchange, model, text_hash) "
+                       "SELECT l.exchange, ?1, l.text_hash FROM linked l JOIN embedded x "
+                       "ON x.exchange = l.exchange AND x.model = ?1 AND x.text_hash = l.text_hash "
+                       "WHERE l.model = ?2", (model, legacy))
+            db.execute("INSERT OR IGNORE INTO similar(a, b, model, cosine) "
+                       "SELECT s.a, s.b, ?1, s.cosine FROM similar s WHERE s.model = ?2 "
+                       "AND EXISTS (SELECT 1 FROM embedded x WHERE x.exchange = s.a AND x.model = ?1) "
+                       "AND EXISTS (SELECT 1 FROM embedded x WHERE x.exchange = s.b AND x.model = ?1)",
+                       (model, legacy))
+        for table in ("embedded", "linked", "similar", "vectors"):
+            db.execute(f"DELETE FROM {table} WHERE model = ?", (legacy,))
+        rest = [k for k in self.legacy_vector_keys() if k != legacy]
+        if rest:
+            self.set_meta(_LEGACY_KEYS, json.dumps(rest))
+        else:
+            db.execute("DELETE FROM meta WHERE key = ?", (_LEGACY_KEYS,))
+
+    def _list_legacy_keys(self) -> None:
+        """Record the vector keys that name no build (model/policy: one slash; a build adds a
+        second), merged with those listed already."""
+        keys = set(self.legacy_vector_keys()) | {r[0] for r in self.db.execute(
+            "SELECT DISTINCT model FROM vectors WHERE model NOT LIKE '%/%/%'")}
+        if keys:
+            self.set_meta(_LEGACY_KEYS, json.dumps(sorted(keys)))
 
     def add_vectors(self, model: str, variant: str, rows) -> None:
         """rows: (text hash, [vector bytes per window]). A hash already held keeps its vectors."""
@@ -1016,6 +1067,8 @@ class Store:
         except (apsw.Error, UnicodeDecodeError):
             pass  # what came before the damage is kept
         keep()
+        with self.db:  # from an index older than schema 9: to adopt or drop, like a migrated one
+            self._list_legacy_keys()
 
     # -- status --------------------------------------------------------------------------------
 
@@ -1125,8 +1178,15 @@ def _to_v8(store: Store) -> None:
     store.db.execute(_EDGE_SCHEMA)
 
 
+def _to_v9(store: Store) -> None:
+    """Vectors are keyed by the build that made them too. Nothing is thrown away here: the
+    keys in use are listed, and the first embedder to run keeps the vectors it can prove are
+    its own (semantic.Embedding.adopt), and makes the others again."""
+    store._list_legacy_keys()
+
+
 # version -> the step that brings an index of that version to the next; older ones are rebuilt
-_MIGRATIONS = {3: _to_v4, 4: _to_v5, 5: _to_v6, 6: _to_v7, 7: _to_v8}
+_MIGRATIONS = {3: _to_v4, 4: _to_v5, 5: _to_v6, 6: _to_v7, 7: _to_v8, 8: _to_v9}
 
 
 # The sessions' columns with every text one read as bytes (see _lenient), for recovery.
