@@ -512,19 +512,24 @@ def unknown_types(store, src) -> list[dict]:
 
 
 def semantic_status(mem: Memory) -> dict:
-    """Embedded and pending exchanges, and the background embedder, without loading the model."""
+    """Embedded and pending exchanges, and the background embedder, without loading the model:
+    "available" says whether it would load, from the files and packages a load needs (and the
+    ONNX build's checksum), not merely that its folder is there."""
     from . import background, embed as embedmod
     from .semantic import vector_key
     store = mem.store()
+    where, model, build, why = None, embedmod.MODEL, None, None
     try:
         where = embedmod.model_dir()
-        model, why = embedmod.model_name(where), None
+        model = embedmod.model_name(where)
+        model, build = embedmod.check()
     except embedmod.ModelUnavailable as e:
-        where, model, why = None, embedmod.MODEL, one_line(e)
-    try:  # which vectors the counts are of: those the model would make
-        build = embedmod.expected_build(verify=True)
-    except embedmod.ModelUnavailable:
-        build = embedmod.VARIANT_ST
+        why = one_line(e)
+    if build is None:  # which vectors the counts are of: those the model would make
+        try:
+            build = embedmod.expected_build()
+        except embedmod.ModelUnavailable:
+            build = embedmod.VARIANT_ST
     key = vector_key(model, None, build)
     return {"available": why is None, "model": model, "model_path": where, "build": build,
             "problem": why,

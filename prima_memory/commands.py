@@ -347,7 +347,7 @@ def render_status(d: dict) -> str:
     lines.append(f"pending    {d['pending']['files']} files changed since the last index "
                  f"({d['pending']['bytes'] / 1e6:.1f} MB)")
     sem = d["semantic"]
-    state = (f"model {sem['model']} ({sem['model_path']})" if sem["available"]
+    state = (f"model {sem['model']}, {sem['build']} ({sem['model_path']})" if sem["available"]
              else f"unavailable: {sem['problem']}")
     lines.append(f"semantic   {sem['embedded']} exchanges embedded, {sem['pending']} pending; "
                  f"{state}" + ("; the background embedder is running" if sem["embedder_running"]

@@ -477,3 +477,52 @@ def expected_build(backend: str | None = None, *, verify: bool = False) -> str:
         raise ModelUnavailable(why)
     return VARIANT_ST
 
+
+def check(backend: str | None = None) -> tuple[str, str]:
+    """(model, build) that load() would give, or ModelUnavailable saying why it would fail, in
+    milliseconds: the files and packages it needs are looked at, not loaded (`status`)."""
+    mdir = model_dir()
+    build = expected_build(backend, verify=True)
+    if build == VARIANT_ST:
+        missing = _installed("sentence_transformers", "torch", "numpy")
+        if missing:
+            raise ModelUnavailable(f"sentence-transformers is not installed ({missing}): run "
+                                   "install.sh, or pip install 'prima-memory[semantic]'")
+    problem = _model_files_problem(mdir, onnx=build != VARIANT_ST)
+    if problem:
+        raise ModelUnavailable(f"could not load the model in {mdir}: {problem}")
+    return model_name(mdir), build
+
+
+def _model_files_problem(mdir: str, onnx: bool) -> str | None:
+    """What in the model folder would stop a load: a config that is not JSON, weights whose
+    safetensors header does not describe the file (cut short, or not safetensors at all)."""
+    try:
+        with open(os.path.join(mdir, "config.json"), encoding="utf-8") as f:
+            if not isinstance(json.load(f), dict):
+                return "config.json is not a JSON object"
+    except (OSError, ValueError) as e:
+        return f"config.json cannot be read ({type(e).__name__})"
+    if onnx:  # the ONNX path reads the tokenizer, never the weights
+        if not os.path.isfile(os.path.join(mdir, "tokenizer.json")):
+            return "tokenizer.json is missing"
+        return None
+    weights = os.path.join(mdir, "model.safetensors")
+    if not os.path.isfile(weights):
+        return None  # pytorch_model.bin: nothing cheap to check
+    try:
+        with open(weights, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            n = int.from_bytes(f.read(8), "little")
+            if not 2 <= n <= min(size - 8, 100 << 20):
+                return "model.safetensors is not a safetensors file"
+            header = json.loads(f.read(n))
+    except (OSError, ValueError) as e:
+        return f"model.safetensors cannot be read ({type(e).__name__})"
+    if not isinstance(header, dict):
+        return "model.safetensors is not a safetensors file"
+    ends = [t.get("data_offsets", [0, 0])[1] for k, t in header.items()
+            if k != "__metadata__" and isinstance(t, dict)]
+    if not ends or max(ends) != size - 8 - n:
+        return "model.safetensors is incomplete or damaged"
+    return None

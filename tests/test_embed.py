@@ -400,3 +400,25 @@ def test_each_build_has_its_own_identity(monkeypatch, tmp_path):
     assert embed.expected_build() == onnx.build
     monkeypatch.setenv("PRIMA_ONNX_DIR", str(_damaged_copy(tmp_path)))
     assert embed.expected_build(verify=True) == "st-fp32", "a damaged build is not the one used"
+
+
+def test_check_says_what_a_load_would_say_without_loading(monkeypatch, tmp_path):
+    import importlib.util
+    monkeypatch.setenv("PRIMA_EMBEDDER", "sentence-transformers")
+    assert embed.check() == (embed.MODEL, "st-fp32")
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "torch" else real(name, *a))
+    with pytest.raises(embed.ModelUnavailable, match="not installed"):
+        embed.check()
+    monkeypatch.setattr(importlib.util, "find_spec", real)
+    copy = tmp_path / "cut-short"
+    copy.mkdir()
+    for f in Path(embed.model_dir()).iterdir():
+        if f.name != "model.safetensors":
+            (copy / f.name).symlink_to(f)
+    whole = (Path(embed.model_dir()) / "model.safetensors").read_bytes()
+    (copy / "model.safetensors").write_bytes(whole[:len(whole) // 2])  # a download cut short
+    monkeypatch.setenv("PRIMA_MODEL", str(copy))
+    with pytest.raises(embed.ModelUnavailable, match="incomplete or damaged"):
+        embed.check()

@@ -932,6 +932,24 @@ def test_a_damaged_build_is_never_used_and_its_vectors_never_kept(env, tmp_path)
     assert (sem["embedded"], sem["pending"]) == (3, 0)
 
 
+def test_status_says_so_when_the_model_folder_is_there_but_cannot_load(env, tmp_path):
+    from prima_memory import embed
+    _corpus(env)
+    broken = tmp_path / "broken-model"
+    broken.mkdir()
+    for f in os.scandir(embed.model_dir()):
+        if f.name != "model.safetensors":
+            (broken / f.name).symlink_to(f.path)
+    (broken / "model.safetensors").write_bytes(os.urandom(4096))
+    there = {"PRIMA_MODEL": str(broken)}
+    sem = env.json("status", env=there)["semantic"]
+    assert sem["available"] is False and "model.safetensors" in sem["problem"], sem
+    assert "\n" not in sem["problem"]
+    got = env.json("search", "pg_dump", env=there)  # what a search meets: the same
+    assert got["warnings"][0].startswith("semantic search is unavailable ("), got
+    assert env.json("status")["semantic"]["available"] is True
+
+
 def test_vectors_held_in_memory_survive_the_same_texts_linked_again(tmp_path):
     """A long-lived process (the MCP server) holds the vectors; a rebuild elsewhere reads the
     same texts again and links them to the same vectors: the count of changes moves, nothing
