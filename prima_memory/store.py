@@ -752,8 +752,10 @@ class Store:
         out: set[int] = set()
         where = ""
         if text.isascii():  # LIKE ignores ASCII case: exact for ASCII titles, which are most
+            # (only those: in "cafe\u0301" LIKE sees "cafe", where folded it is "café")
             out = {r[0] for r in self.db.execute(
-                f"SELECT id FROM sessions WHERE {_TITLE} LIKE ? ESCAPE '\\'", (_like(text),))}
+                f"SELECT id FROM sessions WHERE {_TITLE} LIKE ? ESCAPE '\\' "
+                f"AND NOT {_TITLE} GLOB ?", (_like(text), _NON_ASCII))}
             where = f"WHERE {_TITLE} GLOB ?"
         rows = self.db.execute(f"SELECT id, {_TITLE} FROM sessions {where}",
                                (_NON_ASCII,) if where else ())
@@ -764,13 +766,14 @@ class Store:
         folded."""
         out: dict[int, int] = {}
         where = ""
-        if text.isascii():
+        if text.isascii():  # as for titles: LIKE for ASCII paths, the rest folded
             out = dict(self.db.execute(
                 "SELECT session, count(DISTINCT path) FROM file_changes "
-                "WHERE path LIKE ? ESCAPE '\\' GROUP BY session", (_like(text),)))
-            where = "WHERE path GLOB ? AND NOT path LIKE ? ESCAPE '\\'"
+                "WHERE path LIKE ? ESCAPE '\\' AND NOT path GLOB ? GROUP BY session",
+                (_like(text), _NON_ASCII)))
+            where = "WHERE path GLOB ?"
         rows = self.db.execute(f"SELECT DISTINCT session, path FROM file_changes {where}",
-                               (_NON_ASCII, _like(text)) if where else ())
+                               (_NON_ASCII,) if where else ())
         for sid, path in rows:
             if text in fold(path):
                 out[sid] = out.get(sid, 0) + 1

@@ -305,6 +305,25 @@ def test_turkish_dotted_i_and_both_unicode_forms_are_found_either_way(env):
     assert [r["session_id"] for r in env.search("the istanbul office")] == [A]  # title match
 
 
+def test_both_unicode_forms_of_an_accent_behave_alike_in_titles_paths_and_words(env):
+    """"café" spelled NFC in one session and NFD (e + U+0301, as macOS names files) in the
+    other: either spelling of the query finds both, and "cafe" finds neither (accents are kept,
+    README). The title and path matches once compared the raw text, so "cafe" found the NFD
+    one."""
+    import unicodedata
+    nfc, nfd = "café", unicodedata.normalize("NFD", "café")
+    for sid, form, start in ((A, nfc, OLD), (B, nfd, OLD + DAY)):
+        t = env.transcript(sid, start=start)
+        t.exchange(f"Menu for the {form} terrace", "Drafted it.")
+        t.tool("Write", {"file_path": str(env.ws / f"{form}menu" / "board.md"), "content": "x"},
+               text="Wrote the board.")
+    env.run("index")
+    for q in (nfc, nfd, f"the {nfc} terrace", f"{nfd}menu/board", nfc.upper(), nfd.upper()):
+        assert sorted(r["session_id"] for r in env.search(q)) == [A, B], q
+    for q in ("cafe", "the cafe terrace", "cafemenu", "CAFE"):
+        assert env.search(q) == [], q
+
+
 def test_an_index_of_schema_4_is_folded_in_place(env):
     import apsw
     env.transcript(A, start=OLD).exchange("Plan the office move", "Booked movers in İstanbul.")
