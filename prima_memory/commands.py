@@ -26,6 +26,9 @@ def run(args) -> int:
     if args.command == "mcp":  # a long-lived server: it holds its memory open itself
         from . import mcp_server
         return mcp_server.serve(ws)
+    if args.command == "hook":  # (cli.main runs hooks before argparse; this is its safety net)
+        from . import hooks
+        return hooks.run(args.event, getattr(args, "workspace", None))
     handler = globals()[f"cmd_{args.command}"]
     return api.call(ws, lambda mem: handler(mem, args))
 
