@@ -648,3 +648,37 @@ def test_a_long_file_history_is_read_page_by_page(env):
     cli = env.json("files", "src/busy.py", "--skip", "100")
     assert [c["explanation"][:17] for c in cli["changes"]] == \
         [f"change number {i:03d}" for i in reversed(range(20))]
+
+
+def test_only_path_fields_are_made_relative_never_what_was_said(env):
+    """A message that names a file of the workspace is quoted as written: stripping the
+    workspace from any string made "/home/u/proj/run.sh fails" read "run.sh fails"."""
+    said = f"{env.ws}/run.sh fails with exit 3"
+    t = env.transcript(UPLOAD, start=OLD)
+    t.exchange(said, f"Fixed: {env.ws}/run.sh quoted its arguments.")
+    t.tool("Edit", {"file_path": str(env.ws / "run.sh"), "old_string": "a", "new_string": "b"},
+           text="Quote the arguments.")
+
+    async def body(s):
+        return (await ok(s, "search_sessions", query="exit 3", mode="keyword"),
+                await ok(s, "recall_session", session_id=UPLOAD),
+                await ok(s, "recent_sessions", n=1),
+                await ok(s, "get_file_history", path="run.sh"))
+    found, summary, recent, history = serve(env, body)
+    hit = found["results"][0]
+    assert hit["files_changed"] == ["run.sh"]
+    assert any(t["text"] == said for t in hit["context"]), hit["context"]
+    assert "My Project/run.sh fails" in " ".join(hit["matches"]), hit["matches"]
+    session = summary["session"]
+    assert session["first_request"] == said
+    assert session["files_changed"][0]["path"] == "run.sh"
+    assert recent["sessions"][0]["first_user_message"] == said
+    assert recent["sessions"][0]["files_changed"] == ["run.sh"]
+    assert [c["path"] for c in history["changes"]] == ["run.sh"]
+    assert "project" not in session, "the workspace itself: said once, by being the server's"
+    # the rule itself, on data of the API's shape
+    ws = "/home/u/proj"
+    assert lean({"path": f"{ws}/a.py", "text": f"{ws}/a.py fails", "files_changed": [f"{ws}/b"],
+                 "project": f"{ws}/sub", "decisions": [f"moved {ws}/c"]}, ws) == \
+        {"path": "a.py", "text": f"{ws}/a.py fails", "files_changed": ["b"], "project": "sub",
+         "decisions": [f"moved {ws}/c"]}
