@@ -19,8 +19,12 @@ def _parser():
         def error(self, message):  # one line, exit 2, no usage dump
             raise UsageError(message)
 
+    # Before or after the command alike: a subcommand's own default must not undo the option
+    # given before it (argparse lets it), hence SUPPRESS, and False set after parsing (the
+    # parents' actions are shared: a default set on one parser is every parser's).
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--json", action="store_true", help="print one JSON document")
+    common.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
+                        help="print one JSON document")
     common.add_argument("--workspace", metavar="DIR", default=argparse.SUPPRESS,
                         help="the workspace to serve (default: CLAUDE_PROJECT_DIR or the current folder)")
     p = _Parser(prog="prima-memory", parents=[common],
@@ -175,6 +179,7 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as e:
         print(f"prima-memory: error: {e}", file=sys.stderr)
         return EXIT_USAGE
+    args.json = getattr(args, "json", False)
     if not args.command:
         print("prima-memory: error: a command is required (see prima-memory --help)", file=sys.stderr)
         return EXIT_USAGE
