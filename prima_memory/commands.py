@@ -35,9 +35,10 @@ def run(args) -> int:
 
 def emit(args, data: dict, text: str) -> None:
     if args.json:
-        sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
-    else:
-        sys.stdout.write(text if text.endswith("\n") or not text else text + "\n")
+        text = json.dumps(data, indent=2, ensure_ascii=False)
+    # a path whose bytes are not UTF-8 holds surrogates, which no terminal or JSON reader takes
+    text = searchmod.clean_text(text)
+    sys.stdout.write(text if text.endswith("\n") or not text else text + "\n")
     sys.stdout.flush()
 
 

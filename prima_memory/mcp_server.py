@@ -166,7 +166,11 @@ def fault(memory: Memory, e: BaseException) -> str:
 
 def dumps(data) -> str:
     text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
-    return text.encode("utf-8", "replace").decode("utf-8")  # a lone surrogate cannot be sent
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:  # a lone surrogate (a path not UTF-8) cannot be sent: U+FFFD
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 
 CLI_ONLY = ("show", "resume")  # how a person goes back to a session, from a shell

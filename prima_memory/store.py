@@ -17,7 +17,7 @@ from collections import namedtuple
 import apsw
 
 from .errors import Failure
-from .workspace import open_nofollow
+from .workspace import open_nofollow, text_of
 
 # The schema version is SQLite's user_version. Each change is an additive step in _MIGRATIONS,
 # run in place in one transaction: an index is never thrown away for a schema change (moving it
@@ -192,6 +192,21 @@ def _like(text: str) -> str:
     return "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
 
 
+def _bind_path(path: str):
+    """A source file's path as the index keeps it: as text, or for a name whose bytes are not
+    UTF-8 (os gives it with surrogates, which SQLite cannot take as text) as those bytes, a
+    BLOB, so that it comes back as the same path, to be read again."""
+    try:
+        path.encode("utf-8")
+        return path
+    except UnicodeEncodeError:
+        return os.fsencode(path)
+
+
+def _path(value) -> str:
+    return os.fsdecode(value) if isinstance(value, bytes) else value
+
+
 def _create_private(path: str) -> None:
     """Create the database file private to the user (SQLite gives the -wal and -shm files its
     mode), never through a symbolic link: the mode is set on what was opened."""
@@ -200,6 +215,21 @@ def _create_private(path: str) -> None:
         os.fchmod(fd, 0o600)
     finally:
         os.close(fd)
+
+
+def _uri(path: str) -> str:
+    """A file: URI for SQLite, made from the path's bytes: a folder name that is not UTF-8 (os
+    gives it as surrogates, which apsw cannot pass on) reaches SQLite as those very bytes."""
+    from urllib.parse import quote  # here: 3-4 ms of every hook's start
+    return "file:" + quote(os.fsencode(os.path.abspath(path)))
+
+
+def _connect(path: str, flags: int) -> apsw.Connection:
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return apsw.Connection(_uri(path), flags=flags | apsw.SQLITE_OPEN_URI)
+    return apsw.Connection(path, flags=flags)
 
 
 class Store:
@@ -211,13 +241,11 @@ class Store:
             if readonly:
                 # immutable: no -shm to create and no lock to take, in a folder that refuses
                 # both (what the last writer committed and checkpointed is what is read)
-                from urllib.parse import quote  # here: 3-4 ms of every hook's start
-                uri = "file:" + quote(os.path.abspath(path)) + "?immutable=1"
-                self.db = apsw.Connection(uri, flags=apsw.SQLITE_OPEN_READONLY
-                                          | apsw.SQLITE_OPEN_URI)
+                self.db = apsw.Connection(_uri(path) + "?immutable=1",
+                                          flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
             else:
                 _create_private(path)
-                self.db = apsw.Connection(path)
+                self.db = _connect(path, apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE)
             self.db.setbusytimeout(5000)
             self._init_with_retry()
         except (apsw.CorruptError, apsw.NotADBError) as e:
@@ -444,7 +472,9 @@ class Store:
                WHERE id = ?1""", (session,))
 
     def set_extract(self, session: int, path: str) -> None:
-        self.db.execute("UPDATE sessions SET extract_path = ? WHERE id = ?", (path, session))
+        # (as text: it says an extract was written, and is never opened again)
+        self.db.execute("UPDATE sessions SET extract_path = ? WHERE id = ?",
+                        (text_of(path), session))
 
     def unfinished_sessions(self) -> list[int]:
         """Sessions changed since their extract was last considered (a killed run leaves some)."""
@@ -470,8 +500,9 @@ class Store:
         n = 0
         for path in missing_paths:
             row = self.db.execute("SELECT session, sidechain FROM files WHERE path = ?",
-                                  (path,)).fetchone()
-            self.db.execute("UPDATE files SET status = 'missing' WHERE path = ?", (path,))
+                                  (_bind_path(path),)).fetchone()
+            self.db.execute("UPDATE files SET status = 'missing' WHERE path = ?",
+                            (_bind_path(path),))
             if row and row[0] is not None and not row[1]:
                 self.db.execute("UPDATE sessions SET archived = 1 WHERE id = ?", (row[0],))
                 n += 1
@@ -490,7 +521,7 @@ class Store:
         return len(ids)
 
     def forget_file(self, path: str) -> None:
-        self.db.execute("DELETE FROM files WHERE path = ?", (path,))
+        self.db.execute("DELETE FROM files WHERE path = ?", (_bind_path(path),))
 
     def clear_live(self) -> None:
         """For a rebuild: drop everything read from files that still exist; archived sessions stay."""
@@ -530,33 +561,35 @@ class Store:
         of them, or those of `paths` and of its session `session_id`. Each source's rows are its
         own: one source's scans never take another's files for theirs."""
         if paths is None and session_id is None:
-            return {r[0]: FileRow(*r[1:]) for r in self.db.execute(
+            return {_path(r[0]): FileRow(*r[1:]) for r in self.db.execute(
                 f"{self._FILE_ROW} WHERE source = ?", (source,))}
         out: dict[str, FileRow] = {}
         paths = list(paths or ())
         for i in range(0, len(paths), 500):
             part = paths[i:i + 500]
-            out.update((r[0], FileRow(*r[1:])) for r in self.db.execute(
+            out.update((_path(r[0]), FileRow(*r[1:])) for r in self.db.execute(
                 f"{self._FILE_ROW} WHERE path IN ({','.join('?' * len(part))}) AND source = ?",
-                part + [source]))
+                [_bind_path(p) for p in part] + [source]))
         if session_id is not None:
-            out.update((r[0], FileRow(*r[1:])) for r in self.db.execute(
+            out.update((_path(r[0]), FileRow(*r[1:])) for r in self.db.execute(
                 f"{self._FILE_ROW} WHERE session IN (SELECT id FROM sessions WHERE "
                 "session_id = ? AND source = ?)", (session_id, source)))
         return out
 
     def file_paths(self, source: str) -> set[str]:
-        return {r[0] for r in self.db.execute("SELECT path FROM files WHERE source = ?", (source,))}
+        return {_path(r[0]) for r in self.db.execute("SELECT path FROM files WHERE source = ?",
+                                                     (source,))}
 
     def recent_file_paths(self, source: str, since_mtime_ns: int) -> set[str]:
-        return {r[0] for r in self.db.execute(
+        return {_path(r[0]) for r in self.db.execute(
             "SELECT path FROM files WHERE (mtime_ns >= ? OR mtime_ns IS NULL) AND source = ?",
             (since_mtime_ns, source))}
 
     def file_paths_after(self, source: str, rowid: int, n: int) -> list[tuple[int, str]]:
         """(rowid, path) of the next n files after rowid: a sweep through all of them in turn."""
-        return list(self.db.execute("SELECT rowid, path FROM files WHERE rowid > ? AND source = ? "
-                                    "ORDER BY rowid LIMIT ?", (rowid, source, n)))
+        return [(i, _path(p)) for i, p in self.db.execute(
+            "SELECT rowid, path FROM files WHERE rowid > ? AND source = ? ORDER BY rowid LIMIT ?",
+            (rowid, source, n))]
 
     def unknown_record_types(self, source: str) -> dict[str, int]:
         """Record types a source's reader met and does not know (its parser state's "unk"), with
@@ -574,7 +607,8 @@ class Store:
         return counts
 
     def file_state(self, path: str) -> str | None:
-        row = self.db.execute("SELECT state FROM files WHERE path = ?", (path,)).fetchone()
+        row = self.db.execute("SELECT state FROM files WHERE path = ?",
+                              (_bind_path(path),)).fetchone()
         return row[0] if row else None
 
     def main_file_state(self, session: int) -> str | None:
@@ -588,8 +622,8 @@ class Store:
         self.db.execute(
             "INSERT OR REPLACE INTO files(path, source, session, sidechain, size, mtime_ns, inode, "
             "head_len, head_hash, offset, state, status) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-            (path, source, session, int(sidechain), size, mtime_ns, inode, head_len, head_hash,
-             offset, state, status))
+            (_bind_path(path), source, session, int(sidechain), size, mtime_ns, inode, head_len,
+             head_hash, offset, state, status))
 
     def owe(self, session_id: str) -> None:
         """A session whose Stop could not index it (busy, out of time): the next quick run does."""
@@ -604,12 +638,13 @@ class Store:
     # -- meta --------------------------------------------------------------------------------
 
     def get_meta(self, key: str, default=None):
-        row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        row = self.db.execute("SELECT value FROM meta WHERE key = ?", (text_of(key),)).fetchone()
         return row[0] if row else default
 
     def set_meta(self, key: str, value) -> None:
+        # (keys may name a folder: one not UTF-8 is keyed by its U+FFFD spelling, alike both ways)
         self.db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)",
-                        (key, None if value is None else str(value)))
+                        (text_of(key), None if value is None else str(value)))
 
     # -- reading -------------------------------------------------------------------------------
 
@@ -1001,13 +1036,14 @@ class Store:
 
     def recover_from(self, old_path: str, file_exists) -> int:
         """Copy from an old or damaged index the sessions no source file can give back any more."""
-        old = apsw.Connection(old_path, flags=apsw.SQLITE_OPEN_READONLY)
+        old = _connect(old_path, apsw.SQLITE_OPEN_READONLY)
         # A truncated file is refused outright unless SQLite is told to trust what it can read.
         old.execute("PRAGMA writable_schema=ON")
         try:
             sessions = _lenient(old, f"SELECT {_BLOB_SESSION_COLUMNS}, NULL FROM sessions")
             try:
-                mains = dict(old.execute("SELECT session, path FROM files WHERE sidechain = 0"))
+                mains = {s: _path(p) for s, p in old.execute(
+                    "SELECT session, path FROM files WHERE sidechain = 0")}
             except apsw.Error:
                 mains = {}  # unreadable: treat every session as one that may be gone
             n = 0
