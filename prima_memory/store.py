@@ -864,7 +864,8 @@ class Store:
                 part))
         return out
 
-    def known_vectors(self, hashes, model: str, variant: str | None = None) -> dict[bytes, list[bytes]]:
+    def known_vectors(self, hashes, model: str,
+                      variant: str | None = None) -> dict[bytes, list[bytes]]:
         """text hash -> its windows' vectors, for the hashes already embedded by `model` (by
         that backend, with `variant`)."""
         hashes = list(dict.fromkeys(hashes))
@@ -905,9 +906,9 @@ class Store:
                        "WHERE l.model = ?2", (model, legacy))
             db.execute("INSERT OR IGNORE INTO similar(a, b, model, cosine) "
                        "SELECT s.a, s.b, ?1, s.cosine FROM similar s WHERE s.model = ?2 "
-                       "AND EXISTS (SELECT 1 FROM embedded x WHERE x.exchange = s.a AND x.model = ?1) "
-                       "AND EXISTS (SELECT 1 FROM embedded x WHERE x.exchange = s.b AND x.model = ?1)",
-                       (model, legacy))
+                       "AND EXISTS (SELECT 1 FROM embedded x WHERE x.exchange = s.a "
+                       "AND x.model = ?1) AND EXISTS (SELECT 1 FROM embedded x "
+                       "WHERE x.exchange = s.b AND x.model = ?1)", (model, legacy))
         for table in ("embedded", "linked", "similar", "vectors"):
             db.execute(f"DELETE FROM {table} WHERE model = ?", (legacy,))
         rest = [k for k in self.legacy_vector_keys() if k != legacy]

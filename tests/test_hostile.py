@@ -312,8 +312,8 @@ def test_both_unicode_forms_of_an_accent_behave_alike_in_titles_paths_and_words(
     one."""
     import unicodedata
     nfc, nfd = "café", unicodedata.normalize("NFD", "café")
-    for sid, form, start in ((A, nfc, OLD), (B, nfd, OLD + DAY)):
-        t = env.transcript(sid, start=start)
+    for session, form, start in ((A, nfc, OLD), (B, nfd, OLD + DAY)):
+        t = env.transcript(session, start=start)
         t.exchange(f"Menu for the {form} terrace", "Drafted it.")
         t.tool("Write", {"file_path": str(env.ws / f"{form}menu" / "board.md"), "content": "x"},
                text="Wrote the board.")
@@ -576,7 +576,7 @@ def test_the_schema_version_lives_in_user_version_and_old_indexes_move_forward_i
     assert not list(env.data.glob("index.db.*")), "moved aside instead of migrated"
 
 
-# -- a workspace whose name is not UTF-8 -------------------------------------------------------------
+# -- a workspace whose name is not UTF-8 ----------------------------------------------------------
 
 def test_a_workspace_named_with_bytes_that_are_not_utf8_works_everywhere(env):
     """A folder named with the byte 0xff: Python gives its path as a surrogate, which neither
