@@ -173,10 +173,10 @@ def bench_edges(fn, env, ws, pdir, rounds: int) -> dict:
     as the MCP server does, holding the vectors (it reads only the new ones). The sessions added
     are removed and pruned from the index at the end."""
     from prima_memory.memory import Memory
-    from prima_memory.semantic import vector_key
+    from prima_memory.semantic import key_of
     from prima_memory.synthetic import generate_history
     mem = Memory(str(ws))
-    key = vector_key(mem.embedder().model)
+    key = key_of(mem.embedder())
     t = time.perf_counter()
     first = fn(mem.store(), key)  # whatever was pending before: not per session
     first_ms = ms_since(t)

@@ -56,7 +56,7 @@ def vector_search(n: int, runs: int) -> dict:
     from prima_memory import semantic
     from prima_memory.store import Store
     rng = np.random.default_rng(7)
-    key = semantic.vector_key(_Query.model)
+    key = semantic.key_of(_Query)
     with tempfile.TemporaryDirectory() as d:
         st = Store(os.path.join(d, "index.db"))
         per = 50  # exchanges per session

@@ -75,7 +75,7 @@ def meaning(mem: Memory, mode: str, warnings: list[str], budget: float | None = 
     if mode == "keyword":
         return None, None
     from . import background
-    from .semantic import Settings, vector_key
+    from .semantic import Settings, key_of
     try:
         embedder = mem.embedder()
     except Exception as e:  # noqa: BLE001 - any failure to load means: keyword results, said so
@@ -86,7 +86,7 @@ def meaning(mem: Memory, mode: str, warnings: list[str], budget: float | None = 
         warnings.append("a rebuild is running: searching the exchanges it has embedded so far")
         return embedder, None
     if store.readonly:
-        left = store.count_pending(vector_key(embedder.model))
+        left = store.count_pending(key_of(embedder))
         if left:
             warnings.append(f"the index is read-only: {left} exchanges cannot be embedded and "
                             "are found by keyword only")
@@ -102,7 +102,7 @@ def meaning(mem: Memory, mode: str, warnings: list[str], budget: float | None = 
         warnings.append(f"new exchanges could not be embedded ({one_line(e)}): "
                         "searching the ones embedded before")
         return embedder, None
-    left = got[1] if got is not None else store.count_pending(vector_key(embedder.model))
+    left = got[1] if got is not None else store.count_pending(key_of(embedder))
     if left:
         warnings.append(f"{left} exchanges are not embedded yet (found by keyword only until "
                         "they are); they are being embedded in the background")
@@ -527,17 +527,27 @@ def unknown_types(store, src) -> list[dict]:
 
 
 def semantic_status(mem: Memory) -> dict:
-    """Embedded and pending exchanges, and the background embedder, without loading the model."""
+    """Embedded and pending exchanges, and the background embedder, without loading the model:
+    "available" says whether it would load, from the files and packages a load needs (and the
+    ONNX build's checksum), not merely that its folder is there."""
     from . import background, embed as embedmod
     from .semantic import vector_key
     store = mem.store()
+    where, model, build, why = None, embedmod.MODEL, None, None
     try:
         where = embedmod.model_dir()
-        model, why = embedmod.model_name(where), None
+        model = embedmod.model_name(where)
+        model, build = embedmod.check()
     except embedmod.ModelUnavailable as e:
-        where, model, why = None, embedmod.MODEL, one_line(e)
-    key = vector_key(model)
-    return {"available": why is None, "model": model, "model_path": where, "problem": why,
+        why = one_line(e)
+    if build is None:  # which vectors the counts are of: those the model would make
+        try:
+            build = embedmod.expected_build()
+        except embedmod.ModelUnavailable:
+            build = embedmod.VARIANT_ST
+    key = vector_key(model, None, build)
+    return {"available": why is None, "model": model, "model_path": where, "build": build,
+            "problem": why,
             "embedded": store.count_embedded(key), "pending": store.count_pending(key),
             "similar_edges": store.count_edges(key),
             "edges_pending": len(store.unlinked_exchanges(key)),
@@ -572,7 +582,7 @@ def similar(mem: Memory, query: str, *, limit: int = 10) -> dict:
                       "search_sessions with mode keyword still works")
     store = mem.store()
     settings = semantic.Settings()
-    model = semantic.vector_key(embedder.model, settings)
+    model = semantic.key_of(embedder, settings)
     if not store.readonly and not background.rebuild_state(mem):
         got = mem.link(LINK_BUDGET, wait=EMBEDDER_WAIT)
         left = len(store.unlinked_exchanges(model)) if got is None else got[1]

@@ -200,8 +200,8 @@ def _embed_all(mem) -> tuple[int, int] | None:
     if store.get_meta(NO_MODEL_KEY):
         with store.transaction():
             store.set_meta(NO_MODEL_KEY, None)
-    from .semantic import vector_key
-    key = vector_key(mem.embedder().model)
+    from .semantic import key_of
+    key = key_of(mem.embedder())
     total, looked = 0, False
     stop = lambda: held(mem, "rebuild")  # noqa: E731
     while True:
@@ -286,8 +286,8 @@ def rebuild(mem, *, progress=None, embed_progress=None, lock_timeout: float = 10
         except Exception as e:  # noqa: BLE001 - the text index is rebuilt whatever the model does
             mem.log.warn(f"rebuild: semantic index not rebuilt: {e}")
             return rep, 0, None
-        from .semantic import vector_key
-        key = vector_key(embedder.model)
+        from .semantic import key_of
+        key = key_of(embedder)
         state.update(phase="embedding", total=mem.store().count_pending(key))
         _save(mem, state)
         last = [0.0]

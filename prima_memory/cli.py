@@ -19,8 +19,12 @@ def _parser():
         def error(self, message):  # one line, exit 2, no usage dump
             raise UsageError(message)
 
+    # Before or after the command alike: a subcommand's own default must not undo the option
+    # given before it (argparse lets it), hence SUPPRESS, and False set after parsing (the
+    # parents' actions are shared: a default set on one parser is every parser's).
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--json", action="store_true", help="print one JSON document")
+    common.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
+                        help="print one JSON document")
     common.add_argument("--workspace", metavar="DIR", default=argparse.SUPPRESS,
                         help="the workspace to serve (default: CLAUDE_PROJECT_DIR or the current folder)")
     p = _Parser(prog="prima-memory", parents=[common],
@@ -135,21 +139,27 @@ def _attach_slices(argv: list[str]) -> list[str]:
 
 
 def _direct_call(argv: list[str]) -> tuple[list[str], str | None] | None:
-    """(the words after it, workspace) for `[--workspace DIR] hook EVENT` and `[--workspace
-    DIR] mcp`, which skip argparse: a hook because argparse's errors exit 2, which Claude Code
-    reads as "block"; both because Claude Code waits for them, and argparse costs milliseconds."""
+    """(the words, workspace) for `hook EVENT` and `mcp`, with --workspace DIR and --json
+    anywhere among them, which skip argparse: a hook because argparse's errors exit 2, which
+    Claude Code reads as "block"; both because Claude Code waits for them, and argparse costs
+    milliseconds. (--json changes nothing there: a hook prints its context block, the server
+    JSON-RPC.)"""
     ws = None
-    rest = list(argv)
-    while rest and rest[0].startswith("--workspace"):
-        if "=" in rest[0]:
-            ws = rest.pop(0).split("=", 1)[1]
-        elif len(rest) > 1:
-            rest.pop(0)
-            ws = rest.pop(0)
-        else:
-            return None
-    if (len(rest) >= 2 and rest[0] == "hook") or rest == ["mcp"]:
-        return rest, ws
+    words: list[str] = []
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a == "--workspace" and i + 1 < len(argv):
+            ws = argv[i + 1]
+            i += 2
+            continue
+        if a.startswith("--workspace="):
+            ws = a.split("=", 1)[1]
+        elif a != "--json":
+            words.append(a)
+        i += 1
+    if (len(words) >= 2 and words[0] == "hook") or words == ["mcp"]:
+        return words, ws
     return None
 
 
@@ -172,6 +182,7 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as e:
         print(f"prima-memory: error: {e}", file=sys.stderr)
         return EXIT_USAGE
+    args.json = getattr(args, "json", False)
     if not args.command:
         print("prima-memory: error: a command is required (see prima-memory --help)", file=sys.stderr)
         return EXIT_USAGE

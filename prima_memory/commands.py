@@ -26,15 +26,19 @@ def run(args) -> int:
     if args.command == "mcp":  # a long-lived server: it holds its memory open itself
         from . import mcp_server
         return mcp_server.serve(ws)
+    if args.command == "hook":  # (cli.main runs hooks before argparse; this is its safety net)
+        from . import hooks
+        return hooks.run(args.event, getattr(args, "workspace", None))
     handler = globals()[f"cmd_{args.command}"]
     return api.call(ws, lambda mem: handler(mem, args))
 
 
 def emit(args, data: dict, text: str) -> None:
     if args.json:
-        sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
-    else:
-        sys.stdout.write(text if text.endswith("\n") or not text else text + "\n")
+        text = json.dumps(data, indent=2, ensure_ascii=False)
+    # a path whose bytes are not UTF-8 holds surrogates, which no terminal or JSON reader takes
+    text = searchmod.clean_text(text)
+    sys.stdout.write(text if text.endswith("\n") or not text else text + "\n")
     sys.stdout.flush()
 
 
@@ -352,7 +356,7 @@ def render_status(d: dict) -> str:
     lines.append(f"pending    {d['pending']['files']} files changed since the last index "
                  f"({d['pending']['bytes'] / 1e6:.1f} MB)")
     sem = d["semantic"]
-    state = (f"model {sem['model']} ({sem['model_path']})" if sem["available"]
+    state = (f"model {sem['model']}, {sem['build']} ({sem['model_path']})" if sem["available"]
              else f"unavailable: {sem['problem']}")
     lines.append(f"semantic   {sem['embedded']} exchanges embedded, {sem['pending']} pending; "
                  f"{state}" + ("; the background embedder is running" if sem["embedder_running"]

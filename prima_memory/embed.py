@@ -6,7 +6,9 @@ Two backends give the same vectors (cosine >= 0.99 to each other):
     faster than the reference, and never imports torch.
   * SentenceTransformerEmbedder: sentence-transformers itself (the reference); 6 s to start.
 load() picks the ONNX build when it was verified against the reference at build time for the very
-model folder in use, else sentence-transformers (Embedder.note says why).
+model folder in use, and its file is still the one verified (its sha256 is the manifest's), else
+sentence-transformers (Embedder.note says why). Each embedder names its `build`: vectors are kept
+per build, so those of a damaged or replaced build are never read as another's.
 
 Nothing heavy is imported at module level: importing this module must cost nothing for the
 keyword-only commands and the hooks. The model is only ever read from disk, never downloaded.
@@ -147,6 +149,31 @@ def build_mismatch(manifest: dict | None, mdir: str, out: str | None = None) -> 
     return None
 
 
+def build_id(manifest: dict) -> str:
+    """The identity of an ONNX build's vectors: its file's checksum."""
+    return f"{VARIANT_ONNX}-{str(manifest.get('onnx_sha256', ''))[:16]}"
+
+
+def read_build(manifest: dict, out: str | None = None) -> bytes:
+    """The ONNX file's bytes, checked against the manifest's sha256. A copy damaged in place
+    keeps its size and still loads, giving vectors that are quietly wrong. Checked in the
+    process that loads the model, on the very bytes it loads (about 30 ms for 26 MB; hooks
+    never load it): nothing to keep in step, and a change after the check cannot slip in."""
+    import hashlib
+    out = out or build_dir()
+    path = os.path.join(out, str(manifest.get("onnx_file", "")))
+    try:
+        with open(path, "rb") as f:
+            data = f.read(int(manifest.get("onnx_size") or 0) + 1)
+    except (OSError, ValueError) as e:
+        raise ModelUnavailable(f"the ONNX file of the build in {out} cannot be read ({e})") from e
+    if hashlib.sha256(data).hexdigest() != manifest.get("onnx_sha256"):
+        raise ModelUnavailable(f"the ONNX build in {out} is damaged: its file is not the one "
+                               "its manifest names (to build it again: python -m "
+                               "prima_memory.embed_build)")
+    return data
+
+
 def offline_env() -> None:
     """Set before importing huggingface_hub / transformers / sentence_transformers /
     onnxruntime: nothing may reach the network, no progress bars on stderr, and onnxruntime
@@ -185,6 +212,7 @@ class Embedder:
 
     model: str
     variant: str
+    build: str  # what made its vectors: the same text gives the same vector within one build
     note: str = ""  # why this backend was chosen over the other, for callers to log
     dim: int = DIM
     max_tokens: int = 256
@@ -266,8 +294,10 @@ class OnnxEmbedder(Embedder):
 
     variant = VARIANT_ONNX
 
-    def __init__(self, mdir: str, onnx_path: str, pooling: str = "mean"):
+    def __init__(self, mdir: str, onnx_path: str, pooling: str = "mean", *,
+                 model_bytes: bytes | None = None, build: str = VARIANT_ONNX):
         super().__init__(mdir)
+        self.build = build
         offline_env()
         import onnxruntime as ort
         from tokenizers import Tokenizer
@@ -281,7 +311,8 @@ class OnnxEmbedder(Embedder):
         opts.log_severity_level = 3
         # no busy-waiting between runs: as fast here, and kinder to cores shared with the editor
         opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        self.session = ort.InferenceSession(onnx_path, opts, providers=["CPUExecutionProvider"])
+        self.session = ort.InferenceSession(onnx_path if model_bytes is None else model_bytes,
+                                            opts, providers=["CPUExecutionProvider"])
         self._inputs = {i.name for i in self.session.get_inputs()}
         self.dim = int(self.session.get_outputs()[0].shape[-1] or DIM)
 
@@ -314,6 +345,7 @@ class SentenceTransformerEmbedder(Embedder):
     """The reference: sentence-transformers (torch, fp32), loaded from the folder, offline."""
 
     variant = VARIANT_ST
+    build = VARIANT_ST  # the model folder's own weights (the model's name tells folders apart)
 
     def __init__(self, mdir: str):
         offline_env()
@@ -363,9 +395,11 @@ def load_onnx(mdir: str, require_verified: bool = True) -> OnnxEmbedder:
         import onnxruntime  # noqa: F401
     except ImportError as e:
         raise ModelUnavailable("onnxruntime is not installed: run install.sh") from e
+    data = read_build(manifest, out)
     try:
         emb = OnnxEmbedder(mdir, os.path.join(out, manifest["onnx_file"]),
-                           manifest.get("pooling", "mean"))
+                           manifest.get("pooling", "mean"), model_bytes=data,
+                           build=build_id(manifest))
     except Exception as e:
         raise ModelUnavailable(f"the ONNX build in {out} does not load: "
                                f"{str(e).splitlines()[0] if str(e) else type(e).__name__}") from e
@@ -378,11 +412,7 @@ def load(backend: str | None = None) -> Embedder:
     """An embedder. backend None reads PRIMA_EMBEDDER: 'auto' (default: the verified ONNX build
     of this very model folder, else sentence-transformers), 'onnx' or 'sentence-transformers'.
     Raises ModelUnavailable when nothing can load."""
-    choice = (backend or os.environ.get("PRIMA_EMBEDDER") or "auto").strip().lower()
-    if choice in ("st", "sentence_transformers", "sentencetransformers"):
-        choice = "sentence-transformers"
-    if choice not in BACKENDS:
-        raise ModelUnavailable(f"PRIMA_EMBEDDER={choice} is not one of: {', '.join(BACKENDS)}")
+    choice = _choice(backend)
     mdir = model_dir()
     if choice == "onnx":
         return load_onnx(mdir, require_verified=False)
@@ -397,3 +427,102 @@ def load(backend: str | None = None) -> Embedder:
     emb = SentenceTransformerEmbedder(mdir)
     emb.note = note
     return emb
+
+
+def _choice(backend: str | None) -> str:
+    choice = (backend or os.environ.get("PRIMA_EMBEDDER") or "auto").strip().lower()
+    if choice in ("st", "sentence_transformers", "sentencetransformers"):
+        choice = "sentence-transformers"
+    if choice not in BACKENDS:
+        raise ModelUnavailable(f"PRIMA_EMBEDDER={choice} is not one of: {', '.join(BACKENDS)}")
+    return choice
+
+
+def _installed(*modules: str) -> str | None:
+    """The first of `modules` that cannot be imported (found without importing any)."""
+    from importlib.util import find_spec
+    for name in modules:
+        try:
+            if find_spec(name) is None:
+                return name
+        except (ImportError, ValueError):
+            return name
+    return None
+
+
+def expected_build(backend: str | None = None, *, verify: bool = False) -> str:
+    """The build load() would give, known without loading anything: what the vectors to look
+    for are filed under. `verify`: the ONNX file's checksum is checked too (30 ms), as load()
+    does. Raises ModelUnavailable when no model is there to load."""
+    choice = _choice(backend)
+    mdir = model_dir()
+    if choice == "sentence-transformers":
+        return VARIANT_ST
+    out = build_dir()
+    manifest = read_manifest(out)
+    why = build_mismatch(manifest, mdir, out)
+    if why is None and not (choice == "onnx" or manifest.get("verified")):
+        why = "the ONNX build failed its check against sentence-transformers"
+    if why is None:
+        missing = _installed("onnxruntime", "tokenizers", "numpy")
+        why = f"{missing} is not installed: run install.sh" if missing else None
+    if why is None and verify:
+        try:
+            read_build(manifest, out)
+        except ModelUnavailable as e:
+            why = str(e)
+    if why is None:
+        return build_id(manifest)
+    if choice == "onnx":
+        raise ModelUnavailable(why)
+    return VARIANT_ST
+
+
+def check(backend: str | None = None) -> tuple[str, str]:
+    """(model, build) that load() would give, or ModelUnavailable saying why it would fail, in
+    milliseconds: the files and packages it needs are looked at, not loaded (`status`)."""
+    mdir = model_dir()
+    build = expected_build(backend, verify=True)
+    if build == VARIANT_ST:
+        missing = _installed("sentence_transformers", "torch", "numpy")
+        if missing:
+            raise ModelUnavailable(f"sentence-transformers is not installed ({missing}): run "
+                                   "install.sh, or pip install 'prima-memory[semantic]'")
+    problem = _model_files_problem(mdir, onnx=build != VARIANT_ST)
+    if problem:
+        raise ModelUnavailable(f"could not load the model in {mdir}: {problem}")
+    return model_name(mdir), build
+
+
+def _model_files_problem(mdir: str, onnx: bool) -> str | None:
+    """What in the model folder would stop a load: a config that is not JSON, weights whose
+    safetensors header does not describe the file (cut short, or not safetensors at all)."""
+    try:
+        with open(os.path.join(mdir, "config.json"), encoding="utf-8") as f:
+            if not isinstance(json.load(f), dict):
+                return "config.json is not a JSON object"
+    except (OSError, ValueError) as e:
+        return f"config.json cannot be read ({type(e).__name__})"
+    if onnx:  # the ONNX path reads the tokenizer, never the weights
+        if not os.path.isfile(os.path.join(mdir, "tokenizer.json")):
+            return "tokenizer.json is missing"
+        return None
+    weights = os.path.join(mdir, "model.safetensors")
+    if not os.path.isfile(weights):
+        return None  # pytorch_model.bin: nothing cheap to check
+    try:
+        with open(weights, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            n = int.from_bytes(f.read(8), "little")
+            if not 2 <= n <= min(size - 8, 100 << 20):
+                return "model.safetensors is not a safetensors file"
+            header = json.loads(f.read(n))
+    except (OSError, ValueError) as e:
+        return f"model.safetensors cannot be read ({type(e).__name__})"
+    if not isinstance(header, dict):
+        return "model.safetensors is not a safetensors file"
+    ends = [t.get("data_offsets", [0, 0])[1] for k, t in header.items()
+            if k != "__metadata__" and isinstance(t, dict)]
+    if not ends or max(ends) != size - 8 - n:
+        return "model.safetensors is incomplete or damaged"
+    return None

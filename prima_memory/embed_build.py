@@ -179,6 +179,11 @@ def status(out: str, mdir: str) -> tuple[str, dict | None, str]:
     manifest = embed.read_manifest(out)
     why = embed.build_mismatch(manifest, mdir, out)
     if why is None:
+        try:  # damaged in place (same size): made again, like a missing one
+            embed.read_build(manifest, out)
+        except embed.ModelUnavailable as e:
+            why = str(e)
+    if why is None:
         have = (manifest.get("versions") or {}).get("onnxruntime")
         now = _versions()["onnxruntime"]
         if now is None:

@@ -57,44 +57,66 @@ def schema(properties: dict, required: tuple[str, ...] = ()) -> dict:
 
 def check_arguments(spec: dict, args) -> dict:
     """The arguments as the tool gets them (defaults filled in), or ToolError saying in one line
-    what is wrong. Understands what the tools declare: string (minLength, maxLength, enum) and
-    integer (minimum, maximum); null is the same as absent."""
+    which argument is wrong and what it may be. Understands what the tools declare: string
+    (minLength, maxLength, enum) and integer (minimum, maximum); null is the same as absent."""
     if args is None:
         args = {}
     if not isinstance(args, dict):
-        raise ToolError("the arguments must be an object")
+        raise ToolError(f"the arguments must be an object, not {_json_type(args)}")
     props = spec["properties"]
     unknown = [k for k in args if k not in props]
     if unknown:
-        raise ToolError(f"unknown argument {_show(unknown[0])} (this tool takes: "
-                        f"{', '.join(props)})")
+        takes = f"takes: {', '.join(props)}" if props else "takes no arguments"
+        raise ToolError(f"unknown argument {_show(unknown[0])}: this tool {takes}")
     out = {}
     for name, p in props.items():
         v = args.get(name)
         if v is None:
             if name in spec["required"]:
-                raise ToolError(f"{name}: required")
+                raise ToolError(f"{name}: required: give {_allowed(p)}")
             out[name] = p.get("default")
             continue
         if p["type"] == "string":
             if not isinstance(v, str):
-                raise ToolError(f"{name}: must be a string, not {_json_type(v)}")
+                raise _wrong(name, p, f"{_json_type(v)} {_show(v)}")
             if len(v) < p.get("minLength", 0):
-                raise ToolError(f"{name}: must not be empty")
+                raise _wrong(name, p, "empty" if not v else f"{len(v)} characters")
             if len(v) > p.get("maxLength", len(v)):
-                raise ToolError(f"{name}: at most {p['maxLength']} characters ({len(v)} given)")
+                raise _wrong(name, p, f"{len(v)} characters")
         elif p["type"] == "integer":
             if isinstance(v, float) and v.is_integer():
                 v = int(v)
             if isinstance(v, bool) or not isinstance(v, int):
-                raise ToolError(f"{name}: must be a whole number, not {_json_type(v)} {_show(v)}")
+                raise _wrong(name, p, f"{_json_type(v)} {_show(v)}")
             lo, hi = p.get("minimum"), p.get("maximum")
             if (lo is not None and v < lo) or (hi is not None and v > hi):
-                raise ToolError(f"{name}: must be from {lo} to {hi} (not {_show(v)})")
+                raise _wrong(name, p, _show(v))
         if "enum" in p and v not in p["enum"]:
-            raise ToolError(f"{name}: must be one of {', '.join(p['enum'])} (not {_show(v)})")
+            raise _wrong(name, p, _show(v))
         out[name] = v
     return out
+
+
+def _allowed(p: dict) -> str:
+    """What an argument may be, as its schema says, in words."""
+    if "enum" in p:
+        return f"one of {', '.join(p['enum'])}"
+    if p["type"] == "integer":
+        lo, hi = p.get("minimum"), p.get("maximum")
+        bounds = (f" from {lo} to {hi}" if lo is not None and hi is not None
+                  else f" from {lo}" if lo is not None else f" up to {hi}" if hi is not None
+                  else "")
+        return f"a whole number{bounds}"
+    lo, hi = p.get("minLength", 0), p.get("maxLength")
+    size = (f" of {lo} to {hi} characters" if lo and hi is not None
+            else f" of at most {hi} characters" if hi is not None
+            else f" of at least {lo} characters" if lo else "")
+    what = f" ({p['description']})" if p.get("description") else ""
+    return f"a string{size}{what}"
+
+
+def _wrong(name: str, p: dict, given: str) -> ToolError:
+    return ToolError(f"{name}: must be {_allowed(p)}, not {given}")
 
 
 def _json_type(v) -> str:
@@ -106,8 +128,11 @@ def _json_type(v) -> str:
 
 
 def _show(v) -> str:
+    """A value, quoted as JSON, short, on one line (JSON leaves U+2028 and the like as they are,
+    and a model's reader may break the line there)."""
     text = json.dumps(v, ensure_ascii=False)
-    return text if len(text) <= 60 else text[:57] + "..."
+    text = text if len(text) <= 60 else text[:57] + "..."
+    return "".join(c if c.isprintable() or c == " " else f"\\u{ord(c):04x}" for c in text)
 
 
 def sound(node):

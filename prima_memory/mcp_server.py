@@ -166,29 +166,54 @@ def fault(memory: Memory, e: BaseException) -> str:
 
 def dumps(data) -> str:
     text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
-    return text.encode("utf-8", "replace").decode("utf-8")  # a lone surrogate cannot be sent
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:  # a lone surrogate (a path not UTF-8) cannot be sent: U+FFFD
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 
 CLI_ONLY = ("show", "resume")  # how a person goes back to a session, from a shell
 
 
-def lean(data, ws: str, top: bool = True):
+# The fields that hold a path (or a list of paths): only these are made relative. Any other
+# string is what someone wrote, quoted as written ("/home/u/proj/run.sh fails" stays whole).
+PATH_FIELDS = frozenset({"path", "relative", "project", "workspace", "file", "files_changed",
+                         "locations"})
+
+
+def lean(data, ws: str, top: bool = True, roots: tuple[str, ...] | None = None):
     """The data as Claude needs it: without what is unset or empty (null, "", []), the shell
     commands meant for a person, the project where it is this workspace (every answer is), a
-    snippet where the turns around the match are given, and paths inside the workspace relative
-    to it. The answer's own lists stay, empty or not: "results": [] says no session matched."""
+    snippet where the turns around the match are given, and the paths inside the workspace (in
+    PATH_FIELDS) relative to it. The answer's own lists stay, empty or not: "results": [] says no
+    session matched."""
+    if roots is None:
+        from .workspace import path_variants
+        roots = tuple(path_variants(ws))  # either spelling: linked, or a name not UTF-8
     if isinstance(data, list):
-        return [lean(x, ws, False) for x in data]
-    if isinstance(data, str):
-        return data[len(ws) + 1:] if data.startswith(ws + os.sep) else data
+        return [lean(x, ws, False, roots) for x in data]
     if not isinstance(data, dict):
         return data
-    out = {k: lean(v, ws, False) for k, v in data.items()
+    out = {k: _relative(v, roots) if k in PATH_FIELDS else lean(v, ws, False, roots)
+           for k, v in data.items()
            if k not in CLI_ONLY and not (_empty(v) and not (top and isinstance(v, list)))
-           and not (k == "project" and v == ws) and not (k == "snippet" and data.get("context"))}
+           and not (k == "project" and v in roots) and not (k == "snippet" and data.get("context"))}
     if out.get("relative") == out.get("path"):  # a file history's two forms are now one
         out.pop("relative", None)
     return out
+
+
+def _relative(value, roots: tuple[str, ...]):
+    """A path field's value with each path inside the workspace made relative to it."""
+    if isinstance(value, list):
+        return [_relative(v, roots) if isinstance(v, (str, list)) else
+                lean(v, roots[0], False, roots) for v in value]
+    if isinstance(value, str):
+        for root in roots:
+            if value.startswith(root + os.sep):
+                return value[len(root) + 1:]
+    return value
 
 
 def _empty(v) -> bool:

@@ -340,12 +340,12 @@ class Memory:
         second of CPU), so that it is loaded for work only. True when the model's name cannot be
         had: loading it says why."""
         from . import embed
-        from .semantic import vector_key
+        from .semantic import key_of, vector_key
         try:
-            model = self._embedder.model if self._embedder else embed.model_name(embed.model_dir())
+            key = key_of(self._embedder) if self._embedder else vector_key(
+                embed.model_name(embed.model_dir()), None, embed.expected_build())
         except embed.ModelUnavailable:
             return True
-        key = vector_key(model)
         store = self.store()
         return bool(store.count_pending(key) or store.unlinked_exchanges(key))
 
@@ -376,10 +376,10 @@ class Memory:
         """Embed pending exchanges, newest first, for up to `budget` seconds, under the embed
         lock (waiting up to `wait` for a background embedder to finish first). Returns
         (embedded, still pending), or None when another process holds the lock."""
-        from .semantic import Embedding, vector_key
+        from .semantic import Embedding, key_of
         store = self.store()
         if store.readonly:
-            return 0, store.count_pending(vector_key(self.embedder().model, settings))
+            return 0, store.count_pending(key_of(self.embedder(), settings))
         t0 = time.monotonic()
 
         def run():
@@ -394,10 +394,10 @@ class Memory:
         """Compute the SIMILAR_TO edges of exchanges embedded since, for up to `budget`
         seconds, under the embed lock. Returns (linked, still pending), or None when another
         process holds the lock."""
-        from .semantic import link, vector_key
+        from .semantic import key_of, link
         store = self.store()
         embedder = self.embedder()
-        model = vector_key(embedder.model, settings)
+        model = key_of(embedder, settings)
         if store.readonly:
             return 0, len(store.unlinked_exchanges(model))
         return self.under_lock("embed", wait, lambda: link(

@@ -52,10 +52,20 @@ def _number(text: str | None, default: float, lo: float, hi: float) -> float:
     return min(hi, max(lo, value)) if math.isfinite(value) else default
 
 
-def vector_key(model: str, settings: Settings | None = None) -> str:
-    """What the index files an exchange's vectors under: the model and how texts were cut for
-    it, so a change of either makes every exchange pending (vectors kept by text survive)."""
-    return f"{model}/{(settings or Settings()).policy}"
+def vector_key(model: str, settings: Settings | None = None, build: str = "") -> str:
+    """What the index files an exchange's vectors under: the model, how texts were cut for it
+    and the build that made them (an ONNX file by its checksum, or the reference), so a change
+    of any makes every exchange pending (vectors kept by text survive). A damaged or another
+    build's vectors are never taken for this one's. Without `build`: the key of an index from
+    before builds were told apart (see Embedding.adopt)."""
+    key = f"{model}/{(settings or Settings()).policy}"
+    return f"{key}/{build}" if build else key
+
+
+def key_of(embedder, settings: Settings | None = None) -> str:
+    """The key of the vectors this loaded embedder makes."""
+    return vector_key(embedder.model, settings,
+                      getattr(embedder, "build", "") or embedder.variant)
 
 
 def exchange_text(prompt: str | None, reply: str | None) -> str:
@@ -67,6 +77,11 @@ def text_hash(policy: str, text: str) -> bytes:
     return hashlib.blake2b(f"{policy}\0{text}".encode("utf-8", "replace"), digest_size=16).digest()
 
 
+ADOPT_SAMPLE = 32  # texts made again to prove vectors from before builds were told apart
+ADOPT_COSINE = 0.9999  # one build gives one text the same vector; another build: 0.99 at best
+ADOPT_LOOK = 4000  # pending exchanges looked at for that sample, at most
+
+
 class Embedding:
     """Brings an index's vectors up to date with one loaded embedder."""
 
@@ -74,12 +89,13 @@ class Embedding:
         self.store = store
         self.embedder = embedder
         self.settings = settings or Settings()
-        self.model = vector_key(embedder.model, self.settings)
+        self.model = key_of(embedder, self.settings)
 
     def run(self, budget: float | None = None, *, progress=None, should_stop=None) -> tuple[int, int]:
         """Embed pending exchanges, newest first, until none is left or `budget` seconds are
         spent (checked between batches). Returns (embedded now, still pending)."""
         deadline = None if budget is None else time.monotonic() + budget
+        self.adopt()
         ids = self.store.pending_exchanges(self.model)
         done = 0
         for i in range(0, len(ids), BATCH):
@@ -90,6 +106,44 @@ class Embedding:
             if progress is not None:
                 progress(i + len(ids[i:i + BATCH]), len(ids))
         return done, 0
+
+    def adopt(self) -> None:
+        """Vectors filed before builds were told apart (under the model and policy alone) are
+        of an unknown build: a damaged one's, maybe. Re-embedding them all costs as long as
+        making them did, so a sample is made again by this build: if every one comes out the
+        same, the vectors this backend made are this build's and are kept (with their links
+        and SIMILAR_TO edges); if not, they are dropped, like the other backend's, and their
+        exchanges are pending. Decided once, by the first embedder to run."""
+        legacy = vector_key(self.embedder.model, self.settings)
+        if legacy == self.model or legacy not in self.store.legacy_vector_keys():
+            return
+        import random
+
+        import numpy as np
+        variant = self.embedder.variant
+        ids = self.store.pending_exchanges(self.model)
+        ids = random.sample(ids, min(len(ids), ADOPT_LOOK))  # the sample spans the history
+        sample: list[tuple[str, list[bytes]]] = []
+        for i in range(0, len(ids), 500):
+            texts = self._texts(ids[i:i + 500])
+            found = self.store.known_vectors([h for _t, h in texts.values()], legacy, variant)
+            sample += [(t, found[h]) for t, h in texts.values() if h in found]
+            if len(sample) >= ADOPT_SAMPLE:
+                break
+        sample = sample[:ADOPT_SAMPLE]
+        same = bool(sample)
+        for text, vecs in sample:
+            windows = self.embedder.windows(text) if self.settings.windows else [text]
+            if len(windows) != len(vecs):
+                same = False
+                break
+            new = self.embedder.encode(windows).astype(np.float32)
+            old = np.frombuffer(b"".join(vecs), dtype="<f4").reshape(len(vecs), -1)
+            if old.shape != new.shape or not (np.sum(old * new, axis=1) >= ADOPT_COSINE).all():
+                same = False
+                break
+        with self.store.transaction():
+            self.store.adopt_vectors(legacy, self.model, variant if same else None)
 
     def _texts(self, ids) -> dict[int, tuple[str, bytes]]:
         policy = self.settings.policy
@@ -157,6 +211,8 @@ class Held:
 
     def append(self, ids, windows, mat, times=None) -> None:
         import numpy as np
+        if not len(ids):  # (the buffers first read are read-only: nothing is written to them)
+            return
         need = self.n + len(ids)
         if need > len(self._cols[0]):  # double the room: appends cost their own rows, amortised
             room = max(need, 2 * len(self._cols[0]), 1024)
@@ -240,7 +296,7 @@ def _row_times(store: Store, ids):
 
 def warm(store: Store, embedder, settings: Settings | None = None) -> None:
     """Read the vectors (and their times) now, so that the first search does not wait."""
-    _timed(store, vector_key(embedder.model, settings), getattr(embedder, "dim", 384))
+    _timed(store, key_of(embedder, settings), getattr(embedder, "dim", 384))
 
 
 def search(store: Store, embedder, query: str, *, limit: int, admit=None,
@@ -248,8 +304,7 @@ def search(store: Store, embedder, query: str, *, limit: int, admit=None,
     """Sessions by their best exchange's similarity to the query (0..1), best first; matches
     under `floor` are dropped. `admit(session) -> bool` applies the filters."""
     import numpy as np
-    ids, windows, mat = _matrix(store, vector_key(embedder.model, settings),
-                                getattr(embedder, "dim", 384))
+    ids, windows, mat = _matrix(store, key_of(embedder, settings), getattr(embedder, "dim", 384))
     if not len(ids):
         return []
     q = embedder.encode([query[:CUT]])[0].astype(np.float32)
@@ -307,7 +362,7 @@ def similar(store: Store, embedder, query: str, *, limit: int, admit=None,
     not candidates. Exact: every exchange is scored, turns counted only where they can decide."""
     import numpy as np
     now = time.time() if now is None else now
-    model = vector_key(embedder.model, settings)
+    model = key_of(embedder, settings)
     held = _timed(store, model, getattr(embedder, "dim", 384))
     ids, windows, times = held.ids, held.windows, held.times
     if not len(ids):

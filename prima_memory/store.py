@@ -17,7 +17,7 @@ from collections import namedtuple
 import apsw
 
 from .errors import Failure
-from .workspace import open_nofollow
+from .workspace import open_nofollow, text_of
 
 # The schema version is SQLite's user_version. Each change is an additive step in _MIGRATIONS,
 # run in place in one transaction: an index is never thrown away for a schema change (moving it
@@ -26,8 +26,9 @@ from .workspace import open_nofollow
 # prima-memory's own command runs are no longer sessions; 5: text folded alike on both sides of
 # matching; 6: indexes for message counts, recent files, latest and unfinished sessions, and
 # the version in user_version; 7: vectors, content-addressed, and the exchanges they embed;
-# 8: SIMILAR_TO edges between exchanges
-SCHEMA_VERSION = 8
+# 8: SIMILAR_TO edges between exchanges; 9: vectors keyed by the build that made them too (the
+# keys in use until then are listed, for the embedder to adopt or drop: semantic.Embedding.adopt)
+SCHEMA_VERSION = 9
 SHIFT = 24  # ordinals per session: 16M fragments, far past any real transcript
 _TOKENIZER_ARGS = ["remove_diacritics", "0"]
 
@@ -133,6 +134,8 @@ INSERT INTO meta(key, value) VALUES ('schema_version', '{SCHEMA_VERSION}');
 PRAGMA user_version = {SCHEMA_VERSION};
 """
 
+_LEGACY_KEYS = "legacy_vectors"  # meta: vector keys from before schema 9, not yet adopted
+
 _TITLE = ("COALESCE(NULLIF(title_custom, ''), NULLIF(title_summary, ''), NULLIF(title_first, ''), "
           "'Untitled Session')")  # the title precedence (DESIGN §3); titles are stored normalised
 SESSION_COLUMNS = ("id, source, session_id, label, cwd, branch, author, title_custom, "
@@ -210,6 +213,21 @@ def _like(text: str) -> str:
     return "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
 
 
+def _bind_path(path: str):
+    """A source file's path as the index keeps it: as text, or for a name whose bytes are not
+    UTF-8 (os gives it with surrogates, which SQLite cannot take as text) as those bytes, a
+    BLOB, so that it comes back as the same path, to be read again."""
+    try:
+        path.encode("utf-8")
+        return path
+    except UnicodeEncodeError:
+        return os.fsencode(path)
+
+
+def _path(value) -> str:
+    return os.fsdecode(value) if isinstance(value, bytes) else value
+
+
 def _create_private(path: str) -> None:
     """Create the database file private to the user (SQLite gives the -wal and -shm files its
     mode), never through a symbolic link: the mode is set on what was opened."""
@@ -268,6 +286,21 @@ def _objects_not_ours(db) -> list[str]:
     return [f"{t} {n}" for t, n, _tbl, _sql in _schema_rows(db) if (t, n) not in ours]
 
 
+def _uri(path: str) -> str:
+    """A file: URI for SQLite, made from the path's bytes: a folder name that is not UTF-8 (os
+    gives it as surrogates, which apsw cannot pass on) reaches SQLite as those very bytes."""
+    from urllib.parse import quote  # here: 3-4 ms of every hook's start
+    return "file:" + quote(os.fsencode(os.path.abspath(path)))
+
+
+def _connect(path: str, flags: int) -> apsw.Connection:
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return apsw.Connection(_uri(path), flags=flags | apsw.SQLITE_OPEN_URI)
+    return apsw.Connection(path, flags=flags)
+
+
 class Store:
     def __init__(self, path: str, *, readonly: bool = False, key: bytes | None = None,
                  immutable: bool = False):
@@ -283,14 +316,12 @@ class Store:
         self._tokenizer = None
         try:
             if self.readonly:
-                from urllib.parse import quote  # here: 3-4 ms of every hook's start
-                uri = "file:" + quote(os.path.abspath(path)) + ("?immutable=1" if immutable
-                                                                else "?mode=ro")
-                self.db = apsw.Connection(uri, flags=apsw.SQLITE_OPEN_READONLY
-                                          | apsw.SQLITE_OPEN_URI)
+                mode = "?immutable=1" if immutable else "?mode=ro"
+                self.db = apsw.Connection(_uri(path) + mode,
+                                          flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
             else:
                 _create_private(path)
-                self.db = apsw.Connection(path)
+                self.db = _connect(path, apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE)
             self.db.setbusytimeout(5000)
             self._init_with_retry()
         except (apsw.CorruptError, apsw.NotADBError) as e:
@@ -554,7 +585,9 @@ class Store:
                WHERE id = ?1""", (session,))
 
     def set_extract(self, session: int, path: str) -> None:
-        self.db.execute("UPDATE sessions SET extract_path = ? WHERE id = ?", (path, session))
+        # (as text: it says an extract was written, and is never opened again)
+        self.db.execute("UPDATE sessions SET extract_path = ? WHERE id = ?",
+                        (text_of(path), session))
 
     def unfinished_sessions(self) -> list[int]:
         """Sessions changed since their extract was last considered (a killed run leaves some)."""
@@ -580,8 +613,9 @@ class Store:
         n = 0
         for path in missing_paths:
             row = self.db.execute("SELECT session, sidechain FROM files WHERE path = ?",
-                                  (path,)).fetchone()
-            self.db.execute("UPDATE files SET status = 'missing' WHERE path = ?", (path,))
+                                  (_bind_path(path),)).fetchone()
+            self.db.execute("UPDATE files SET status = 'missing' WHERE path = ?",
+                            (_bind_path(path),))
             if row and row[0] is not None and not row[1]:
                 self.db.execute("UPDATE sessions SET archived = 1 WHERE id = ?", (row[0],))
                 n += 1
@@ -600,7 +634,7 @@ class Store:
         return len(ids)
 
     def forget_file(self, path: str) -> None:
-        self.db.execute("DELETE FROM files WHERE path = ?", (path,))
+        self.db.execute("DELETE FROM files WHERE path = ?", (_bind_path(path),))
 
     def clear_live(self) -> None:
         """For a rebuild: drop everything read from files that still exist; archived sessions stay."""
@@ -640,33 +674,35 @@ class Store:
         of them, or those of `paths` and of its session `session_id`. Each source's rows are its
         own: one source's scans never take another's files for theirs."""
         if paths is None and session_id is None:
-            return {r[0]: FileRow(*r[1:]) for r in self.db.execute(
+            return {_path(r[0]): FileRow(*r[1:]) for r in self.db.execute(
                 f"{self._FILE_ROW} WHERE source = ?", (source,))}
         out: dict[str, FileRow] = {}
         paths = list(paths or ())
         for i in range(0, len(paths), 500):
             part = paths[i:i + 500]
-            out.update((r[0], FileRow(*r[1:])) for r in self.db.execute(
+            out.update((_path(r[0]), FileRow(*r[1:])) for r in self.db.execute(
                 f"{self._FILE_ROW} WHERE path IN ({','.join('?' * len(part))}) AND source = ?",
-                part + [source]))
+                [_bind_path(p) for p in part] + [source]))
         if session_id is not None:
-            out.update((r[0], FileRow(*r[1:])) for r in self.db.execute(
+            out.update((_path(r[0]), FileRow(*r[1:])) for r in self.db.execute(
                 f"{self._FILE_ROW} WHERE session IN (SELECT id FROM sessions WHERE "
                 "session_id = ? AND source = ?)", (session_id, source)))
         return out
 
     def file_paths(self, source: str) -> set[str]:
-        return {r[0] for r in self.db.execute("SELECT path FROM files WHERE source = ?", (source,))}
+        return {_path(r[0]) for r in self.db.execute("SELECT path FROM files WHERE source = ?",
+                                                     (source,))}
 
     def recent_file_paths(self, source: str, since_mtime_ns: int) -> set[str]:
-        return {r[0] for r in self.db.execute(
+        return {_path(r[0]) for r in self.db.execute(
             "SELECT path FROM files WHERE (mtime_ns >= ? OR mtime_ns IS NULL) AND source = ?",
             (since_mtime_ns, source))}
 
     def file_paths_after(self, source: str, rowid: int, n: int) -> list[tuple[int, str]]:
         """(rowid, path) of the next n files after rowid: a sweep through all of them in turn."""
-        return list(self.db.execute("SELECT rowid, path FROM files WHERE rowid > ? AND source = ? "
-                                    "ORDER BY rowid LIMIT ?", (rowid, source, n)))
+        return [(i, _path(p)) for i, p in self.db.execute(
+            "SELECT rowid, path FROM files WHERE rowid > ? AND source = ? ORDER BY rowid LIMIT ?",
+            (rowid, source, n))]
 
     def unknown_record_types(self, source: str) -> dict[str, int]:
         """Record types a source's reader met and does not know (its parser state's "unk"), with
@@ -684,7 +720,8 @@ class Store:
         return counts
 
     def file_state(self, path: str) -> str | None:
-        row = self.db.execute("SELECT state FROM files WHERE path = ?", (path,)).fetchone()
+        row = self.db.execute("SELECT state FROM files WHERE path = ?",
+                              (_bind_path(path),)).fetchone()
         return row[0] if row else None
 
     def main_file_state(self, session: int) -> str | None:
@@ -698,8 +735,8 @@ class Store:
         self.db.execute(
             "INSERT OR REPLACE INTO files(path, source, session, sidechain, size, mtime_ns, inode, "
             "head_len, head_hash, offset, state, status) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-            (path, source, session, int(sidechain), size, mtime_ns, inode, head_len, head_hash,
-             offset, state, status))
+            (_bind_path(path), source, session, int(sidechain), size, mtime_ns, inode, head_len,
+             head_hash, offset, state, status))
 
     def owe(self, session_id: str) -> None:
         """A session whose Stop could not index it (busy, out of time): the next quick run does."""
@@ -714,12 +751,13 @@ class Store:
     # -- meta --------------------------------------------------------------------------------
 
     def get_meta(self, key: str, default=None):
-        row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        row = self.db.execute("SELECT value FROM meta WHERE key = ?", (text_of(key),)).fetchone()
         return row[0] if row else default
 
     def set_meta(self, key: str, value) -> None:
+        # (keys may name a folder: one not UTF-8 is keyed by its U+FFFD spelling, alike both ways)
         self.db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)",
-                        (key, None if value is None else str(value)))
+                        (text_of(key), None if value is None else str(value)))
 
     # -- reading -------------------------------------------------------------------------------
 
@@ -862,8 +900,10 @@ class Store:
         out: set[int] = set()
         where = ""
         if text.isascii():  # LIKE ignores ASCII case: exact for ASCII titles, which are most
+            # (only those: in "cafe\u0301" LIKE sees "cafe", where folded it is "café")
             out = {r[0] for r in self.db.execute(
-                f"SELECT id FROM sessions WHERE {_TITLE} LIKE ? ESCAPE '\\'", (_like(text),))}
+                f"SELECT id FROM sessions WHERE {_TITLE} LIKE ? ESCAPE '\\' "
+                f"AND NOT {_TITLE} GLOB ?", (_like(text), _NON_ASCII))}
             where = f"WHERE {_TITLE} GLOB ?"
         rows = self.db.execute(f"SELECT id, {_TITLE} FROM sessions {where}",
                                (_NON_ASCII,) if where else ())
@@ -874,13 +914,14 @@ class Store:
         folded."""
         out: dict[int, int] = {}
         where = ""
-        if text.isascii():
+        if text.isascii():  # as for titles: LIKE for ASCII paths, the rest folded
             out = dict(self.db.execute(
                 "SELECT session, count(DISTINCT path) FROM file_changes "
-                "WHERE path LIKE ? ESCAPE '\\' GROUP BY session", (_like(text),)))
-            where = "WHERE path GLOB ? AND NOT path LIKE ? ESCAPE '\\'"
+                "WHERE path LIKE ? ESCAPE '\\' AND NOT path GLOB ? GROUP BY session",
+                (_like(text), _NON_ASCII)))
+            where = "WHERE path GLOB ?"
         rows = self.db.execute(f"SELECT DISTINCT session, path FROM file_changes {where}",
-                               (_NON_ASCII, _like(text)) if where else ())
+                               (_NON_ASCII,) if where else ())
         for sid, path in rows:
             if text in fold(path):
                 out[sid] = out.get(sid, 0) + 1
@@ -936,17 +977,66 @@ class Store:
                 part))
         return out
 
-    def known_vectors(self, hashes, model: str) -> dict[bytes, list[bytes]]:
-        """text hash -> its windows' vectors, for the hashes already embedded by `model`."""
+    def known_vectors(self, hashes, model: str,
+                      variant: str | None = None) -> dict[bytes, list[bytes]]:
+        """text hash -> its windows' vectors, for the hashes already embedded by `model` (by
+        that backend, with `variant`)."""
         hashes = list(dict.fromkeys(hashes))
         out: dict[bytes, list[bytes]] = {}
+        only = "" if variant is None else "AND variant = ? "
         for i in range(0, len(hashes), 500):
             part = hashes[i:i + 500]
             for h, vec in self.db.execute(
-                    f"SELECT text_hash, vec FROM vectors WHERE model = ? AND text_hash IN "
-                    f"({','.join('?' * len(part))}) ORDER BY text_hash, n", (model, *part)):
+                    f"SELECT text_hash, vec FROM vectors WHERE model = ? {only}AND text_hash IN "
+                    f"({','.join('?' * len(part))}) ORDER BY text_hash, n",
+                    (model, *([] if variant is None else [variant]), *part)):
                 out.setdefault(h, []).append(vec)
         return out
+
+    def legacy_vector_keys(self) -> list[str]:
+        """The keys vectors were filed under before builds were told apart, still to decide."""
+        try:
+            keys = json.loads(self.get_meta(_LEGACY_KEYS) or "[]")
+        except ValueError:
+            return []
+        return [k for k in keys if isinstance(k, str)] if isinstance(keys, list) else []
+
+    def adopt_vectors(self, legacy: str, model: str, variant: str | None) -> None:
+        """In the caller's write transaction: the vectors under `legacy` that `variant` made
+        become `model`'s, with their exchanges' links and edges (variant None: none do); all
+        else under `legacy` goes, and it is no longer listed."""
+        db = self.db
+        if variant is not None:
+            db.execute("UPDATE OR IGNORE vectors SET model = ? WHERE model = ? AND variant = ?",
+                       (model, legacy, variant))
+            db.execute("INSERT OR IGNORE INTO embedded(exchange, model, text_hash) "
+                       "SELECT x.exchange, ?1, x.text_hash FROM embedded x WHERE x.model = ?2 "
+                       "AND EXISTS (SELECT 1 FROM vectors v WHERE v.text_hash = x.text_hash "
+                       "AND v.model = ?1)", (model, legacy))
+            db.execute("INSERT OR IGNORE INTO linked(exchange, model, text_hash) "
+                       "SELECT l.exchange, ?1, l.text_hash FROM linked l JOIN embedded x "
+                       "ON x.exchange = l.exchange AND x.model = ?1 AND x.text_hash = l.text_hash "
+                       "WHERE l.model = ?2", (model, legacy))
+            db.execute("INSERT OR IGNORE INTO similar(a, b, model, cosine) "
+                       "SELECT s.a, s.b, ?1, s.cosine FROM similar s WHERE s.model = ?2 "
+                       "AND EXISTS (SELECT 1 FROM embedded x WHERE x.exchange = s.a "
+                       "AND x.model = ?1) AND EXISTS (SELECT 1 FROM embedded x "
+                       "WHERE x.exchange = s.b AND x.model = ?1)", (model, legacy))
+        for table in ("embedded", "linked", "similar", "vectors"):
+            db.execute(f"DELETE FROM {table} WHERE model = ?", (legacy,))
+        rest = [k for k in self.legacy_vector_keys() if k != legacy]
+        if rest:
+            self.set_meta(_LEGACY_KEYS, json.dumps(rest))
+        else:
+            db.execute("DELETE FROM meta WHERE key = ?", (_LEGACY_KEYS,))
+
+    def _list_legacy_keys(self) -> None:
+        """Record the vector keys that name no build (model/policy: one slash; a build adds a
+        second), merged with those listed already."""
+        keys = set(self.legacy_vector_keys()) | {r[0] for r in self.db.execute(
+            "SELECT DISTINCT model FROM vectors WHERE model NOT LIKE '%/%/%'")}
+        if keys:
+            self.set_meta(_LEGACY_KEYS, json.dumps(sorted(keys)))
 
     def add_vectors(self, model: str, variant: str, rows) -> None:
         """rows: (text hash, [vector bytes per window]). A hash already held keeps its vectors."""
@@ -1063,7 +1153,7 @@ class Store:
         Only from an index stamped with this store's key (ForeignIndex otherwise): a planted one
         would otherwise bring its sessions in. `unstamped`: the user says an unstamped one is
         theirs (one from before stamps); it must still hold nothing prima-memory never makes."""
-        old = apsw.Connection(old_path, flags=apsw.SQLITE_OPEN_READONLY)
+        old = _connect(old_path, apsw.SQLITE_OPEN_READONLY)
         # A truncated file is refused outright unless SQLite is told to trust what it can read.
         old.execute("PRAGMA writable_schema=ON")
         old.execute("PRAGMA trusted_schema=OFF")
@@ -1076,7 +1166,8 @@ class Store:
                     raise ForeignIndex(old_path, why)
             sessions = _lenient(old, f"SELECT {_BLOB_SESSION_COLUMNS}, NULL FROM sessions")
             try:
-                mains = dict(old.execute("SELECT session, path FROM files WHERE sidechain = 0"))
+                mains = {s: _path(p) for s, p in old.execute(
+                    "SELECT session, path FROM files WHERE sidechain = 0")}
             except apsw.Error:
                 mains = {}  # unreadable: treat every session as one that may be gone
             n = 0
@@ -1139,6 +1230,8 @@ class Store:
         except (apsw.Error, UnicodeDecodeError):
             pass  # what came before the damage is kept
         keep()
+        with self.db:  # from an index older than schema 9: to adopt or drop, like a migrated one
+            self._list_legacy_keys()
 
     # -- status --------------------------------------------------------------------------------
 
@@ -1248,8 +1341,15 @@ def _to_v8(store: Store) -> None:
     store.db.execute(_EDGE_SCHEMA)
 
 
+def _to_v9(store: Store) -> None:
+    """Vectors are keyed by the build that made them too. Nothing is thrown away here: the
+    keys in use are listed, and the first embedder to run keeps the vectors it can prove are
+    its own (semantic.Embedding.adopt), and makes the others again."""
+    store._list_legacy_keys()
+
+
 # version -> the step that brings an index of that version to the next; older ones are rebuilt
-_MIGRATIONS = {3: _to_v4, 4: _to_v5, 5: _to_v6, 6: _to_v7, 7: _to_v8}
+_MIGRATIONS = {3: _to_v4, 4: _to_v5, 5: _to_v6, 6: _to_v7, 7: _to_v8, 8: _to_v9}
 
 
 # The sessions' columns with every text one read as bytes (see _lenient), for recovery.

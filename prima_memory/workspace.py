@@ -47,7 +47,26 @@ def path_variants(workspace: str) -> list[str]:
     real = os.path.realpath(workspace)
     if real != workspace:
         out.append(real)  # Claude Code canonicalises with realpath
+    for p in list(out):  # a name that is not UTF-8: Claude Code records it with U+FFFD
+        shown = text_of(p)
+        if shown not in out:
+            out.append(shown)
     return out
+
+
+def text_of(path: str) -> str:
+    """A path as text that UTF-8 (SQLite, JSON, a terminal) can hold. A folder name whose bytes
+    are not UTF-8 comes from os as surrogates; here each bad run is U+FFFD, as Node (Claude
+    Code) decodes it, so the spelling matches the cwd its transcripts record."""
+    try:
+        path.encode("utf-8")
+        return path
+    except UnicodeEncodeError:
+        pass
+    try:
+        return os.fsencode(path).decode("utf-8", "replace")
+    except UnicodeEncodeError:  # a surrogate no file name gives (from JSON, say)
+        return path.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 
 def is_within(path: str | None, workspace: str) -> bool:

@@ -356,3 +356,69 @@ def test_build_from_scratch(tmp_path, monkeypatch, st):
     c = _cos(emb.encode([PROSE, "ok"]), st.encode([PROSE, "ok"]))
     assert c.min() > 0.95
     shutil.rmtree(out)
+
+
+# -- the build checked against its manifest (issue #18, item 7) ------------------------------------
+
+def _damaged_copy(tmp_path) -> Path:
+    """A real copy of the installed build with random bytes in the middle of its ONNX file: the
+    same size, the manifest unchanged. onnxruntime loads it without a word."""
+    out = _build_copy(tmp_path)
+    manifest = json.loads((out / embed.MANIFEST).read_text())
+    onnx_file = out / manifest["onnx_file"]
+    data = bytearray(onnx_file.read_bytes())
+    onnx_file.unlink()  # the link to the installed build: this copy is our own
+    mid = len(data) // 2
+    data[mid:mid + 4096] = np.random.default_rng(7).integers(0, 256, 4096, dtype=np.uint8).tobytes()
+    onnx_file.write_bytes(bytes(data))
+    assert onnx_file.stat().st_size == manifest["onnx_size"]
+    return out
+
+
+@needs_build
+def test_a_damaged_build_of_the_right_size_is_refused_with_its_reason(monkeypatch, tmp_path):
+    out = _damaged_copy(tmp_path)
+    monkeypatch.setenv("PRIMA_ONNX_DIR", str(out))
+    monkeypatch.setattr(embed, "SentenceTransformerEmbedder", _FakeST)
+    emb = embed.load()
+    assert emb.variant == "st-fp32", "never the damaged build"
+    assert "damaged" in emb.note and "embed_build" in emb.note and "\n" not in emb.note
+    with pytest.raises(embed.ModelUnavailable, match="damaged"):
+        embed.load("onnx")
+    # install.sh's check sees it too, so running it again repairs the build
+    state, _manifest, why = embed_build.status(str(out), embed.model_dir())
+    assert state == "stale" and "damaged" in why
+
+
+@needs_build
+def test_each_build_has_its_own_identity(monkeypatch, tmp_path):
+    manifest = embed.read_manifest()
+    onnx = embed.load("onnx")
+    assert onnx.build == f"onnx-int8-{manifest['onnx_sha256'][:16]}"
+    assert embed.SentenceTransformerEmbedder.build == "st-fp32"
+    # what status predicts without loading anything is what a load gives
+    assert embed.expected_build() == onnx.build
+    monkeypatch.setenv("PRIMA_ONNX_DIR", str(_damaged_copy(tmp_path)))
+    assert embed.expected_build(verify=True) == "st-fp32", "a damaged build is not the one used"
+
+
+def test_check_says_what_a_load_would_say_without_loading(monkeypatch, tmp_path):
+    import importlib.util
+    monkeypatch.setenv("PRIMA_EMBEDDER", "sentence-transformers")
+    assert embed.check() == (embed.MODEL, "st-fp32")
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "torch" else real(name, *a))
+    with pytest.raises(embed.ModelUnavailable, match="not installed"):
+        embed.check()
+    monkeypatch.setattr(importlib.util, "find_spec", real)
+    copy = tmp_path / "cut-short"
+    copy.mkdir()
+    for f in Path(embed.model_dir()).iterdir():
+        if f.name != "model.safetensors":
+            (copy / f.name).symlink_to(f)
+    whole = (Path(embed.model_dir()) / "model.safetensors").read_bytes()
+    (copy / "model.safetensors").write_bytes(whole[:len(whole) // 2])  # a download cut short
+    monkeypatch.setenv("PRIMA_MODEL", str(copy))
+    with pytest.raises(embed.ModelUnavailable, match="incomplete or damaged"):
+        embed.check()

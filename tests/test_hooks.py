@@ -1202,3 +1202,23 @@ def test_hooks_never_load_the_embedding_model(env):
         heavy = sorted(m for m in mods if m.split(".")[0] in HEAVY)
         assert heavy == [], (name, heavy[:20])
         assert not mods & SLOW_STDLIB, (name, sorted(mods & SLOW_STDLIB))
+
+
+@pytest.mark.parametrize("args", [
+    ["--json", "hook", "stop"],
+    ["hook", "--json", "stop"],
+    ["hook", "stop", "--json"],
+    ["--json", "--workspace", "{ws}", "hook", "stop"],
+    ["hook", "--workspace={ws}", "stop"],
+])
+def test_a_hook_with_global_options_anywhere_still_runs_and_fails_open(env, args):
+    """`prima-memory --json hook stop` went to argparse, found no cmd_hook and exited 1 with
+    KeyError; with --workspace after `hook` the option was taken for the event."""
+    S = "aaaa0000-0000-4000-8000-0000000000a1"
+    env.transcript(S, start=time.time() - 600).exchange("Tune the zebrafinch cache", "Tuned.")
+    argv = [a.replace("{ws}", str(env.ws)) for a in args]
+    p = subprocess.run([sys.executable, "-m", "prima_memory", *argv],
+                       input=json.dumps(payload(env, "stop", S)), capture_output=True, text=True,
+                       cwd=str(env.ws), env=hook_env(env), timeout=60)
+    assert (p.returncode, p.stdout, p.stderr) == (0, "", ""), p
+    assert [r["session_id"] for r in env.search("zebrafinch")] == [S], "the Stop hook indexed it"

@@ -305,6 +305,25 @@ def test_turkish_dotted_i_and_both_unicode_forms_are_found_either_way(env):
     assert [r["session_id"] for r in env.search("the istanbul office")] == [A]  # title match
 
 
+def test_both_unicode_forms_of_an_accent_behave_alike_in_titles_paths_and_words(env):
+    """"café" spelled NFC in one session and NFD (e + U+0301, as macOS names files) in the
+    other: either spelling of the query finds both, and "cafe" finds neither (accents are kept,
+    README). The title and path matches once compared the raw text, so "cafe" found the NFD
+    one."""
+    import unicodedata
+    nfc, nfd = "café", unicodedata.normalize("NFD", "café")
+    for session, form, start in ((A, nfc, OLD), (B, nfd, OLD + DAY)):
+        t = env.transcript(session, start=start)
+        t.exchange(f"Menu for the {form} terrace", "Drafted it.")
+        t.tool("Write", {"file_path": str(env.ws / f"{form}menu" / "board.md"), "content": "x"},
+               text="Wrote the board.")
+    env.run("index")
+    for q in (nfc, nfd, f"the {nfc} terrace", f"{nfd}menu/board", nfc.upper(), nfd.upper()):
+        assert sorted(r["session_id"] for r in env.search(q)) == [A, B], q
+    for q in ("cafe", "the cafe terrace", "cafemenu", "CAFE"):
+        assert env.search(q) == [], q
+
+
 def test_an_index_of_schema_4_is_folded_in_place(env):
     import apsw
     env.transcript(A, start=OLD).exchange("Plan the office move", "Booked movers in İstanbul.")
@@ -556,3 +575,79 @@ def test_the_schema_version_lives_in_user_version_and_old_indexes_move_forward_i
     assert {"messages_counted", "files_mtime", "sessions_ended", "sessions_unfinished"} <= names
     db.close()
     assert not list(env.data.glob("index.db.*")), "moved aside instead of migrated"
+
+
+# -- a workspace whose name is not UTF-8 ----------------------------------------------------------
+
+def test_a_workspace_named_with_bytes_that_are_not_utf8_works_everywhere(env):
+    """A folder named with the byte 0xff: Python gives its path as a surrogate, which neither
+    SQLite, JSON, a log nor a strict terminal takes ("UnicodeEncodeError ... surrogates not
+    allowed"), and Claude Code (Node) records it with U+FFFD. The CLI, the hooks fed their JSON
+    on stdin and the MCP server all work there, and say the path with U+FFFD."""
+    import os
+    import subprocess
+    from test_mcp import call, serve
+
+    def text_of(path: str) -> str:  # as Node decodes it
+        return os.fsencode(path).decode("utf-8", "replace")
+    ws = os.fsdecode(os.fsencode(str(env.ws.parent)) + b"/caf\xffbar")
+    os.mkdir(ws)
+    env.ws = Path(ws)
+    shown = text_of(ws)
+    assert "\ufffd" in shown and shown != ws
+    t = env.transcript(A, start=OLD, cwd=shown)  # what Claude Code writes
+    t.user("Fix the quokka upload retry", step=0)
+    t.reply("Done with backoff.", step=2000)  # 33 minutes: a session worth an extract
+    t.tool("Edit", {"file_path": shown + "/src/up.py", "old_string": "a", "new_string": "b"},
+           text="Retry with backoff.")
+    env.transcript(B, start=OLD + DAY, cwd=shown).exchange("Tune the quokka cache", "Tuned.")
+    strict = {"PYTHONIOENCODING": "utf-8:strict"}  # a terminal that takes UTF-8 only
+
+    def cli(*args):
+        e = dict(env.env, **strict)
+        p = subprocess.run([sys.executable, "-m", "prima_memory", *args], capture_output=True,
+                           cwd=ws, env=e, timeout=120)
+        assert p.returncode == 0 and p.stderr == b"", (args, p.stderr.decode())
+        return p.stdout.decode("utf-8")  # strict: nothing but UTF-8 comes out
+
+    cli("index")
+    assert "session" in cli("search", "quokka", "--mode", "keyword")
+    assert {r["session_id"] for r in json.loads(cli("--json", "search", "quokka", "--mode",
+                                                    "keyword"))["results"]} == {A, B}
+    status = json.loads(cli("status", "--json"))
+    assert status["workspace"] == shown and status["counts"]["sessions"] == 2
+    assert shown in cli("status")
+    assert "src/up.py" in cli("files", "src/up.py")
+    assert "quokka" in cli("recent") and "quokka" in cli("digest", "--since", "60d")
+    assert "Fix the quokka" in cli("show", A[:8])
+
+    def hook(event, session, **fields):
+        data = payload(env, event, session, cwd=shown,
+                       transcript_path=text_of(str(env.project_dir / f"{session}.jsonl")),
+                       **fields)
+        r = run_hook(env, event, data, extra_env=strict)
+        assert r.rc == 0 and "Traceback" not in r.err, r
+        return r
+    assert hook("stop", A).out == ""
+    assert list((env.data / "extracts").rglob("*.md")), "Stop wrote the session's extract"
+    r = hook("session-start", sid(0xC3))
+    assert "Tune the quokka cache" in r.out and "Fix the quokka upload retry" in r.out, r
+    assert hook("pre-compact", A).out == ""
+    assert "Fix the quokka upload retry" in hook("session-start", A, source="compact").out
+    deep = json.loads(cli("search", "quokka", "--deep", "--mode", "keyword", "--json"))
+    assert {r["source"] for r in deep["results"]} >= {"claude-code", "extract"}, deep
+
+    async def body(s):
+        return [await call(s, "recent_sessions", n=2),
+                await call(s, "search_sessions", query="quokka", mode="keyword"),
+                await call(s, "get_file_history", path="src/up.py"),
+                await call(s, "recall_session", session_id=A),
+                await call(s, "summarize_period", since="60d")]
+    answers = serve(env, body)
+    for err, text in answers:
+        assert not err, text
+        assert "\udcff" not in text and json.loads(text)
+    assert json.loads(answers[0][1])["workspace"] == shown
+    assert [c["path"] for c in json.loads(answers[2][1])["changes"]] == ["src/up.py"]
+    log = (env.data / "prima-memory.log").read_text(encoding="utf-8", errors="replace")
+    assert "surrogates" not in log and "Error" not in log, log

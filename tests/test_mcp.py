@@ -648,3 +648,99 @@ def test_a_long_file_history_is_read_page_by_page(env):
     cli = env.json("files", "src/busy.py", "--skip", "100")
     assert [c["explanation"][:17] for c in cli["changes"]] == \
         [f"change number {i:03d}" for i in reversed(range(20))]
+
+
+def test_only_path_fields_are_made_relative_never_what_was_said(env):
+    """A message that names a file of the workspace is quoted as written: stripping the
+    workspace from any string made "/home/u/proj/run.sh fails" read "run.sh fails"."""
+    said = f"{env.ws}/run.sh fails with exit 3"
+    t = env.transcript(UPLOAD, start=OLD)
+    t.exchange(said, f"Fixed: {env.ws}/run.sh quoted its arguments.")
+    t.tool("Edit", {"file_path": str(env.ws / "run.sh"), "old_string": "a", "new_string": "b"},
+           text="Quote the arguments.")
+
+    async def body(s):
+        return (await ok(s, "search_sessions", query="exit 3", mode="keyword"),
+                await ok(s, "recall_session", session_id=UPLOAD),
+                await ok(s, "recent_sessions", n=1),
+                await ok(s, "get_file_history", path="run.sh"))
+    found, summary, recent, history = serve(env, body)
+    hit = found["results"][0]
+    assert hit["files_changed"] == ["run.sh"]
+    assert any(t["text"] == said for t in hit["context"]), hit["context"]
+    assert "My Project/run.sh fails" in " ".join(hit["matches"]), hit["matches"]
+    session = summary["session"]
+    assert session["first_request"] == said
+    assert session["files_changed"][0]["path"] == "run.sh"
+    assert recent["sessions"][0]["first_user_message"] == said
+    assert recent["sessions"][0]["files_changed"] == ["run.sh"]
+    assert [c["path"] for c in history["changes"]] == ["run.sh"]
+    assert "project" not in session, "the workspace itself: said once, by being the server's"
+    # the rule itself, on data of the API's shape
+    ws = "/home/u/proj"
+    assert lean({"path": f"{ws}/a.py", "text": f"{ws}/a.py fails", "files_changed": [f"{ws}/b"],
+                 "project": f"{ws}/sub", "decisions": [f"moved {ws}/c"]}, ws) == \
+        {"path": "a.py", "text": f"{ws}/a.py fails", "files_changed": ["b"], "project": "sub",
+         "decisions": [f"moved {ws}/c"]}
+
+
+def _bad_arguments(tool) -> list[tuple[dict, str, list[str]]]:
+    """(arguments, the argument at fault, what the error must say is allowed) for every way
+    each argument of `tool` can be wrong, from its own schema."""
+    props, required = tool.input_schema["properties"], tool.input_schema.get("required", [])
+
+    def good(name: str):
+        p = props[name]
+        if "enum" in p:
+            return p["enum"][0]
+        if p["type"] == "integer":
+            return p.get("minimum", 1)
+        return {"since": "7d", "until": "1d", "range": "0:1"}.get(name, "x")
+
+    base = {name: good(name) for name in required}
+    out = [({**base, "bogus_arg": 1}, "bogus_arg", list(props) or ["no arguments"])]
+    for name, p in props.items():
+        if "enum" in p:
+            allowed = list(p["enum"])
+        elif p["type"] == "integer":
+            allowed = ["whole number", str(p["minimum"]), str(p["maximum"])]
+        else:
+            allowed = [str(p["maxLength"]), "characters"]
+        rest = {k: v for k, v in base.items() if k != name}
+        if name in required:
+            out.append((rest, name, allowed))
+        out.append(({**rest, name: [1]}, name, allowed))
+        out.append(({**rest, name: {"a": 1}}, name, allowed))
+        if p["type"] == "integer":
+            out += [({**rest, name: str(p["minimum"])}, name, allowed),
+                    ({**rest, name: True}, name, allowed),
+                    ({**rest, name: 1.5}, name, allowed),
+                    ({**rest, name: p["minimum"] - 1}, name, allowed),
+                    ({**rest, name: p["maximum"] + 1}, name, allowed)]
+        else:
+            out.append(({**rest, name: 42}, name, allowed))
+            out.append(({**rest, name: "x\u2028" * (p.get("maxLength", 40) + 1)}, name, allowed))
+            if "enum" in p:
+                out.append(({**rest, name: "nope\u2028next line"}, name, allowed))
+            if p.get("minLength"):
+                out.append(({**rest, name: ""}, name, allowed))
+    return out
+
+
+def test_every_bad_argument_of_every_tool_is_one_line_naming_it_and_what_is_allowed(env):
+    """The SDK's server answered with four lines of pydantic text and a URL; every tool error
+    about an argument is now one line that names the argument and says what it may be."""
+    async def body(s):
+        out = []
+        for tool in (await s.list_tools()).tools:
+            for args, name, allowed in _bad_arguments(tool):
+                out.append((tool.name, args, name, allowed, await call(s, tool.name, **args)))
+        return out
+    results = serve(env, body)
+    assert len(results) > 60
+    for tool, args, name, allowed, (err, text) in results:
+        where = (tool, args, text)
+        assert err, where
+        assert len(text.splitlines()) == 1 and len(text) < 500, where
+        assert name in text and all(a in text for a in allowed), where
+        assert "pydantic" not in text and "http" not in text and "validation error" not in text

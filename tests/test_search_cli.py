@@ -87,6 +87,15 @@ def test_json_contract(env):
     assert sem["warnings"] == [] and sem["results"][0]["session_id"] == r["session_id"]
 
 
+def test_json_before_the_command_is_json_too(env):
+    """`prima-memory --json status` printed text: the command's own default undid the option."""
+    _setup(env)
+    for args in (["--json", "status"], ["--json", "search", "booking", "--mode", "keyword"],
+                 ["--json", "--workspace", str(env.ws), "recent"]):
+        assert isinstance(json.loads(env.run(*args).stdout), dict), args
+    assert not env.run("status").stdout.startswith("{")
+
+
 def test_filters(env):
     _setup(env)
     assert [r["session_id"][:4] for r in env.search("room", "--branch", "feature/x")] == ["bbbb"]

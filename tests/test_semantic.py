@@ -53,7 +53,7 @@ class Fake:
         return rng.normal(size=self.dim)
 
 
-KEY = semantic.vector_key(Fake.model)  # what the index files the fake's vectors under
+KEY = semantic.key_of(Fake())  # what the index files the fake's vectors under
 
 
 def _store_with(tmp_path, sessions: dict[str, list[tuple[str, str, float]]]) -> Store:
@@ -816,3 +816,152 @@ def test_whatever_fails_in_the_semantic_half_the_words_still_answer(tmp_path):
     hits, warnings = searchmod.run(st, "logrotate", mode="semantic", embedder=None,
                                    why_not="no model here")
     assert [h.row.session_id for h in hits] == ["A"] and "no model here" in warnings[0]
+
+
+# -- vectors keyed by the build that made them (issue #18, item 7) --------------------------------
+
+class BuildA(Fake):
+    build = "build-a"
+
+
+class BuildB(Fake):
+    """The same model, another build (a damaged copy, say): other vectors for the same text."""
+    build = "build-b"
+
+    def _hashed(self, t: str):
+        return -super()._hashed(t)
+
+
+def test_vectors_of_another_build_are_never_reused(tmp_path):
+    st = _store_with(tmp_path, {"A": [("one", "first reply", OLD)],
+                                "B": [("two", "second reply", OLD + 10)]})
+    bad, good = BuildB(), BuildA()
+    assert semantic.Embedding(st, bad).run() == (2, 0)
+    assert semantic.Embedding(st, good).run() == (2, 0), "pending for the good build"
+    assert sorted(good.encoded) == ["one\n\nfirst reply", "two\n\nsecond reply"], \
+        "made again by the good build, not taken from the bad one's"
+    q = "one\n\nfirst reply"
+    best = semantic.search(st, good, q, limit=1, floor=0.0)[0]
+    assert best.similarity == pytest.approx(1.0, abs=1e-5), "searched with its own vectors"
+    with st.transaction():  # a rebuild reads the texts again: still only its own vectors
+        st.clear_live()
+    st.close()
+    st = _store_with(tmp_path, {"A": [("one", "first reply", OLD)],
+                                "B": [("two", "second reply", OLD + 10)]})
+    good.encoded.clear()
+    assert semantic.Embedding(st, good).run() == (2, 0) and good.encoded == []
+    assert semantic.search(st, good, q, limit=1, floor=0.0)[0].similarity == \
+        pytest.approx(1.0, abs=1e-5)
+
+
+def _legacy(st, embedder, *, alter=None):
+    """Vectors filed as before builds were told apart: under the model and policy alone."""
+    legacy = semantic.vector_key(embedder.model)
+    rows, links = [], []
+    for ex, (prompt, reply) in st.exchange_texts(st.pending_exchanges(legacy)).items():
+        text = semantic.exchange_text(prompt, reply)
+        vec = embedder.encode([text])[0]
+        if alter is not None:
+            vec = alter(vec)
+        h = semantic.text_hash(semantic.Settings().policy, text)
+        rows.append((h, [vec.astype("<f4").tobytes()]))
+        links.append((ex, h))
+    embedder.encoded.clear()
+    with st.transaction():
+        st.add_vectors(legacy, embedder.variant, rows)
+        st.link_exchanges(legacy, links)
+        st.db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('legacy_vectors', ?)",
+                      (json.dumps([legacy]),))
+    return legacy
+
+
+def test_vectors_from_before_builds_are_kept_when_this_build_makes_the_same(tmp_path):
+    sessions = {f"S{i}": [(f"prompt {i}", f"reply {i}", OLD + i)] for i in range(60)}
+    st = _store_with(tmp_path, sessions)
+    e = BuildA()
+    legacy = _legacy(st, e)
+    semantic.link(st, legacy, dim=4)
+    edges = st.count_edges(legacy)
+    assert edges > 0
+    assert semantic.Embedding(st, e).run() == (0, 0), "none left to embed"
+    assert 0 < len(e.encoded) <= semantic.ADOPT_SAMPLE, "a sample made again, not all"
+    key = semantic.key_of(e)
+    assert st.count_embedded(key) == 60
+    assert st.count_edges(key) == edges and not st.unlinked_exchanges(key), "edges kept too"
+    assert st.legacy_vector_keys() == [], "decided once"
+    assert st.count_embedded(legacy) == 0 and not st.known_vectors(
+        [semantic.text_hash(semantic.Settings().policy, "prompt 1\n\nreply 1")], legacy)
+
+
+def test_vectors_from_before_builds_are_made_again_when_they_differ(tmp_path):
+    sessions = {f"S{i}": [(f"prompt {i}", f"reply {i}", OLD + i)] for i in range(60)}
+    st = _store_with(tmp_path, sessions)
+    e = BuildA()
+    noise = np.random.default_rng(3)
+    legacy = _legacy(st, e, alter=lambda v: v + noise.normal(scale=0.15, size=v.shape))
+    assert semantic.Embedding(st, e).run() == (60, 0)
+    assert len(set(e.encoded)) == 60, "every text made again by this build"
+    assert st.count_embedded(legacy) == 0
+    q = "prompt 1\n\nreply 1"
+    assert semantic.search(st, e, q, limit=1, floor=0.0)[0].similarity == \
+        pytest.approx(1.0, abs=1e-5)
+
+
+def test_a_damaged_build_is_never_used_and_its_vectors_never_kept(env, tmp_path):
+    """The issue's case: random bytes in a same-size copy of the build, used through
+    PRIMA_ONNX_DIR. It is refused (said in the log, in one line), the reference answers, and
+    once the good build is back its own vectors are made: none are taken from another build."""
+    from test_embed import _build_ok, _damaged_copy
+    if _build_ok() is not None:
+        pytest.skip(f"no verified ONNX build: {_build_ok()}")
+    _corpus(env)
+    damaged = {"PRIMA_ONNX_DIR": str(_damaged_copy(tmp_path))}
+    query = "copying our postgres data every night"
+    got = env.json("search", query, "--mode", "semantic", env=damaged)
+    assert got["results"] and got["results"][0]["session_id"] == BACKUP, got
+    log = (env.data / "prima-memory.log").read_text()
+    assert "is damaged" in log and "embed_build" in log, log
+    sem = env.json("status", env=damaged)["semantic"]
+    assert sem["available"] and sem["build"] == "st-fp32" and sem["embedded"] == 3
+    sem = env.json("status")["semantic"]  # the good build: nothing of the reference's is its
+    assert sem["build"].startswith("onnx-int8-") and (sem["embedded"], sem["pending"]) == (0, 3)
+    got = env.json("search", query, "--mode", "semantic")
+    assert got["results"][0]["session_id"] == BACKUP
+    assert env.json("similar", query)["results"][0]["session_id"] == BACKUP
+    sem = env.json("status")["semantic"]
+    assert (sem["embedded"], sem["pending"]) == (3, 0)
+
+
+def test_status_says_so_when_the_model_folder_is_there_but_cannot_load(env, tmp_path):
+    from prima_memory import embed
+    _corpus(env)
+    broken = tmp_path / "broken-model"
+    broken.mkdir()
+    for f in os.scandir(embed.model_dir()):
+        if f.name != "model.safetensors":
+            (broken / f.name).symlink_to(f.path)
+    (broken / "model.safetensors").write_bytes(os.urandom(4096))
+    there = {"PRIMA_MODEL": str(broken)}
+    sem = env.json("status", env=there)["semantic"]
+    assert sem["available"] is False and "model.safetensors" in sem["problem"], sem
+    assert "\n" not in sem["problem"]
+    got = env.json("search", "pg_dump", env=there)  # what a search meets: the same
+    assert got["warnings"][0].startswith("semantic search is unavailable ("), got
+    assert env.json("status")["semantic"]["available"] is True
+
+
+def test_vectors_held_in_memory_survive_the_same_texts_linked_again(tmp_path):
+    """A long-lived process (the MCP server) holds the vectors; a rebuild elsewhere reads the
+    same texts again and links them to the same vectors: the count of changes moves, nothing
+    else does. Reading that was an error (the held buffers are read-only)."""
+    st = _store_with(tmp_path, {"A": [("one", "first reply", OLD)]})
+    e = Fake()
+    semantic.Embedding(st, e).run()
+    assert semantic.search(st, e, "one\n\nfirst reply", limit=1, floor=0.0)
+    with st.transaction():
+        st.clear_live()
+    st.close()
+    st = _store_with(tmp_path, {"A": [("one", "first reply", OLD)]})
+    assert semantic.Embedding(st, e).run() == (1, 0)
+    got = semantic.search(st, e, "one\n\nfirst reply", limit=1, floor=0.0)
+    assert got[0].similarity == pytest.approx(1.0, abs=1e-5)

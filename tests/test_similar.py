@@ -204,9 +204,9 @@ def test_edges_are_kept_per_model(tmp_path):
         model = "other-model"
     for emb in (Fake({"a\n\none": same, "b\n\ntwo": same}), Other({"a\n\none": same, "b\n\ntwo": _unit(0, 1, 0, 0)})):
         semantic.Embedding(st, emb).run()
-        semantic.link(st, semantic.vector_key(emb.model), 4)
+        semantic.link(st, semantic.key_of(emb), 4)
     assert st.count_edges(KEY) == 1
-    assert st.count_edges(semantic.vector_key("other-model")) == 0
+    assert st.count_edges(semantic.key_of(Other())) == 0
 
 
 def test_a_vector_of_the_wrong_size_is_linked_with_no_edges(tmp_path):

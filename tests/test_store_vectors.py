@@ -109,3 +109,26 @@ def test_a_session_past_its_id_range_is_refused(tmp_path):
     with pytest.raises(storemod.StoreError), st.transaction():
         st.new_message_ids(sid, 1 << SHIFT)
     assert st.db.execute("SELECT next_ord FROM sessions WHERE id = ?", (sid,)).fetchone()[0] == 2
+
+
+def test_a_v8_index_lists_its_vector_keys_to_adopt_and_keeps_every_vector(tmp_path):
+    """Schema 9 keys vectors by the build that made them too: the keys of an older index name
+    none, so they are listed for the first embedder to adopt or drop (semantic.Embedding.adopt),
+    and nothing is thrown away by the migration itself."""
+    path = str(tmp_path / "index.db")
+    st = Store(path)
+    _sid, ex = _session(st)
+    _embed(st, ex, b"h1")
+    with st.transaction():
+        st.add_vectors("m/windows-v1/onnx-int8-0123", "onnx-int8", [(b"h1", [b"x"])])
+        st.db.execute("PRAGMA user_version = 8")
+    st.close()
+    st = Store(path)
+    assert st.schema_version == storemod.SCHEMA_VERSION >= 9
+    assert st.legacy_vector_keys() == [M], "a key with its build is not listed"
+    assert st.count_embedded(M) == 1 and st.known_vectors([b"h1"], M) == {b"h1": [b"v0", b"v1"]}
+    with st.transaction():
+        st.adopt_vectors(M, "m/windows-v1/test", "test")
+    assert st.legacy_vector_keys() == [] and st.count_embedded(M) == 0
+    assert st.count_embedded("m/windows-v1/test") == 1
+    assert st.known_vectors([b"h1"], "m/windows-v1/test") == {b"h1": [b"v0", b"v1"]}
