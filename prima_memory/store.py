@@ -588,6 +588,11 @@ class Store:
             (path, source, session, int(sidechain), size, mtime_ns, inode, head_len, head_hash,
              offset, state, status))
 
+    def file_read(self, path: str, size: int) -> None:
+        """The file is read to its end as it was at `size` (save_file leaves the size out until
+        then, so a read stopped half way is not taken for a whole one)."""
+        self.db.execute("UPDATE files SET size = ? WHERE path = ?", (size, path))
+
     def owe(self, session_id: str) -> None:
         """A session whose Stop could not index it (busy, out of time): the next quick run does."""
         self.set_meta(f"owed:{session_id}", 1)

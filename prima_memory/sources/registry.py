@@ -46,6 +46,11 @@ class Source:
         for a file it cannot read now: the indexer keeps what it holds of it, and tries again."""
         raise NotImplementedError
 
+    def read_chunks(self, path: str, extra, offset: int, state: dict | None, max_bytes: int):
+        """read()'s results in steps of about `max_bytes` read, for a source whose files can be
+        too big to hold what they say at once: each is indexed before the next is read."""
+        yield self.read(path, extra, offset, state)
+
     def in_scope(self, delta, ws: str) -> bool:
         return True
 
@@ -188,6 +193,10 @@ class Codex(Source):
     def read(self, path, extra, offset, state):
         from . import codex
         return codex.read(path, offset, state)
+
+    def read_chunks(self, path, extra, offset, state, max_bytes):
+        from . import codex
+        return codex.read_chunks(path, offset, state, max_bytes=max_bytes)
 
     def whole(self, path: str) -> bool:
         return path.endswith((".json", ".zst"))  # era 1 is one document; .zst is compressed
