@@ -16,7 +16,8 @@ from collections import namedtuple
 import apsw
 
 from .sources import registry
-from .store import Store
+from .sources.text import NotNow
+from .store import FAILED, Store
 
 PROVISIONAL_KEY = "~last-assistant-message"  # see Indexer.note_reply
 HEAD_BYTES = 1024  # a file whose first bytes changed was rewritten, not appended to
@@ -247,12 +248,13 @@ class Indexer:
                     except apsw.Error:
                         raise  # the index's trouble, not the file's
                     except Exception as e:  # noqa: BLE001 - one odd file never stops the rest
-                        # its session and its row are left as they were, to be tried again
+                        # what it held stays: tried again when it changes (see _source_file),
+                        # or on every look after an OSError or a NotNow
                         why = _why(e)
                         self.log.warn(f"{path}: cannot read: {why}", once=True)
                         problems.append(f"{path}: unreadable ({why})")
-                        unreadable = True
-                # what sources_changed looks at; an unreadable file: listed again on every look
+                        unreadable = unreadable or isinstance(e, (OSError, NotNow))
+                # what sources_changed looks at; a file to try again: listed again on every look
                 store.set_meta(f"folders:{src.name}", None if unreadable else json.dumps(
                     {"at": src.locations(self.ws), "folders": folders}))
             except BaseException:
@@ -269,10 +271,15 @@ class Indexer:
     def _source_file(self, src, path, extra, row, rep: Report, problems: list[str],
                      batch) -> None:
         """Index one file of a source, a step at a time (Source.read_chunks), each step's records
-        and offset written together."""
+        and offset written together. A file that cannot be read, for any reason but an OSError
+        or a NotNow, is noted as failed with its size and time: it is not read again until they
+        change (a 200 MB invalid chat was read by every search, #18)."""
         store = self.store
         st = os.lstat(path)
         if _same(row, st):
+            if row.status == FAILED:
+                why = (_loads(store.file_state(path)) or {}).get("failed")
+                problems.append(f"{path}: unreadable ({why}); not read again until it changes")
             return
         if _foreign_growing(row, st):
             with store.transaction():  # another workspace's session, growing: noted, not read
@@ -283,7 +290,17 @@ class Indexer:
         if not src.whole(path) and row and row.status != "foreign" \
                 and not _rewritten(path, st, row):
             offset, state = row.offset, _loads(store.file_state(path))
-        self._source_chunks(src, path, extra, row, st, offset, state, rep, problems, batch)
+            if isinstance(state, dict):
+                state.pop("failed", None)  # (why an earlier read failed: see below)
+        try:
+            self._source_chunks(src, path, extra, row, st, offset, state, rep, problems, batch)
+        except (OSError, NotNow, apsw.Error):
+            raise
+        except Exception as e:
+            with store.transaction():
+                store.file_failed(path, src.name, st.st_size, st.st_mtime_ns, st.st_ino,
+                                  _why(e))
+            raise
 
     def _source_chunks(self, src, path, extra, row, st, offset, state, rep, problems, batch):
         store = self.store

@@ -654,6 +654,94 @@ def test_a_60mb_line_of_text_is_read_within_the_bound(env):
     assert mb < RSS_LIMIT_MB, f"peak RSS {mb:.0f} MB"
 
 
+def _counting_opens(monkeypatch, path: Path) -> list:
+    """Every open of `path`, by open() or os.open(), noted."""
+    import builtins
+    opened: list = []
+    real_open, real_os_open = builtins.open, os.open
+
+    def note(p):
+        if isinstance(p, (str, os.PathLike)) and os.fspath(p) == str(path):
+            opened.append(p)
+
+    def counting_open(file, *a, **kw):
+        note(file)
+        return real_open(file, *a, **kw)
+
+    def counting_os_open(file, *a, **kw):
+        note(file)
+        return real_os_open(file, *a, **kw)
+    monkeypatch.setattr(builtins, "open", counting_open)
+    monkeypatch.setattr(os, "open", counting_os_open)
+    return opened
+
+
+FAILING = {
+    "codex-era1": lambda env: _codex_dir(env) / "rollout-bad.json",
+    "codex-zst": lambda env: _codex_dir(env) / "rollout-bad.jsonl.zst",
+    "copilot-json": lambda env: _space(env) / "chatSessions" / "bad.json",
+    "copilot-jsonl": lambda env: _space(env) / "chatSessions" / "bad.jsonl",
+}
+
+
+@pytest.mark.parametrize("kind", list(FAILING))
+def test_a_file_that_failed_is_not_read_again_until_it_changes(env, monkeypatch, kind):
+    """A file that could not be read (bad JSON, a damaged archive, past its bound) is warned
+    about once, by name, then left unopened while its size and time stay; changed, it is read.
+    (#18: a 200 MB invalid chat was read again by every search, 0.86 s and 610 MB each, and an
+    idle MCP server read it every 40 s)"""
+    _rollout(env, "base", [_meta(BASE, str(env.ws)), _msg("user", f"good {BASE_WORD} prompt")])
+    bad = FAILING[kind](env)
+    if kind == "copilot-jsonl":
+        _sparse(bad, 512 << 20)  # past the bound: a log this size is no chat VS Code wrote
+    else:
+        bad.write_bytes(b'{"not json at all' if kind != "codex-zst" else b"not zstd at all")
+    mem = _memory(env, monkeypatch)
+    try:
+        opened = _counting_opens(monkeypatch, bad)
+        mem.update_sources()
+        first = len(opened)
+        warned = [w for w in mem.log.warnings if str(bad) in w]
+        del opened[:]
+        mem.update_sources()
+        mem.update_sources()
+        again = len(opened)
+        st = bad.stat()
+        os.utime(bad, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))  # touched: it may have changed
+        mem.update_sources()
+        after = len(opened)
+        ids = {r[0] for r in mem.store().db.execute("SELECT session_id FROM sessions")}
+    finally:
+        mem.close()
+    assert first >= 1 and len(warned) == 1, (first, mem.log.warnings)
+    assert again == 0, f"opened {again} more times while unchanged"
+    assert after >= 1, "not read again once changed"
+    assert ids == {BASE}
+
+
+def test_a_rollout_this_setup_cannot_read_is_tried_again_on_every_look(env, monkeypatch):
+    """Without zstd support a .zst waits for it: installing the package changes no file, so
+    that failure is not remembered as the file's."""
+    from prima_memory.sources import codex
+    zstandard = pytest.importorskip("zstandard")
+    (_codex_dir(env) / "rollout-z.jsonl.zst").write_bytes(zstandard.ZstdCompressor().compress(
+        "".join(json.dumps(x) + "\n" for x in (_meta("cx-z", str(env.ws)),
+                                               _msg("user", "zstdlaterword"))).encode()))
+    real, asked = codex._zstd, []
+    monkeypatch.setattr(codex, "_zstd", lambda: asked.append(1))
+    mem = _memory(env, monkeypatch)
+    try:
+        mem.update_sources()
+        mem.update_sources()
+        assert len(asked) == 2
+        monkeypatch.setattr(codex, "_zstd", real)
+        mem.update_sources()
+        ids = {r[0] for r in mem.store().db.execute("SELECT session_id FROM sessions")}
+    finally:
+        mem.close()
+    assert ids == {"cx-z"}
+
+
 # ==================================================================================================
 # Sessions merged, duplicated or lost
 # ==================================================================================================

@@ -43,7 +43,8 @@ class Source:
 
     def read(self, path: str, extra, offset: int, state: dict | None):
         """(session records, end offset, new state, problems). Raises (OSError, ValueError...)
-        for a file it cannot read now: the indexer keeps what it holds of it, and tries again."""
+        for a file it cannot read: the indexer keeps what it holds of it, and tries again once
+        the file changes (on every look after an OSError: fixing permissions changes no file)."""
         raise NotImplementedError
 
     def read_chunks(self, path: str, extra, offset: int, state: dict | None, max_bytes: int):
