@@ -64,6 +64,7 @@ class Indexer:
         self._dirs: dict[str, int] = {}
         self._owed: list[str] = []
         self._sweep_to = 0
+        self._cwdless: dict[str, bool] = {}  # project folder -> claims_cwdless, for this run
         self.bulk = False  # a big run: worth orjson's import time
         self.deadline: float | None = None
         self.lock_fd: int | None = None  # the writer lock's descriptor, closed in a reader child
@@ -473,11 +474,21 @@ class Indexer:
             for p in problems:
                 self.log.warn(f"{sf.path}: {p}")
             _note_unknown(self.log, sf.path, before, state)
-            before = state
+            prior, before = before, state
             head_len = min(HEAD_BYTES, end)
             head = _head_hash(sf.path, head_len) if end else None
-            status = "ok"
-            if delta is not None and not self.source.in_scope(delta, self.ws):
+            status, held = "ok", False
+            if delta is not None and not delta.is_empty() and not state.get("cwd") \
+                    and not self.source.claims_cwdless(sf.path, self.ws, self._cwdless):
+                # no line yet says where it ran, and its folder may be another workspace's: held
+                # where it stood (not read again until it grows; then its lines may say)
+                held = True
+                self.log.info(f"{sf.path}: records no working folder, in a folder that may be "
+                              "another workspace's: not indexed until its lines say")
+                end, state = offset, prior
+                head_len = min(HEAD_BYTES, end)
+                head = _head_hash(sf.path, head_len) if end else None
+            elif delta is not None and not self.source.in_scope(delta, self.ws):
                 # delta.cwd is set once per file, on the first line that has one (which may come
                 # after a snapshot or title line already indexed: those are dropped too).
                 status = "foreign"
@@ -496,7 +507,7 @@ class Indexer:
             rep.bytes_read += end - offset
             tick(end - start)
             offset = end
-            if status != "ok":
+            if status != "ok" or held:
                 break
             if end < st.st_size and self._out_of_time():  # a huge file: the rest waits
                 rep.pending_files += 1

@@ -164,6 +164,12 @@ class ClaudeCode(Source):
         from .claude_code import collides
         return not (delta.cwd and collides(delta.cwd, ws))
 
+    def claims_cwdless(self, path: str, ws: str, cache: dict | None = None) -> bool:
+        """Whether a transcript whose lines record no cwd is this workspace's: by its folder
+        (see claude_code.claims_cwdless). `cache`: folder -> answer, for one run."""
+        from .claude_code import claims_cwdless
+        return claims_cwdless(path, ws, cache)
+
     def skips_reply(self, state: dict | None) -> bool:
         """A reply the Stop hook saw is not memory: Claude's answer to our own command."""
         from .claude_code import answering_command
