@@ -90,7 +90,7 @@ def inject(path: str) -> str:
     tag always kept (its text comes from the index, redacted before it was stored)."""
     chars = budget("PRIMA_CHECKPOINT_CHARS", DEFAULT_CHARS)
     with os.fdopen(open_nofollow(path), encoding="utf-8", errors="replace") as f:
-        body = f.read().rstrip()
+        body = f.read(chars + 1).rstrip()  # (more could not be shown: a cloned one may be huge)
     room = chars - len(frame(INJECT_HEADER, ""))
     if room <= 0:
         return ""

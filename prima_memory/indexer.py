@@ -16,7 +16,8 @@ from collections import namedtuple
 import apsw
 
 from .sources import registry
-from .store import Store
+from .sources.text import NotNow
+from .store import FAILED, Store
 
 PROVISIONAL_KEY = "~last-assistant-message"  # see Indexer.note_reply
 HEAD_BYTES = 1024  # a file whose first bytes changed was rewritten, not appended to
@@ -63,6 +64,7 @@ class Indexer:
         self._dirs: dict[str, int] = {}
         self._owed: list[str] = []
         self._sweep_to = 0
+        self._cwdless: dict[str, bool] = {}  # project folder -> claims_cwdless, for this run
         self.bulk = False  # a big run: worth orjson's import time
         self.deadline: float | None = None
         self.lock_fd: int | None = None  # the writer lock's descriptor, closed in a reader child
@@ -242,18 +244,18 @@ class Indexer:
             try:
                 for path, extra in found:
                     try:
-                        batch.added(self._source_file(src, path, extra, known.get(path), rep,
-                                                      problems), None)
+                        self._source_file(src, path, extra, known.get(path), rep, problems,
+                                          batch)
                     except apsw.Error:
                         raise  # the index's trouble, not the file's
                     except Exception as e:  # noqa: BLE001 - one odd file never stops the rest
-                        # its session and its row are left as they were, to be tried again
-                        why = e.strerror if isinstance(e, OSError) and e.strerror else \
-                            f"{type(e).__name__}: {str(e)[:100]}"
+                        # what it held stays: tried again when it changes (see _source_file),
+                        # or on every look after an OSError or a NotNow
+                        why = _why(e)
                         self.log.warn(f"{path}: cannot read: {why}", once=True)
                         problems.append(f"{path}: unreadable ({why})")
-                        unreadable = True
-                # what sources_changed looks at; an unreadable file: listed again on every look
+                        unreadable = unreadable or isinstance(e, (OSError, NotNow))
+                # what sources_changed looks at; a file to try again: listed again on every look
                 store.set_meta(f"folders:{src.name}", None if unreadable else json.dumps(
                     {"at": src.looks_at(self.ws), "folders": folders}))
             except BaseException:
@@ -267,57 +269,92 @@ class Indexer:
         self._finish_sessions(rep)
         return rep
 
-    def _source_file(self, src, path, extra, row, rep: Report, problems: list[str]) -> int:
-        """Index one file of a source; returns the bytes read."""
+    def _source_file(self, src, path, extra, row, rep: Report, problems: list[str],
+                     batch) -> None:
+        """Index one file of a source, a step at a time (Source.read_chunks), each step's records
+        and offset written together. A file that cannot be read, for any reason but an OSError
+        or a NotNow, is noted as failed with its size and time: it is not read again until they
+        change (a 200 MB invalid chat was read by every search, #18)."""
         store = self.store
         st = os.lstat(path)
         if _same(row, st):
-            return 0
+            if row.status == FAILED:
+                why = (_loads(store.file_state(path)) or {}).get("failed")
+                problems.append(f"{path}: unreadable ({why}); not read again until it changes")
+            return
         if _foreign_growing(row, st):
             with store.transaction():  # another workspace's session, growing: noted, not read
                 store.save_file(path, src.name, None, 0, st.st_size, st.st_mtime_ns, st.st_ino,
                                 row.head_len, row.head_hash, st.st_size, None, "foreign")
-            return 0
+            return
         offset, state = 0, None
         if not src.whole(path) and row and row.status != "foreign" \
                 and not _rewritten(path, st, row):
             offset, state = row.offset, _loads(store.file_state(path))
-        before = state
-        deltas, end, state, read_problems = src.read(path, extra, offset, state)
-        for p in read_problems:
-            self.log.warn(f"{path}: {p}")
-            problems.append(f"{path}: {p}")
-        _note_unknown(self.log, path, before, state)
-        head_len = min(HEAD_BYTES, end)
+            if isinstance(state, dict):
+                state.pop("failed", None)  # (why an earlier read failed: see below)
+        try:
+            self._source_chunks(src, path, extra, row, st, offset, state, rep, problems, batch)
+        except (OSError, NotNow, apsw.Error):
+            raise
+        except Exception as e:
+            with store.transaction():
+                store.file_failed(path, src.name, st.st_size, st.st_mtime_ns, st.st_ino,
+                                  _why(e))
+            raise
+
+    def _source_chunks(self, src, path, extra, row, st, offset, state, rep, problems, batch):
+        store = self.store
+        session = row.session if row else None
+        whole = offset == 0  # read whole: what this file held, and any session it names (a
+        # rollout moved to archived_sessions/, a file recovered), is replaced, not added to
+        touched: set = set()  # sessions this read wrote: never cleared again by it
+        status = "ok"
+        for deltas, end, new_state, read_problems in src.read_chunks(path, extra, offset, state,
+                                                                      BATCH_BYTES):
+            for p in read_problems:
+                self.log.warn(f"{path}: {p}")
+                problems.append(f"{path}: {p}")
+            _note_unknown(self.log, path, state, new_state)
+            state = new_state
+            head_len = min(HEAD_BYTES, end)
+            with store.transaction():
+                if whole:
+                    stale = {session} | {store.session_with_messages(src.name, d.session_id)
+                                         for d in deltas}
+                    for sid in stale - {None} - touched:
+                        old = store.session(sid)
+                        store.clear_session(sid)
+                        self._sessions.pop((src.name, old.session_id), None)
+                        touched.add(sid)
+                for d in deltas:
+                    if not src.in_scope(d, self.ws):
+                        status, end = "foreign", st.st_size
+                        self.log.info(f"{path}: session of {d.cwd}, not this workspace: skipped")
+                        if session is not None:
+                            store.delete_session(session)
+                        session = None
+                        break
+                    session = self._apply(d)
+                    touched.add(session)
+                    store.refresh_counts(session)
+                    if not src.extracted:
+                        store.mark_finished(session)
+                    rep.sessions_touched.add(session)
+                # no size until the last step is written: a run stopped between steps is not
+                # taken for one that read it all, and the next resumes it
+                store.save_file(path, src.name, session, 0, None, st.st_mtime_ns, st.st_ino,
+                                head_len, _head_hash(path, head_len) if end else None, end,
+                                json.dumps(state, separators=(",", ":")) if state else None,
+                                status)
+            batch.added(max(0, end - offset), None)  # (counts: refreshed above)
+            rep.bytes_read += max(0, end - offset)
+            offset = end
+            if status == "foreign":
+                break
         with store.transaction():
-            session, status = (row.session if row else None), "ok"
-            if offset == 0:  # read whole: what this file held, and any session it names (a
-                # rollout moved to archived_sessions/, a file recovered), is replaced, not added to
-                stale = {session} | {store.session_with_messages(src.name, d.session_id)
-                                     for d in deltas}
-                for sid in stale - {None}:
-                    old = store.session(sid)
-                    store.clear_session(sid)
-                    self._sessions.pop((src.name, old.session_id), None)
-            for d in deltas:
-                if not src.in_scope(d, self.ws):
-                    status, end = "foreign", st.st_size
-                    self.log.info(f"{path}: session of {d.cwd}, not this workspace: skipped")
-                    if session is not None:
-                        store.delete_session(session)
-                    session = None
-                    break
-                session = self._apply(d)
-                store.refresh_counts(session)
-                if not src.extracted:
-                    store.mark_finished(session)
-                rep.sessions_touched.add(session)
-            store.save_file(path, src.name, session, 0, st.st_size, st.st_mtime_ns, st.st_ino,
-                            head_len, _head_hash(path, head_len) if end else None, end,
-                            json.dumps(state, separators=(",", ":")) if state else None, status)
+            store.file_read(path, st.st_size)
         rep.files_read += 1
-        rep.bytes_read += max(0, end - offset)
-        return max(0, end - offset)
 
     def _scan(self, only_session=None, quick=False):
         """(files found, their stats, what the index knows of them) for a run's scope."""
@@ -437,11 +474,21 @@ class Indexer:
             for p in problems:
                 self.log.warn(f"{sf.path}: {p}")
             _note_unknown(self.log, sf.path, before, state)
-            before = state
+            prior, before = before, state
             head_len = min(HEAD_BYTES, end)
             head = _head_hash(sf.path, head_len) if end else None
-            status = "ok"
-            if delta is not None and not self.source.in_scope(delta, self.ws):
+            status, held = "ok", False
+            if delta is not None and not delta.is_empty() and not state.get("cwd") \
+                    and not self.source.claims_cwdless(sf.path, self.ws, self._cwdless):
+                # no line yet says where it ran, and its folder may be another workspace's: held
+                # where it stood (not read again until it grows; then its lines may say)
+                held = True
+                self.log.info(f"{sf.path}: records no working folder, in a folder that may be "
+                              "another workspace's: not indexed until its lines say")
+                end, state = offset, prior
+                head_len = min(HEAD_BYTES, end)
+                head = _head_hash(sf.path, head_len) if end else None
+            elif delta is not None and not self.source.in_scope(delta, self.ws):
                 # delta.cwd is set once per file, on the first line that has one (which may come
                 # after a snapshot or title line already indexed: those are dropped too).
                 status = "foreign"
@@ -460,7 +507,7 @@ class Indexer:
             rep.bytes_read += end - offset
             tick(end - start)
             offset = end
-            if status != "ok":
+            if status != "ok" or held:
                 break
             if end < st.st_size and self._out_of_time():  # a huge file: the rest waits
                 rep.pending_files += 1
@@ -604,6 +651,13 @@ def _added(old: str, full: str) -> str:
     text may have changed the end of the old part: then from where the two differ)."""
     n = len(old) if full.startswith(old) else len(os.path.commonprefix((old, full)))
     return full[n:].lstrip("\n")
+
+
+def _why(e: BaseException) -> str:
+    """Why a file could not be read, in a few words."""
+    if isinstance(e, OSError) and e.strerror:
+        return e.strerror
+    return f"{type(e).__name__}: {str(e)[:160]}"
 
 
 def _note_unknown(log, path: str, before: dict | None, after: dict | None) -> None:

@@ -193,6 +193,7 @@ class ForeignIndex(StoreError):
 
 # What the index knows of a source file (its parser state apart). A namedtuple, not a dataclass
 # or typing.NamedTuple: hooks import this module and those cost 5-30 ms to import.
+FAILED = "failed"  # a file's status when it could not be read (see Store.file_failed)
 FileRow = namedtuple("FileRow", "session sidechain size mtime_ns inode head_len head_hash offset status")
 
 _SESSION_FIELDS = ("id source session_id label cwd branch author title_custom title_summary "
@@ -737,6 +738,29 @@ class Store:
             "head_len, head_hash, offset, state, status) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
             (_bind_path(path), source, session, int(sidechain), size, mtime_ns, inode, head_len,
              head_hash, offset, state, status))
+
+    def file_read(self, path: str, size: int) -> None:
+        """The file is read to its end as it was at `size` (save_file leaves the size out until
+        then, so a read stopped half way is not taken for a whole one)."""
+        self.db.execute("UPDATE files SET size = ? WHERE path = ?", (size, path))
+
+    def file_failed(self, path, source, size, mtime_ns, inode, why: str) -> None:
+        """A file that could not be read, as it was then: not read again until it changes.
+        What the index holds of it (its session, offset and parser state) stays; `why` goes
+        into its state, as "failed", for status."""
+        row = self.db.execute("SELECT state FROM files WHERE path = ?", (path,)).fetchone()
+        try:
+            state = json.loads(row[0]) if row and row[0] else {}
+        except ValueError:
+            state = {}
+        state = dict(state, failed=why) if isinstance(state, dict) else {"failed": why}
+        if row:
+            self.db.execute("UPDATE files SET size = ?, mtime_ns = ?, inode = ?, state = ?, "
+                            "status = ? WHERE path = ?",
+                            (size, mtime_ns, inode, json.dumps(state), FAILED, path))
+        else:
+            self.save_file(path, source, None, 0, size, mtime_ns, inode, None, None, 0,
+                           json.dumps(state), FAILED)
 
     def owe(self, session_id: str) -> None:
         """A session whose Stop could not index it (busy, out of time): the next quick run does."""

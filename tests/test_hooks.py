@@ -590,6 +590,18 @@ def test_compact_checkpoint_within_its_cap(env, value, cap):
         assert "where it stopped" in r.out.lower() and "longrequestword" in r.out
 
 
+def test_a_checkpoint_of_a_gigabyte_is_read_to_its_cap_only(env):
+    """A checkpoint in a cloned workspace can be anything: grown to a sparse 1 GB, only what the
+    cap can use is read. (#18: the hook read it whole, gigabytes for a 6000-character block)"""
+    compact_workspace(env)
+    assert run_hook(env, "pre-compact", payload(env, "pre-compact", S)).rc == 0
+    (cp,) = checkpoint_files(env, S)
+    os.truncate(cp, 1 << 30)
+    r = run_hook(env, "session-start", payload(env, "session-start", S, source="compact"))
+    assert r.rc == 0 and r.secs < 2, r
+    assert is_block(r.out, 6000) and "checkpointalpha" in r.out, r.out[-300:]
+
+
 # -- Stop -------------------------------------------------------------------------------------------
 
 def test_stop_makes_a_just_appended_exchange_searchable(env):

@@ -471,6 +471,56 @@ def test_long_workspace_path_found_by_its_200_character_prefix(env):
     assert list(_recent(env)) == [mine]
 
 
+def _cwdless(t: Transcript, prompt: str, answer: str) -> None:
+    """An exchange whose lines record no cwd (an old or damaged transcript)."""
+    for line in (t._base("user", 30.0), t._base("assistant", 5.0)):
+        del line["cwd"]
+        if line["type"] == "user":
+            line["message"] = {"role": "user", "content": prompt}
+        else:
+            line["message"] = {"role": "assistant", "id": f"msg_{t.n}", "type": "message",
+                               "content": [{"type": "text", "text": answer}]}
+        t.raw(line)
+
+
+def test_a_cwdless_transcript_is_claimed_only_from_a_long_folder_shown_to_be_ours(env):
+    """Two long workspaces sharing their first 200 encoded characters: each has its own hashed
+    folder, and both match this workspace's prefix. A transcript that records no cwd is this
+    workspace's only where the folder's other transcripts say the folder is.
+    (A bug found in #18, fixed: the other workspace's cwd-less transcript was indexed here.)"""
+    ws = env.root / ("segment number one " * 4).strip() / ("segment number two " * 4).strip() / \
+        ("the third and last segment of a long path " * 2).strip()
+    ws.mkdir(parents=True)
+    env.ws = ws
+    name = _folder_name(ws)
+    other = Path(str(ws) + " copy")
+    assert len(name) > 200 and _folder_name(other)[:200] == name[:200]
+    ids = {k: f"88888888-1111-4000-8000-0000000000{i:02d}" for i, k in
+           enumerate(["mine", "mine-bare", "other", "other-bare", "lone-bare", "old-bare"])}
+    mine, theirs = name[:200] + "-k3x9q2", name[:200] + "-7hz01m"
+    _transcript_in(env, mine, ids["mine"], ws).exchange("Tune the ibexword cache (mine)", "Ok.")
+    _cwdless(_transcript_in(env, mine, ids["mine-bare"], ws), "Tune the ibexword (mine-bare)",
+             "Ok.")
+    _transcript_in(env, theirs, ids["other"], other).exchange("Tune the ibexword (other)", "No.")
+    _cwdless(_transcript_in(env, theirs, ids["other-bare"], other),
+             "Tune the ibexword (other-bare)", "No.")
+    # a folder no transcript tells the owner of, and one of Claude Code's older unhashed names,
+    # which every workspace with this prefix shares
+    _cwdless(_transcript_in(env, name[:200] + "-q0q0q0", ids["lone-bare"], other),
+             "Tune the ibexword (lone-bare)", "No.")
+    _transcript_in(env, name[:200], "88888888-1111-4000-8000-000000000099", other).exchange(
+        "Tune the ibexword (old, other)", "No.")
+    _cwdless(_transcript_in(env, name[:200], ids["old-bare"], ws),
+             "Tune the ibexword (old-bare)", "No.")
+    assert sorted(_ids(env.search("ibexword"))) == sorted([ids["mine"], ids["mine-bare"]])
+    assert sorted(_recent(env)) == sorted([ids["mine"], ids["mine-bare"]])
+    # once its lines say where it ran, a held transcript is judged by them
+    t = Transcript(env.claude / "projects" / (name[:200] + "-q0q0q0") / f"{ids['lone-bare']}.jsonl",
+                   ids["lone-bare"], str(ws), start=OLD + 3600)
+    t.exchange("Tune the ibexword again (lone-bare)", "Ok.")
+    assert ids["lone-bare"] in _ids(env.search("ibexword"))
+
+
 def test_sessions_of_a_colliding_workspace_are_left_out_moved_ones_kept(env):
     ws = env.root / "x" / "my_project"
     ws.mkdir(parents=True)

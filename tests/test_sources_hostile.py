@@ -525,6 +525,225 @@ def test_a_shared_log_entry_with_a_byte_order_mark(env):
 
 
 # ==================================================================================================
+# Size bombs: a file read whole, decompressed or parsed into far more memory than it takes on disk
+# ==================================================================================================
+
+RSS_LIMIT_MB = 300  # what reading any one file may take, the whole process included (#18)
+GB = 1 << 30
+
+# Run a command and report the peak RSS of its process tree (the wrapper's only children), so
+# what an earlier test spawned never counts. Linux reports kB, macOS bytes.
+_PEAK = ("import json, resource, subprocess, sys\n"
+         "p = subprocess.run(sys.argv[1:], capture_output=True, text=True)\n"
+         "peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss\n"
+         "print(json.dumps({'rc': p.returncode, 'out': p.stdout, 'err': p.stderr,"
+         " 'mb': peak / (1 << 20 if sys.platform == 'darwin' else 1 << 10)}))")
+
+
+def _measured(env, *args) -> tuple[dict, float]:
+    """(the CLI's --json answer, its peak RSS in MB); it exits 0 with no traceback."""
+    p = subprocess.run([sys.executable, "-c", _PEAK, sys.executable, "-m", "prima_memory",
+                        *args, "--json"], cwd=str(env.ws), env=env.env, capture_output=True,
+                       text=True, timeout=120)
+    got = json.loads(p.stdout)
+    assert got["rc"] == 0 and "Traceback" not in got["err"], got["err"][-2000:]
+    return json.loads(got["out"]), got["mb"]
+
+
+def _sparse(path: Path, size: int = GB) -> Path:
+    """A file of `size` NUL bytes that takes no disk space (and no time to make)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "wb") as f:
+        f.truncate(size)
+    return path
+
+
+def _zst_of_zeros(path: Path, size: int = GB) -> Path:
+    """A 33 kB .zst that decompresses to `size` NUL bytes, made without holding them."""
+    zstandard = pytest.importorskip("zstandard")
+    c = zstandard.ZstdCompressor().compressobj()
+    mb = b"\0" * (1 << 20)
+    path.write_bytes(b"".join([c.compress(mb) for _ in range(size >> 20)] + [c.flush()]))
+    return path
+
+
+def _claude_file(env, name: str = "bomb") -> Path:
+    env.project_dir.mkdir(parents=True, exist_ok=True)
+    return env.project_dir / f"0b0b0b0b-0000-4000-8000-{name.encode().hex()[:12]:0>12}.jsonl"
+
+
+SPARSE = {
+    "codex-era1": lambda env: _sparse(_codex_dir(env) / "rollout-bomb.json"),
+    "codex-jsonl": lambda env: _sparse(_codex_dir(env) / "rollout-bomb.jsonl"),
+    "codex-zst": lambda env: _zst_of_zeros(_codex_dir(env) / "rollout-bomb.jsonl.zst"),
+    "copilot-json": lambda env: _sparse(_space(env) / "chatSessions" / "bomb.json"),
+    "copilot-jsonl": lambda env: _sparse(_space(env) / "chatSessions" / "bomb.jsonl"),
+    "claude-code": lambda env: _sparse(_claude_file(env)),
+}
+
+
+@pytest.mark.parametrize("kind", list(SPARSE))
+def test_a_gigabyte_file_is_never_held_in_memory(env, kind):
+    """Every reader has a size or decompression bound: a search with a 1 GB file (or a 33 kB
+    .zst of 1 GB) in a source folder stays under RSS_LIMIT_MB, answers, and says which file.
+    (#18: a sparse .json or VS Code chat was read whole, 1.3 GB; the .zst decompressed whole)"""
+    _baseline(env)
+    bomb = SPARSE[kind](env)
+    got, mb = _measured(env, "search", BASE_WORD, "--mode", "keyword")
+    assert _ids(got["results"]) == [BASE]
+    assert mb < RSS_LIMIT_MB, f"{kind}: peak RSS {mb:.0f} MB"
+    if kind != "claude-code":  # (the host's files are read lines at a time: nothing to say)
+        assert str(bomb) in json.dumps(env.json("status")), "no warning names the file"
+
+
+# 16 MB of `{},{},...` parses into 400 MB of dicts: a bound on bytes alone is not enough
+OBJECTS = b"{}," * ((16 << 20) // 3) + b"{}"
+
+
+def _objects_line(env, kind: str) -> Path:
+    line = b'{"timestamp":"2026-03-01T10:00:00Z","type":"event_msg","payload":{"x":[' + \
+        OBJECTS + b"]}}\n"
+    if kind == "claude-code":
+        p = _claude_file(env)
+        p.write_bytes(b'{"type":"user","sessionId":"%s","message":{"role":"user","content":['
+                      % p.stem.encode() + OBJECTS + b"]}}\n")
+    elif kind == "codex-jsonl":
+        p = _codex_dir(env) / "rollout-objects.jsonl"
+        p.write_bytes(json.dumps(_meta("cx-obj", str(env.ws))).encode() + b"\n" + line)
+    elif kind == "codex-zst":
+        zstandard = pytest.importorskip("zstandard")
+        p = _codex_dir(env) / "rollout-objects.jsonl.zst"
+        p.write_bytes(zstandard.ZstdCompressor().compress(
+            json.dumps(_meta("cx-obj", str(env.ws))).encode() + b"\n" + line))
+    elif kind == "codex-era1":
+        p = _codex_dir(env) / "rollout-objects.json"
+        p.write_bytes(b'{"session":{"id":"e1"},"items":[' + OBJECTS + b"]}")
+    elif kind == "copilot-json":
+        p = _space(env) / "chatSessions" / "objects.json"
+        p.write_bytes(b'{"version":3,"sessionId":"obj","requests":[' + OBJECTS + b"]}")
+    else:
+        p = _space(env) / "chatSessions" / "objects.jsonl"
+        p.write_bytes(json.dumps({"kind": 0, "v": _chat_doc("obj", "x")}).encode() + b"\n"
+                      + b'{"kind":1,"k":["x"],"v":[' + OBJECTS + b"]}\n")
+    return p
+
+
+@pytest.mark.parametrize("kind", ["claude-code", "codex-jsonl", "codex-zst", "codex-era1",
+                                  "copilot-json", "copilot-jsonl"])
+def test_json_that_would_parse_into_gigabytes_is_not_parsed(env, kind):
+    """A text whose parse would cost far more than its bytes (every `{}` is a 64-byte dict) is
+    skipped with a warning naming the file, in a line as in a whole document.
+    (#18: 16 MB of `{},` took 850 MB as a chat, 1.1 GB as a transcript line)"""
+    _baseline(env)
+    bomb = _objects_line(env, kind)
+    got, mb = _measured(env, "search", BASE_WORD, "--mode", "keyword")
+    assert _ids(got["results"]) == [BASE]
+    assert mb < RSS_LIMIT_MB, f"{kind}: peak RSS {mb:.0f} MB"
+    assert str(bomb) in json.dumps(env.json("status")), "no warning names the file"
+
+
+def test_a_60mb_line_of_text_is_read_within_the_bound(env):
+    """A line under the line bound is read, its text kept as a bounded prefix, in bounded memory.
+    (#18: the line was copied whole three times over while read: 330 MB)"""
+    p = _claude_file(env, "text")
+    p.write_bytes(json.dumps({"type": "user", "sessionId": p.stem, "cwd": str(env.ws),
+                              "uuid": "u1", "timestamp": _iso(OLD),
+                              "message": {"role": "user", "content": "longlineword " + "word " *
+                                          (12 << 20)}}).encode() + b"\n")
+    got, mb = _measured(env, "search", "longlineword", "--mode", "keyword")
+    assert _ids(got["results"]) == [p.stem]
+    assert mb < RSS_LIMIT_MB, f"peak RSS {mb:.0f} MB"
+
+
+def _counting_opens(monkeypatch, path: Path) -> list:
+    """Every open of `path`, by open() or os.open(), noted."""
+    import builtins
+    opened: list = []
+    real_open, real_os_open = builtins.open, os.open
+
+    def note(p):
+        if isinstance(p, (str, os.PathLike)) and os.fspath(p) == str(path):
+            opened.append(p)
+
+    def counting_open(file, *a, **kw):
+        note(file)
+        return real_open(file, *a, **kw)
+
+    def counting_os_open(file, *a, **kw):
+        note(file)
+        return real_os_open(file, *a, **kw)
+    monkeypatch.setattr(builtins, "open", counting_open)
+    monkeypatch.setattr(os, "open", counting_os_open)
+    return opened
+
+
+FAILING = {
+    "codex-era1": lambda env: _codex_dir(env) / "rollout-bad.json",
+    "codex-zst": lambda env: _codex_dir(env) / "rollout-bad.jsonl.zst",
+    "copilot-json": lambda env: _space(env) / "chatSessions" / "bad.json",
+    "copilot-jsonl": lambda env: _space(env) / "chatSessions" / "bad.jsonl",
+}
+
+
+@pytest.mark.parametrize("kind", list(FAILING))
+def test_a_file_that_failed_is_not_read_again_until_it_changes(env, monkeypatch, kind):
+    """A file that could not be read (bad JSON, a damaged archive, past its bound) is warned
+    about once, by name, then left unopened while its size and time stay; changed, it is read.
+    (#18: a 200 MB invalid chat was read again by every search, 0.86 s and 610 MB each, and an
+    idle MCP server read it every 40 s)"""
+    _rollout(env, "base", [_meta(BASE, str(env.ws)), _msg("user", f"good {BASE_WORD} prompt")])
+    bad = FAILING[kind](env)
+    if kind == "copilot-jsonl":
+        _sparse(bad, 512 << 20)  # past the bound: a log this size is no chat VS Code wrote
+    else:
+        bad.write_bytes(b'{"not json at all' if kind != "codex-zst" else b"not zstd at all")
+    mem = _memory(env, monkeypatch)
+    try:
+        opened = _counting_opens(monkeypatch, bad)
+        mem.update_sources()
+        first = len(opened)
+        warned = [w for w in mem.log.warnings if str(bad) in w]
+        del opened[:]
+        mem.update_sources()
+        mem.update_sources()
+        again = len(opened)
+        st = bad.stat()
+        os.utime(bad, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))  # touched: it may have changed
+        mem.update_sources()
+        after = len(opened)
+        ids = {r[0] for r in mem.store().db.execute("SELECT session_id FROM sessions")}
+    finally:
+        mem.close()
+    assert first >= 1 and len(warned) == 1, (first, mem.log.warnings)
+    assert again == 0, f"opened {again} more times while unchanged"
+    assert after >= 1, "not read again once changed"
+    assert ids == {BASE}
+
+
+def test_a_rollout_this_setup_cannot_read_is_tried_again_on_every_look(env, monkeypatch):
+    """Without zstd support a .zst waits for it: installing the package changes no file, so
+    that failure is not remembered as the file's."""
+    from prima_memory.sources import codex
+    zstandard = pytest.importorskip("zstandard")
+    (_codex_dir(env) / "rollout-z.jsonl.zst").write_bytes(zstandard.ZstdCompressor().compress(
+        "".join(json.dumps(x) + "\n" for x in (_meta("cx-z", str(env.ws)),
+                                               _msg("user", "zstdlaterword"))).encode()))
+    real, asked = codex._zstd, []
+    monkeypatch.setattr(codex, "_zstd", lambda: asked.append(1))
+    mem = _memory(env, monkeypatch)
+    try:
+        mem.update_sources()
+        mem.update_sources()
+        assert len(asked) == 2
+        monkeypatch.setattr(codex, "_zstd", real)
+        mem.update_sources()
+        ids = {r[0] for r in mem.store().db.execute("SELECT session_id FROM sessions")}
+    finally:
+        mem.close()
+    assert ids == {"cx-z"}
+
+
+# ==================================================================================================
 # Sessions merged, duplicated or lost
 # ==================================================================================================
 

@@ -78,14 +78,17 @@ def encode_project_dir(path: str) -> str:
                    for c in path)
 
 
+def _names(ws: str) -> list[str]:
+    """The folder names Claude Code gives this workspace (a long one's only by its prefix)."""
+    override = os.environ.get("CLAUDE_CODE_PROJECT_DIR_NAME")
+    return ([override] if override else []) + [encode_project_dir(p)
+                                               for p in workspace.path_variants(ws)]
+
+
 def project_dirs(ws: str) -> list[str]:
     """The existing Claude Code project folders for this workspace (usually one)."""
     root = os.path.join(claude_config_dir(), "projects")
-    names = []
-    override = os.environ.get("CLAUDE_CODE_PROJECT_DIR_NAME")
-    if override:
-        names.append(override)
-    names += [encode_project_dir(p) for p in workspace.path_variants(ws)]
+    names = _names(ws)
     found: list[str] = []
     long_prefixes = []
     for name in names:
@@ -115,6 +118,59 @@ def collides(cwd: str, ws: str) -> bool:
         return False
     mine = {encode_project_dir(p)[:_PREFIX_LEN] for p in workspace.path_variants(ws)}
     return encode_project_dir(cwd)[:_PREFIX_LEN] in mine
+
+
+# A transcript whose lines record no cwd says nothing of where it ran, so its folder decides.
+# A folder named exactly as this workspace is is this workspace's (a colliding name, my_project
+# and my-project, is Claude Code's own ambiguity). Past 200 characters a name is matched by its
+# prefix alone (the hash after it cannot be computed here), so another long workspace's folder
+# is matched too: there the folder's other transcripts decide. Claude Code hashes the whole
+# path, so a hashed folder holds one workspace's sessions and any cwd they record names it; its
+# older names, the bare prefix, are shared by every such workspace. Either way a cwd-less
+# transcript is claimed only when the cwds recorded beside it are all this workspace's (judged
+# as in_scope judges a transcript's own): claiming wrongly shows another project's conversation
+# here, while holding back loses a file that records nothing of where it ran, and only until
+# its lines say (the indexer reads it again when it grows).
+_OWNER_FILES = 20  # transcripts looked at, by name: a hashed folder's first cwd is enough
+_OWNER_HEAD = 64 << 10  # of each, the bytes searched for its first cwd
+_CWD_KEY = re.compile(rb'"cwd"\s*:\s*"((?:[^"\\\n]|\\.)*)"')  # bare quotes: only a real key
+
+
+def claims_cwdless(path: str, ws: str, cache: dict | None = None) -> bool:
+    """Whether a transcript at `path` whose lines record no cwd is this workspace's (above)."""
+    folder = os.path.dirname(path)
+    if os.path.basename(folder) == "subagents":  # <project>/<session>/subagents/agent-x.jsonl
+        folder = os.path.dirname(os.path.dirname(folder))
+    if os.path.basename(folder) in [n for n in _names(ws) if len(n) <= _PREFIX_LEN]:
+        return True
+    if cache is not None and folder in cache:
+        return cache[folder]
+    cwds = _recorded_cwds(folder)
+    ours = bool(cwds) and not any(collides(c, ws) for c in cwds)
+    if cache is not None:
+        cache[folder] = ours
+    return ours
+
+
+def _recorded_cwds(folder: str) -> list[str]:
+    """The first cwd each of a folder's first _OWNER_FILES transcripts records."""
+    import json
+    try:
+        names = sorted(e.name for e in os.scandir(folder)
+                       if e.name.endswith(".jsonl") and e.is_file(follow_symlinks=False))
+    except OSError:
+        return []
+    out = []
+    for name in names[:_OWNER_FILES]:
+        try:
+            with open(os.path.join(folder, name), "rb") as f:
+                m = _CWD_KEY.search(f.read(_OWNER_HEAD))
+            cwd = json.loads(b'"' + m.group(1) + b'"') if m else None
+        except (OSError, ValueError):
+            continue
+        if isinstance(cwd, str) and cwd:
+            out.append(cwd)
+    return out
 
 
 def session_files(ws: str, session_id: str) -> list[SourceFile]:

@@ -19,7 +19,8 @@ import re
 
 from .. import titles
 from ..records import FileChange, Message, SessionDelta
-from .text import dated_by_file, head, load_json, parse_ts, scrubber
+from .text import (NotNow, TooBig, dated_by_file, head, load_json, open_bounded, parse_ts,
+                   read_document, scrubber)
 from .jsonl import JsonlReader
 
 SOURCE = "codex"
@@ -49,79 +50,129 @@ _KNOWN = {"compacted", "world_state", "inter_agent_communication",
 KNOWN_TYPES = _KNOWN | {"session_meta", "turn_context", "response_item", "event_msg"}
 
 
+# A .jsonl.zst is read as it decompresses, a line at a time, so memory does not grow with it;
+# what bounds it is time. A rollout's JSON compresses some 5 to 20 times (the public fixture:
+# 20); a file that decompresses to INFLATE_RATIO times its size, and past INFLATE_FLOOR, is a
+# bomb (33 kB of zstd make 1 GB of zeros): it is not read on (#18).
+INFLATE_RATIO = 100
+INFLATE_FLOOR = 256 << 20
+
+
 def read(path: str, offset: int = 0, state: dict | None = None, mtime: float | None = None):
     """Parse a rollout from `offset`. Returns (deltas, end offset, new state, problems); a
     rollout is one session, so `deltas` holds at most one."""
+    return next(read_chunks(path, offset, state, mtime))
+
+
+def read_chunks(path: str, offset: int = 0, state: dict | None = None,
+                mtime: float | None = None, max_bytes: int | None = None):
+    """read()'s results, one for each `max_bytes` of lines (all of them in one without it), so
+    what a rollout of gigabytes holds is written to the index as it is read, never held whole.
+    Raises ValueError for a file that cannot be read (text.TooBig past a bound)."""
     state = dict(state or {})
     if path.endswith(".json"):
-        deltas, end, state, problems = _read_era1(path, state)
-    elif path.endswith(".zst"):
-        deltas, end, state, problems = _read_zst(path, offset, state)
+        yield _dated(path, *_read_era1(path, state))
+        return
+    if path.endswith(".zst"):
+        with _inflating(path) as stream:
+            # (a compressed rollout is complete: its last line is not one being written)
+            reader = JsonlReader(path, offset, mtime=0, skip=_needless, bulk=True, stream=stream)
+            yield from _chunks(path, reader, state, max_bytes)
     else:
         reader = JsonlReader(path, offset, mtime=mtime, skip=_needless, bulk=True)
-        r = _Reader(state)
-        for obj in reader:
-            try:
-                r.take(obj)
-            except (TypeError, ValueError, AttributeError, KeyError) as e:
-                reader.bad(reader.end, f"unreadable record ({type(e).__name__}: {e})")
-        deltas, end, state, problems = r.finish(), reader.end, r.state, \
-            list(reader.problems) + r.problems
+        yield from _chunks(path, reader, state, max_bytes)
+
+
+def _chunks(path: str, reader: JsonlReader, state: dict, max_bytes: int | None):
+    r, start = _Reader(state), reader.start
+    for obj in reader:
+        try:
+            r.take(obj)
+        except (TypeError, ValueError, AttributeError, KeyError) as e:
+            reader.bad(reader.end, f"unreadable record ({type(e).__name__}: {e})")
+        if max_bytes is not None and reader.end - start >= max_bytes:
+            yield _dated(path, r.finish(), reader.end, r.state, _taken(reader) + r.problems)
+            r, start = _Reader(r.state), reader.end
+    yield _dated(path, r.finish(), reader.end, r.state, _taken(reader) + r.problems)
+
+
+def _taken(reader: JsonlReader) -> list[str]:
+    problems, reader.problems = reader.problems, []
+    return problems
+
+
+def _dated(path: str, deltas, end, state, problems):
     for d in deltas:
         dated_by_file(d, os.stat(path).st_mtime)
     return deltas, end, state, problems
 
 
 def _zstd():
-    """A zstd decompressor: Python 3.14's own, else the zstandard package; None without."""
+    """A function that makes a decompressing reader of a binary stream: Python 3.14's own,
+    else the zstandard package's; None without either."""
     try:
         from compression import zstd  # Python 3.14+
-        return zstd.decompress
+        return zstd.ZstdFile
     except ImportError:
         pass
     try:
         import zstandard
     except ImportError:
         return None
-    return lambda data: zstandard.ZstdDecompressor().decompressobj().decompress(data)
+    return lambda f: zstandard.ZstdDecompressor().stream_reader(f, read_across_frames=True)
 
 
-def _read_zst(path: str, offset: int, state: dict):
-    """A compressed rollout (read only when no plain twin exists): decompressed whole, then
-    read on from `offset` in the decompressed text, whole lines only."""
-    decompress = _zstd()
-    if decompress is None:  # (tried again on each look, so installing zstandard is enough)
-        raise ValueError("a .zst rollout needs zstd support (Python 3.14, or the zstandard "
+class _inflating:
+    """A compressed rollout (read only when no plain twin exists) as the stream of its
+    decompressed bytes, bounded (INFLATE_RATIO): a damaged archive, or one past the bound, is a
+    ValueError when its bytes are reached."""
+
+    def __init__(self, path: str):
+        self.path = path
+
+    def __enter__(self):
+        opener = _zstd()
+        if opener is None:  # (tried again on each look, so installing zstandard is enough)
+            raise NotNow("a .zst rollout needs zstd support (Python 3.14, or the zstandard "
                          "package)")
-    with open(path, "rb") as f:
-        raw = f.read()
-    try:
-        data = decompress(raw)
-    except Exception as e:  # noqa: BLE001 - a damaged or truncated archive, whatever the library
-        raise ValueError(f"cannot decompress ({type(e).__name__})") from None
-    r, problems, pos = _Reader(state), [], offset
-    while (nl := data.find(b"\n", pos)) >= 0:
-        line, pos = data[pos:nl], nl + 1
+        self.file, st = open_bounded(self.path, 1 << 62, "a rollout")
+        self.limit = max(INFLATE_FLOOR, INFLATE_RATIO * st.st_size)
+        self.read_so_far = 0
         try:
-            obj = load_json(line) if line.strip() else None
-        except ValueError:
-            problems.append(f"byte {pos}: invalid JSON")
-            continue
-        if isinstance(obj, dict):
-            try:
-                r.take(obj)
-            except (TypeError, ValueError, AttributeError, KeyError) as e:
-                problems.append(f"unreadable record ({type(e).__name__})")
-    return r.finish(), pos, r.state, problems[:5] + r.problems
+            self.stream = opener(self.file)
+        except Exception as e:  # noqa: BLE001 - whatever the library raises
+            self.file.close()
+            raise ValueError(f"cannot decompress ({type(e).__name__})") from None
+        return self
+
+    def read(self, n: int) -> bytes:
+        try:
+            got = self.stream.read(n)
+        except Exception as e:  # noqa: BLE001 - a damaged or truncated archive
+            raise ValueError(f"cannot decompress ({type(e).__name__})") from None
+        self.read_so_far += len(got)
+        if self.read_so_far > self.limit:
+            raise TooBig(f"decompresses to more than {self.limit >> 20} MB ({INFLATE_RATIO} "
+                         "times its size, or more): not read on")
+        return got
+
+    def __exit__(self, *exc):
+        try:
+            self.stream.close()
+        except Exception:  # noqa: BLE001 - closing a damaged stream
+            pass
+        self.file.close()
+        return False
 
 
 def _read_era1(path: str, state: dict):
     """Era 1: the whole file is one document, rewritten as the session goes: read whole each
-    time (Codex.whole). An OSError, or a ValueError for a document cut short, leaves what the
-    index holds of it."""
+    time (Codex.whole), up to text.MAX_DOCUMENT. An OSError, or a ValueError for a document cut
+    short, leaves what the index holds of it."""
     problems: list[str] = []
-    with open(path, "rb") as f:
-        doc = load_json(f.read())
+    raw, st = read_document(path, "a rollout")
+    doc = load_json(raw)
+    del raw
     r = _Reader({})
     if isinstance(doc, dict):
         meta = doc.get("session") if isinstance(doc.get("session"), dict) else {}
@@ -135,8 +186,7 @@ def _read_era1(path: str, state: dict):
                     problems.append(f"item {n}: unreadable ({type(e).__name__})")
     else:
         problems.append("not a rollout document")
-    size = os.path.getsize(path)
-    return r.finish(), size, r.state, problems + r.problems
+    return r.finish(), st.st_size, r.state, problems + r.problems
 
 
 class _Reader:

@@ -13,7 +13,8 @@ import urllib.parse
 
 from .. import titles
 from ..records import FileChange, Message, SessionDelta
-from .text import dated_by_file, load_json, scrubber, tail, valid_ts
+from .text import (MAX_DOCUMENT, TooBig, dated_by_file, load_json, open_bounded,
+                   read_document, scrubber, tail, valid_ts)
 
 SOURCE = "copilot-chat"
 LABEL = "[VS Code]"
@@ -22,45 +23,58 @@ COPILOT = "GitHub Copilot"
 
 def read(path: str) -> tuple[list[SessionDelta], list[str]]:
     """The session a chat file holds (none for another provider's chat), and problems. Raises
-    OSError, or ValueError for a file that is not JSON (VS Code writing it): what the index
-    holds of it then stays."""
+    OSError, or ValueError for a file that is not JSON (VS Code writing it) or is past its bound
+    (text.MAX_DOCUMENT): what the index holds of it then stays."""
     problems: list[str] = []
-    with open(path, "rb") as f:
-        raw, saved = f.read(), os.fstat(f.fileno()).st_mtime
     if path.endswith(".jsonl"):
-        doc = replay(raw, problems)
+        f, st = open_bounded(path, MAX_DOCUMENT, "a chat's log")
+        with f:  # line by line: only the document it builds is held
+            doc = replay(f, problems)
     else:
+        raw, st = read_document(path, "a chat")
         try:
             doc = load_json(raw)
+        except TooBig:
+            raise
         except ValueError as e:
             raise ValueError(f"invalid JSON ({str(e)[:60]})") from None
+        del raw
     if not isinstance(doc, dict):
         return [], problems + ["not a chat session"]
     sid = doc.get("sessionId") or os.path.basename(path).rsplit(".", 1)[0]
     d = session(doc, str(sid), problems)
     if d is not None:
-        dated_by_file(d, saved)
+        dated_by_file(d, st.st_mtime)
     return ([d] if d is not None else []), problems
 
 
-def replay(raw: bytes, problems: list[str]):
-    """The session a mutation log describes: kind 0 sets the whole, 1 sets at a path, 2 pushes
-    (truncating first to `i`), 3 deletes. A last line cut short is a write in progress."""
+def replay(lines, problems: list[str]):
+    """The session a mutation log (its lines, as bytes) describes: kind 0 sets the whole, 1 sets
+    at a path, 2 pushes (truncating first to `i`), 3 deletes. A last line cut short is a write
+    in progress. What the document is built of is counted as it grows (jsonl.estimate): many
+    small lines can build what one big text would, and that is TooBig."""
+    from .jsonl import PARSE_BUDGET, estimate
     doc = None
-    lines = raw.split(b"\n")
-    for n, line in enumerate(lines):
+    cost = 0
+    for n, line in enumerate(lines, 1):
         if not line.strip():
             continue
+        # (an op's kind and path, some 500 bytes parsed, are dropped once it is applied)
+        cost += max(0, estimate(line) - 512)
+        if cost > PARSE_BUDGET:
+            raise TooBig(f"a log that would take more than {PARSE_BUDGET >> 20} MB to replay: "
+                         "not read")
         try:
             op = load_json(line)
         except ValueError:
-            if n != len(lines) - 1:
-                problems.append(f"line {n + 1}: invalid JSON")
+            if line.endswith(b"\n"):  # (only the last line can lack one)
+                problems.append(f"line {n}: invalid JSON")
             continue
         try:
             kind, keys = op.get("kind"), op.get("k") or []
             if kind == 0:
                 doc = op.get("v")
+                cost = estimate(line)  # what the document held before is gone
                 continue
             parent, last = _walk(doc, keys)
             if kind == 1:
@@ -76,7 +90,7 @@ def replay(raw: bytes, problems: list[str]):
             elif kind == 3:
                 del parent[last]
         except (AttributeError, KeyError, IndexError, TypeError) as e:
-            problems.append(f"line {n + 1}: cannot apply ({type(e).__name__})")
+            problems.append(f"line {n}: cannot apply ({type(e).__name__})")
     return doc
 
 

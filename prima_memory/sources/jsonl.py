@@ -7,7 +7,15 @@ import re
 import time
 
 CHUNK = 4 << 20
-MAX_LINE = 64 << 20  # a longer line (a runaway paste) is skipped without being held in memory
+# A longer line (a runaway paste) is skipped without being held in memory. With the parse that
+# follows, a line this long takes about three times its size at the peak (its bytes, the pieces
+# it is joined from, the text parsed from it): far under the 300 MB a read may take (#18).
+MAX_LINE = 64 << 20
+# What parsing one JSON text may cost, estimated from its bytes (parse_cost): a text over it is
+# skipped like a bad line. Bytes alone bound nothing: 16 MB of `{},{},...` parses into 400 MB of
+# dicts. With the text's own bytes beside it, a parse stays under 300 MB.
+PARSE_BUDGET = 128 << 20
+_CHEAP = 1 << 20  # a text this short cannot cost much (at worst 25 times its size): not counted
 TAIL_GRACE_SECONDS = 30  # an unterminated last line this old is taken as complete
 # A JSON escape of a lone UTF-16 surrogate ("\ud83d": Claude Code cuts strings mid-emoji) is valid
 # JSON, but no UTF-8 text can hold it: SQLite refuses it and orjson refuses the line. It becomes
@@ -28,20 +36,56 @@ def mend_surrogates(line: bytes) -> bytes:
     return line
 
 
+def estimate(text: bytes) -> int:
+    """A bound on the memory json.loads or orjson takes to parse `text` (past its own bytes).
+    Every value is an object of 24-64 bytes, plus a slot in its container, however few bytes
+    spell it: one per `{` and `[`, one per string (two quotes), one per `,`. A string's characters
+    take 1 byte each, or up to 4 when any is beyond ASCII (or escaped: "\\ud83d..."), since one
+    wide character widens its whole string."""
+    wide = not text.isascii() or b"\\u" in text
+    return (4 if wide else 1) * len(text) + 64 * (text.count(b"{") + text.count(b"[")) \
+        + 28 * text.count(b'"') + 32 * text.count(b",")
+
+
+def parse_cost(text: bytes) -> int:
+    """estimate(text), not counted for a text too short to matter."""
+    return len(text) if len(text) <= _CHEAP else estimate(text)
+
+
+def too_costly(text: bytes) -> str | None:
+    """Why `text` is not parsed (see PARSE_BUDGET), or None."""
+    cost = parse_cost(text)
+    if cost > PARSE_BUDGET:
+        return (f"a JSON text of {len(text) >> 20} MB that would take about {cost >> 20} MB "
+                f"to parse (the bound is {PARSE_BUDGET >> 20} MB): skipped")
+    return None
+
+
+def big_loads():
+    """The parser for a text over _CHEAP: orjson, which parses bytes as they are (json.loads
+    decodes them to a str first, up to 4 times their size). Imported then only: it costs the
+    hooks 24 ms."""
+    import orjson
+    return orjson.loads
+
+
 class JsonlReader:
     """Iterate (object, end_offset) from `offset`; `end` is where the next run resumes.
 
     A last line without a newline is normally a line still being written: it is left for the next
     run, unless the file has not changed for TAIL_GRACE_SECONDS and the line parses.
+    `stream`: read from this binary stream (a decompressing reader) instead of opening `path`;
+    offsets are then the stream's, and reaching `offset` means reading past what comes before.
     """
 
     def __init__(self, path: str, offset: int = 0, *, mtime: float | None = None, skip=None,
-                 bulk: bool = False):
+                 bulk: bool = False, stream=None):
         self.path = path
         self.start = offset
         self.end = offset
         self.mtime = mtime
         self.skip = skip  # bytes -> bool: a line the source knows it does not need, left unparsed
+        self.stream = stream
         if bulk:  # orjson parses 3x faster but takes 40 ms to import: worth it for big reads only
             import orjson
             self.loads = orjson.loads
@@ -56,12 +100,19 @@ class JsonlReader:
             self.problems.append(f"byte {at}: {why}")
 
     def _parse(self, line: bytes, at: int):
+        costly = too_costly(line)
+        if costly:
+            self.bad(at, costly)
+            return None
+        loads = self.loads if len(line) <= _CHEAP else big_loads()
         line = mend_surrogates(line)
         try:
-            obj = self.loads(line)
+            obj = loads(line)
         except ValueError as e:  # both parsers' errors, and UnicodeDecodeError, are ValueErrors
             try:  # non-UTF-8 bytes in an otherwise good line: keep it, with replacement characters
-                obj = self.loads(line.decode("utf-8", "replace"))
+                if 2 * parse_cost(line) > PARSE_BUDGET:  # (the decoded text comes on top)
+                    raise
+                obj = loads(line.decode("utf-8", "replace"))
                 self.bad(at, "non-UTF-8 bytes replaced")
             except ValueError:
                 self.bad(at, f"invalid JSON ({str(e)[:60]})")
@@ -75,51 +126,62 @@ class JsonlReader:
         return obj
 
     def __iter__(self):
-        pos = self.start
-        with open(self.path, "rb") as f:
-            f.seek(pos)
-            carry = b""
-            skipping = False  # inside an over-long line: discard until its newline
+        with (_Borrowed(self.stream) if self.stream is not None else open(self.path, "rb")) as f:
+            if self.stream is None:
+                f.seek(self.start)
+            else:
+                _skip_to(f, self.start)
+            yield from self._lines(f)
+
+    def _lines(self, f):
+        base = self.start  # the offset of the chunk's first byte
+        at = base  # where the line being read starts
+        # A line that spans chunks, so far: one buffer grown in place and parsed as it is (a list
+        # of pieces joined at the end would hold the line twice, and glibc keeps 4 MB pieces).
+        carry = bytearray()
+        skipping = False  # inside an over-long line: discard until its newline
+        while True:
+            chunk = f.read(CHUNK)
+            if not chunk:
+                break
+            start = 0
             while True:
-                chunk = f.read(CHUNK)
-                if not chunk:
+                nl = chunk.find(b"\n", start)
+                if nl < 0:
                     break
-                buf = carry + chunk if carry else chunk
-                carry = b""
-                start = 0
-                while True:
-                    nl = buf.find(b"\n", start)
-                    if nl < 0:
-                        break
-                    line = buf[start:nl]
-                    at = pos
-                    pos += nl + 1 - start
-                    start = nl + 1
-                    if skipping:
-                        skipping = False
-                        self.end = pos
-                        continue
-                    if line.strip() and not (self.skip and self.skip(line)):
-                        obj = self._parse(line, at)
-                        if obj is not None:
-                            self.end = pos
-                            yield obj
-                            continue
-                    self.end = pos
-                rest = buf[start:]
-                if skipping:
-                    pos += len(rest)
-                elif len(rest) > MAX_LINE:
-                    self.bad(pos, f"line longer than {MAX_LINE >> 20} MB skipped")
-                    skipping = True
-                    pos += len(rest)
+                if skipping:  # the end of an over-long line
+                    skipping = False
+                    line = None
+                elif carry:
+                    carry += memoryview(chunk)[start:nl]
+                    line, carry = carry, bytearray()
                 else:
-                    carry = rest
-            if carry.strip() and not skipping and self._tail_is_settled():
-                obj = self._parse(carry, pos)
-                if obj is not None:  # else it may yet be completed: read it again next time
-                    self.end = pos + len(carry)
-                    yield obj
+                    line = chunk[start:nl]
+                start = nl + 1
+                line_at, at = at, base + start
+                # (isspace: strip would copy a long line)
+                if line and not line.isspace() and not (self.skip and self.skip(line)):
+                    obj = self._parse(line, line_at)
+                    line = None  # (a long line's bytes, freed while its record is taken)
+                    if obj is not None:
+                        self.end = at
+                        yield obj
+                        continue
+                self.end = at
+            base += len(chunk)
+            if skipping or start == len(chunk):
+                continue
+            if len(carry) + len(chunk) - start > MAX_LINE:
+                self.bad(at, f"line longer than {MAX_LINE >> 20} MB skipped")
+                skipping = True
+                carry = bytearray()
+            else:
+                carry += memoryview(chunk)[start:]
+        if carry and not skipping and not carry.isspace() and self._tail_is_settled():
+            obj = self._parse(carry, at)
+            if obj is not None:  # else it may yet be completed: read it again next time
+                self.end = at + len(carry)
+                yield obj
 
     def _tail_is_settled(self) -> bool:
         mtime = self.mtime
@@ -129,3 +191,25 @@ class JsonlReader:
             except OSError:
                 return False
         return time.time() - mtime >= TAIL_GRACE_SECONDS
+
+
+class _Borrowed:
+    """A stream the caller owns, used in a `with` that must not close it."""
+
+    def __init__(self, stream):
+        self.stream = stream
+
+    def __enter__(self):
+        return self.stream
+
+    def __exit__(self, *exc):
+        return False
+
+
+def _skip_to(stream, offset: int) -> None:
+    """Read past the first `offset` bytes of a stream that cannot seek."""
+    while offset > 0:
+        got = stream.read(min(offset, CHUNK))
+        if not got:
+            return
+        offset -= len(got)

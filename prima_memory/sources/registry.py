@@ -43,8 +43,14 @@ class Source:
 
     def read(self, path: str, extra, offset: int, state: dict | None):
         """(session records, end offset, new state, problems). Raises (OSError, ValueError...)
-        for a file it cannot read now: the indexer keeps what it holds of it, and tries again."""
+        for a file it cannot read: the indexer keeps what it holds of it, and tries again once
+        the file changes (on every look after an OSError: fixing permissions changes no file)."""
         raise NotImplementedError
+
+    def read_chunks(self, path: str, extra, offset: int, state: dict | None, max_bytes: int):
+        """read()'s results in steps of about `max_bytes` read, for a source whose files can be
+        too big to hold what they say at once: each is indexed before the next is read."""
+        yield self.read(path, extra, offset, state)
 
     def in_scope(self, delta, ws: str) -> bool:
         return True
@@ -163,6 +169,12 @@ class ClaudeCode(Source):
         from .claude_code import collides
         return not (delta.cwd and collides(delta.cwd, ws))
 
+    def claims_cwdless(self, path: str, ws: str, cache: dict | None = None) -> bool:
+        """Whether a transcript whose lines record no cwd is this workspace's: by its folder
+        (see claude_code.claims_cwdless). `cache`: folder -> answer, for one run."""
+        from .claude_code import claims_cwdless
+        return claims_cwdless(path, ws, cache)
+
     def skips_reply(self, state: dict | None) -> bool:
         """A reply the Stop hook saw is not memory: Claude's answer to our own command."""
         from .claude_code import answering_command
@@ -193,6 +205,10 @@ class Codex(Source):
     def read(self, path, extra, offset, state):
         from . import codex
         return codex.read(path, offset, state)
+
+    def read_chunks(self, path, extra, offset, state, max_bytes):
+        from . import codex
+        return codex.read_chunks(path, offset, state, max_bytes=max_bytes)
 
     def whole(self, path: str) -> bool:
         return path.endswith((".json", ".zst"))  # era 1 is one document; .zst is compressed

@@ -4,9 +4,26 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import stat
 from datetime import datetime
 
 MAX_TEXT = 1_000_000  # characters of one message kept: a 50 MB paste is not memory
+# A JSON document read whole (a Codex era-1 rollout, a VS Code chat or its mutation log) is held
+# and parsed at once: its bytes, and up to PARSE_BUDGET of objects (sources/jsonl.py), must stay
+# under the 300 MB a read may take. A bigger file is not read at all: a sparse 1 GB file costs
+# nothing on disk and 1.3 GB to read (#18). VS Code writes chats of this size only with pasted
+# images inlined (it warns past 200 MB); none of their text is lost to an era-1 rollout.
+MAX_DOCUMENT = 64 << 20
+
+
+class TooBig(ValueError):
+    """A file, or a text in it, past one of the bounds on what reading it may take."""
+
+
+class NotNow(ValueError):
+    """A file this setup cannot read (no zstd support): tried again on every look, since what
+    fixes it (installing a package) changes no file."""
 LAST_TS = 253402214400.0  # 9999-12-30: every later time (or NaN, or before 1970) is no time
 
 
@@ -116,9 +133,43 @@ def utf8_name(name: str) -> bool:
 
 def load_json(raw: bytes):
     """JSON from another program's file: a lone-surrogate escape read as U+FFFD (SQLite and
-    UTF-8 output cannot hold one); nesting too deep to parse is a ValueError like bad JSON."""
-    from .jsonl import mend_surrogates
+    UTF-8 output cannot hold one); nesting too deep to parse is a ValueError like bad JSON, a
+    text that would parse into far more than its size (sources/jsonl.py) a TooBig."""
+    from .jsonl import _CHEAP, big_loads, mend_surrogates, too_costly
+    costly = too_costly(raw)
+    if costly:
+        raise TooBig(costly)
+    loads = json.loads if len(raw) <= _CHEAP else big_loads()
     try:
-        return json.loads(mend_surrogates(raw))
+        return loads(mend_surrogates(raw))
     except RecursionError:
         raise ValueError("nested too deeply") from None
+
+
+def open_bounded(path: str, limit: int, what: str):
+    """(binary file, stat) of a regular file no bigger than `limit`; TooBig, before anything is
+    read, for a bigger one. Never follows a link or waits on a FIFO (put there after listing)."""
+    from ..workspace import open_nofollow
+    fd = open_nofollow(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    f = os.fdopen(fd, "rb")
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise ValueError("not a regular file")
+        if st.st_size > limit:
+            raise TooBig(f"{st.st_size / (1 << 20):,.0f} MB, more than the {limit >> 20} MB "
+                         f"{what} is read to: not read")
+    except BaseException:
+        f.close()
+        raise
+    return f, st
+
+
+def read_document(path: str, what: str = "a JSON document"):
+    """(bytes, stat) of a file read whole, at most MAX_DOCUMENT of it (see open_bounded)."""
+    f, st = open_bounded(path, MAX_DOCUMENT, what)
+    with f:
+        raw = f.read(MAX_DOCUMENT + 1)
+    if len(raw) > MAX_DOCUMENT:  # grown since its stat
+        raise TooBig(f"more than the {MAX_DOCUMENT >> 20} MB {what} is read to: not read")
+    return raw, st
