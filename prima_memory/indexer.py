@@ -500,17 +500,19 @@ class Indexer:
             elif delta is not None and not delta.is_empty():
                 session = self._apply(delta)
                 rep.sessions_touched.add(session)
-            store.save_file(sf.path, self.source.name, session, sf.sidechain, st.st_size,
-                            st.st_mtime_ns, st.st_ino, head_len, head,
-                            end, json.dumps(state, separators=(",", ":")), status)
+            # a huge file: the rest waits for the next run, its size saved as far as it was
+            # read, so that run sees a change (the file's own size would say all was read)
+            stop = status == "ok" and not held and end < st.st_size and self._out_of_time()
+            store.save_file(sf.path, self.source.name, session, sf.sidechain,
+                            end if stop else st.st_size, st.st_mtime_ns, st.st_ino, head_len,
+                            head, end, json.dumps(state, separators=(",", ":")), status)
             batch.added(end - offset, session)
             rep.bytes_read += end - offset
             tick(end - start)
             offset = end
-            if status != "ok" or held:
-                break
-            if end < st.st_size and self._out_of_time():  # a huge file: the rest waits
+            if stop:
                 rep.pending_files += 1
+            if status != "ok" or held or stop:
                 break
         rep.files_read += 1
         return st.st_size - start

@@ -164,3 +164,25 @@ def test_stop_waits_a_moment_for_a_transcript_that_is_not_written_yet(env):
     assert query(env, "SELECT count(*) FROM messages")[0][0] == 2  # no provisional copy
     r = run_hook(env, "stop", payload(env, "stop", sid(8), last_assistant_message="never"))
     assert r.rc == 0 and r.secs < 5
+
+
+def test_a_file_read_partly_by_a_budgeted_run_is_finished_by_the_next(env, monkeypatch):
+    """A hook's run stops inside a long transcript when its budget is spent: what it left is read
+    by the next run, never taken as read (its size was saved as if it were)."""
+    from prima_memory import indexer
+    from prima_memory.memory import Memory
+    monkeypatch.setattr(indexer, "BATCH_BYTES", 4096)
+    t = env.transcript(sid(0xA), start=OLD)
+    for i in range(60):
+        t.exchange(f"question {i} about the marmot", "an answer of some length " * 10)
+    t.exchange("the last kestrelwing question", "Done.")
+    mem = Memory(str(env.ws))
+    try:
+        rep = mem.update(budget=1e-4)  # spent within the first of its 4 kB steps
+        assert rep.pending_files == 1 and 0 < rep.bytes_read < 20_000, vars(rep)
+        assert mem.pending() != (0, 0)
+        mem.update()
+        assert mem.pending() == (0, 0)
+    finally:
+        mem.close()
+    assert [r["session_id"] for r in env.search("kestrelwing")] == [sid(0xA)]
