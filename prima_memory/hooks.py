@@ -168,22 +168,46 @@ def session_start(mem, data: dict, session_id, lock_wait, index_budget) -> str:
 
 
 TRANSCRIPT_WAIT = 0.5  # seconds Stop waits for a transcript Claude Code has not written yet
+REPLY_TAIL = 256 << 10  # the bytes at a transcript's end where Stop looks for the reply
 
 
 def _await_transcript(mem, path) -> bool:
     """Claude Code writes transcripts asynchronously: in `claude -p` a new session's file appears
-    some tens of milliseconds after its Stop hook starts. Wait a moment for it, or the session
-    would only be indexed by the next session's start. False if it did not come."""
-    if not isinstance(path, str) or not path or os.path.exists(path):
+    some tens of milliseconds after its Stop hook starts, and a forked session's file can show
+    its first records before the turns it copies. Wait a moment for a reply in it, or the
+    session would only be indexed by the next session's start. False if none came."""
+    if not isinstance(path, str) or not path:
         return True
     t0 = time.monotonic()
-    while time.monotonic() - t0 < TRANSCRIPT_WAIT:
-        time.sleep(0.005)  # it comes tens of ms after Stop starts: each step overshoots
-        if os.path.exists(path):
-            mem.log.info(f"stop: waited {time.monotonic() - t0:.2f}s for the transcript")
+    while True:
+        if _holds_a_reply(path):
+            if time.monotonic() - t0 > 0.001:
+                mem.log.info(f"stop: waited {time.monotonic() - t0:.2f}s for the transcript")
             return True
-    mem.log.info(f"stop: no transcript after {TRANSCRIPT_WAIT}s; the next session indexes it")
+        if time.monotonic() - t0 >= TRANSCRIPT_WAIT:
+            break
+        time.sleep(0.005)  # it comes tens of ms after Stop starts: each step overshoots
+    mem.log.info(f"stop: no reply in the transcript after {TRANSCRIPT_WAIT}s; the next session "
+                 "indexes it")
     return False
+
+
+def _holds_a_reply(path: str) -> bool:
+    """An assistant record near the transcript's end (Claude Code writes "type" after the
+    message; its JSON is compact, other writers' may not be)."""
+    from .workspace import open_nofollow
+    try:
+        fd = open_nofollow(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
+        return False
+    try:
+        size = os.fstat(fd).st_size
+        tail = os.pread(fd, REPLY_TAIL, max(0, size - REPLY_TAIL))
+        return b'"type":"assistant"' in tail or b'"type": "assistant"' in tail
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
 
 
 def stop(mem, data: dict, session_id, lock_wait, index_budget) -> str:

@@ -628,11 +628,36 @@ def test_stop_before_its_transcript_exists_leaves_the_session_owed_and_says_so(e
     r = run_hook(env, "stop", payload(env, "stop", B))  # B's file is not written yet
     assert r.rc == 0 and r.out == "", r
     assert query(env, "SELECT key FROM meta WHERE key = ?", (f"owed:{B}",)) == [(f"owed:{B}",)]
-    assert any("no transcript after" in ln for ln in log_lines(env)), log_lines(env)
+    assert any("no reply in the transcript after" in ln for ln in log_lines(env)), log_lines(env)
     env.transcript(B, start=START).exchange("the late kestrelwing file", "Here now.")
     assert run_hook(env, "session-start", payload(env, "session-start", "c" * 8)).rc == 0
     assert B in indexed_sessions(env)
     assert query(env, "SELECT key FROM meta WHERE key LIKE 'owed:%'") == []
+
+
+def test_stop_waits_for_the_reply_of_a_transcript_written_in_steps(env):
+    """A forked session's file shows its first records (a mode line) before the turns it copies
+    and its own: Stop waits a moment for a reply in it (the hook's own wait, in-process: a
+    subprocess's start would hide the race), and the session is indexed whole."""
+    import threading
+    from prima_memory import hooks
+    from prima_memory.memory import Memory
+    path = env.project_dir / f"{B}.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"type": "mode", "sessionId": B}) + "\n")
+    later = threading.Timer(0.1, lambda: env.transcript(B, start=START).exchange(
+        "what was the quillwort plan?", "Planting in May."))
+    later.start()
+    mem = Memory(str(env.ws))
+    try:
+        assert hooks._await_transcript(mem, str(path))
+        assert "Planting in May" in path.read_text()  # it returned once the reply was there
+        later.join()
+        hooks.stop(mem, {"transcript_path": str(path)}, B, 3.0, 5.0)
+    finally:
+        mem.close()
+    assert [role for role, _ in texts_with(env, B, "quillwort")] == ["user"]
+    assert [role for role, _ in texts_with(env, B, "May")] == ["assistant"]
 
 
 def test_stop_with_a_lagging_transcript_keeps_the_reply_once(env):
