@@ -648,3 +648,45 @@ def test_a_long_file_history_is_read_page_by_page(env):
     cli = env.json("files", "src/busy.py", "--skip", "100")
     assert [c["explanation"][:17] for c in cli["changes"]] == \
         [f"change number {i:03d}" for i in reversed(range(20))]
+
+
+def test_the_count_of_waiting_calls_loses_no_update(env):
+    """(a bug: `waiting += 1` from two threads at once, unlocked, could lose an update; the
+    count then stayed above zero, or below it, and the idle work never ran again.) Made
+    certain here: the first call is held between reading the count and writing it back
+    until the second has written its own (or, counted under a lock, cannot)."""
+    import threading
+    second_wrote = threading.Event()
+    first, writes = [], []
+
+    class Held(mcp_server.Memory):
+        @property
+        def waiting(self):
+            value = self.__dict__.get("_waiting", 0)
+            if not first and threading.current_thread().name == "call 1":
+                first.append(value)
+                threading.Thread(target=lambda: self.call(lambda mem: None),
+                                 name="call 2").start()
+                second_wrote.wait(2.0)  # a lock in the way: it cannot come
+            return value
+
+        @waiting.setter
+        def waiting(self, value):
+            self.__dict__["_waiting"] = value
+            writes.append(value)
+            if threading.current_thread().name == "call 2":
+                second_wrote.set()
+
+    memory = Held(str(env.ws))
+    writes.clear()
+    with memory.lock:  # a call in progress: both wait, and are counted waiting
+        one = threading.Thread(target=lambda: memory.call(lambda mem: None), name="call 1")
+        one.start()
+        while len(writes) < 2:  # both counted themselves waiting; neither can go on
+            time.sleep(0.01)
+        during = memory.waiting
+    one.join()
+    for t in threading.enumerate():
+        if t.name == "call 2":
+            t.join()
+    assert during == 2 and memory.waiting == 0, (during, memory.waiting)
