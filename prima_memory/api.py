@@ -389,8 +389,8 @@ def index(mem: Memory, *, rebuild: bool = False, background: bool = False, prune
         state = bg.rebuild_state(mem)
         if state:
             raise Failure(str(bg.RebuildRunning(state)))
-        if mem.store().readonly:
-            raise Failure(str(IndexReadOnly(mem.db_path)))
+        if mem.store().readonly:  # (a rebuild started would die at once: say so instead)
+            raise Failure(f"cannot start a rebuild: {mem.db_path} is read-only")
         pid = bg.spawned_rebuild()
         if pid is not None:  # started a moment ago, its state not recorded yet
             raise Failure(f"a rebuild is already running (pid {pid}, starting)")

@@ -92,6 +92,7 @@ class Memory:
                 self.mem.reopen()
             self.mem.store()  # opens it, or makes it
             self._inode = os.stat(self.mem.db_path).st_ino
+        self.mem.follow_write_access()  # the folder may have turned read-only, or back
 
     # -- idle work ---------------------------------------------------------------------------------
 

@@ -5,6 +5,7 @@ locking behave the same everywhere.
 """
 from __future__ import annotations
 
+import errno
 import os
 import time
 
@@ -28,6 +29,9 @@ class IndexReadOnly(Failure):
         super().__init__(f"{path} is read-only: not updated")
 
 
+_READ_ONLY = (errno.EROFS, errno.EACCES, errno.EPERM)
+
+
 class Memory:
     def __init__(self, ws: str, *, log: Log | None = None):
         self.ws = ws
@@ -39,6 +43,7 @@ class Memory:
         self._embedder = None
         self._no_model: Exception | None = None  # why the model would not load, once tried
         self._dir_checked = False  # ensure_data_dir ran (its lstats once, not per use)
+        self._writable: bool | None = None  # files could be made in the folder, last looked
 
     # -- opening ---------------------------------------------------------------------------------
 
@@ -58,8 +63,42 @@ class Memory:
     def store(self) -> Store:
         if self._store is None:
             self._ensure_dir()
-            self._store = self._open()
+            store = self._open()
+            self._writable = self.writable()
+            if not self._writable:  # no lock file, log or extract could be made: write nothing
+                store.readonly = True
+            self._store = store
         return self._store
+
+    def writable(self) -> bool:
+        """Whether files can be opened for writing in the folder now, as every writer does (its
+        locks, the log, the extracts): the writer lock's own file is opened to find out. The
+        index file an open connection holds says nothing: it stays writable through it."""
+        from .workspace import open_nofollow
+        try:
+            os.close(open_nofollow(os.path.join(self.dir, "index.lock"), os.O_RDWR | os.O_CREAT))
+        except OSError as e:
+            return e.errno not in _READ_ONLY  # (anything else there is the lock's to report)
+        return True
+
+    def follow_write_access(self) -> None:
+        """For a long-lived process (the MCP server), before each use: the folder may have turned
+        read-only since the index was opened (remounted, chmodded), or writable again. Read-only,
+        the index is read as it stands through the connection already open, and nothing is
+        written nor any lock taken (each writer checks store.readonly); writable again, it is
+        opened anew for writing."""
+        store = self.store()
+        writable = self.writable()
+        if writable == self._writable:
+            return
+        self._writable = writable
+        if not writable and not store.readonly:
+            store.readonly = True
+            self.log.warn(f"{self.dir} turned read-only: answering from the index as it stands, "
+                          "nothing is updated")
+        elif writable and store.readonly:
+            self.close()
+            self.store()
 
     def _open(self) -> Store:
         try:
