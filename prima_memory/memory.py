@@ -5,7 +5,6 @@ locking behave the same everywhere.
 """
 from __future__ import annotations
 
-import errno
 import os
 import time
 
@@ -27,9 +26,6 @@ class IndexReadOnly(Failure):
 
     def __init__(self, path: str):
         super().__init__(f"{path} is read-only: not updated")
-
-
-_READ_ONLY = (errno.EROFS, errno.EACCES, errno.EPERM)
 
 
 class Memory:
@@ -71,15 +67,10 @@ class Memory:
         return self._store
 
     def writable(self) -> bool:
-        """Whether files can be opened for writing in the folder now, as every writer does (its
-        locks, the log, the extracts): the writer lock's own file is opened to find out. The
+        """Whether files can be made in the folder now, as writers do (the locks, the log, the
+        extracts): not on a read-only file system or mount, nor in a folder made read-only. The
         index file an open connection holds says nothing: it stays writable through it."""
-        from .workspace import open_nofollow
-        try:
-            os.close(open_nofollow(os.path.join(self.dir, "index.lock"), os.O_RDWR | os.O_CREAT))
-        except OSError as e:
-            return e.errno not in _READ_ONLY  # (anything else there is the lock's to report)
-        return True
+        return os.access(self.dir, os.W_OK)
 
     def follow_write_access(self) -> None:
         """For a long-lived process (the MCP server), before each use: the folder may have turned
