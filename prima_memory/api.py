@@ -389,8 +389,11 @@ def index(mem: Memory, *, rebuild: bool = False, background: bool = False, prune
         state = bg.rebuild_state(mem)
         if state:
             raise Failure(str(bg.RebuildRunning(state)))
-        if mem.store().readonly:
-            raise Failure(str(IndexReadOnly(mem.db_path, mem.store().readonly_why)))
+        store = mem.store()
+        if store.readonly:  # (a rebuild started would die at once: say so instead)
+            raise Failure("cannot start a rebuild: " + (
+                f"{mem.db_path} cannot be written ({store.readonly_why})" if store.readonly_why
+                else f"{mem.db_path} is read-only"))
         pid = bg.spawned_rebuild()
         if pid is not None:  # started a moment ago, its state not recorded yet
             raise Failure(f"a rebuild is already running (pid {pid}, starting)")

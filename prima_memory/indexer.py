@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import sys
 import zlib
 import time
@@ -18,6 +19,7 @@ import apsw
 from .sources import registry
 from .sources.text import NotNow
 from .store import FAILED, Store
+from .workspace import O_NOFOLLOW
 
 PROVISIONAL_KEY = "~last-assistant-message"  # see Indexer.note_reply
 HEAD_BYTES = 1024  # a file whose first bytes changed was rewritten, not appended to
@@ -42,9 +44,15 @@ class Report:
         self.extracts: list[str] = []
 
 
-def _head_hash(path: str, n: int) -> str | None:
+def _head_hash(path: str, n: int, follow: bool = False) -> str | None:
+    """The CRC of the first n bytes of the regular file at path; None for anything else there.
+    It never waits on a FIFO (a file swapped for one after it was read would hang the run),
+    nor follows a link unless its source reads through links (Claude Code's transcripts)."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | (0 if follow else O_NOFOLLOW)
     try:
-        with open(path, "rb") as f:
+        with os.fdopen(os.open(path, flags), "rb") as f:
+            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                return None
             return format(zlib.crc32(f.read(n)), "08x")
     except OSError:
         return None
@@ -99,7 +107,8 @@ class Indexer:
         # A rewritten file (shrunk, replaced, new first bytes) or one that came back is read again
         # from the start, with every other file of its session.
         rewritten = {p for p, st in stats.items()
-                     if p in known and changed(p, st) and _rewritten(p, st, known[p])}
+                     if p in known and changed(p, st)
+                     and _rewritten(p, st, known[p], self.source.follows_links)}
         resets = {known[p].session for p in rewritten if known[p].session is not None}
         # A main file the index has no record of, for a session it holds (recovered from an old
         # index, or kept through a rebuild): read it afresh rather than on top.
@@ -289,7 +298,7 @@ class Indexer:
             return
         offset, state = 0, None
         if not src.whole(path) and row and row.status != "foreign" \
-                and not _rewritten(path, st, row):
+                and not _rewritten(path, st, row, src.follows_links):
             offset, state = row.offset, _loads(store.file_state(path))
             if isinstance(state, dict):
                 state.pop("failed", None)  # (why an earlier read failed: see below)
@@ -344,7 +353,9 @@ class Indexer:
                 # no size until the last step is written: a run stopped between steps is not
                 # taken for one that read it all, and the next resumes it
                 store.save_file(path, src.name, session, 0, None, st.st_mtime_ns, st.st_ino,
-                                head_len, _head_hash(path, head_len) if end else None, end,
+                                head_len,
+                                _head_hash(path, head_len, src.follows_links) if end else None,
+                                end,
                                 json.dumps(state, separators=(",", ":")) if state else None,
                                 status)
             batch.added(max(0, end - offset), None)  # (counts: refreshed above)
@@ -476,7 +487,7 @@ class Indexer:
             _note_unknown(self.log, sf.path, before, state)
             prior, before = before, state
             head_len = min(HEAD_BYTES, end)
-            head = _head_hash(sf.path, head_len) if end else None
+            head = _head_hash(sf.path, head_len, self.source.follows_links) if end else None
             status, held = "ok", False
             if delta is not None and not delta.is_empty() and not state.get("cwd") \
                     and not self.source.claims_cwdless(sf.path, self.ws, self._cwdless):
@@ -487,7 +498,7 @@ class Indexer:
                               "another workspace's: not indexed until its lines say")
                 end, state = offset, prior
                 head_len = min(HEAD_BYTES, end)
-                head = _head_hash(sf.path, head_len) if end else None
+                head = _head_hash(sf.path, head_len, self.source.follows_links) if end else None
             elif delta is not None and not self.source.in_scope(delta, self.ws):
                 # delta.cwd is set once per file, on the first line that has one (which may come
                 # after a snapshot or title line already indexed: those are dropped too).
@@ -839,7 +850,7 @@ def _foreign_growing(row, st) -> bool:
     return row is not None and row.status == "foreign" and st.st_size >= (row.size or 0)
 
 
-def _rewritten(path: str, st, row) -> bool:
+def _rewritten(path: str, st, row, follow: bool = False) -> bool:
     return (row.status == "missing" or st.st_size < row.offset or row.inode != st.st_ino
-            or bool(row.offset and row.head_hash != _head_hash(path, min(row.head_len or 0,
-                                                                          row.offset))))
+            or bool(row.offset and row.head_hash != _head_hash(
+                path, min(row.head_len or 0, row.offset), follow)))

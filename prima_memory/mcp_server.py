@@ -49,6 +49,8 @@ class Memory:
         self._making = threading.Lock()
         self.lock = threading.Lock()
         self.waiting = 0  # requests waiting for the lock: idle work stops between its steps
+        self._counting = threading.Lock()  # `waiting += 1` is no atomic step: one lost update
+        # from two threads at once would stop the idle work for the server's life
         self.last_request = time.monotonic()
         self.stopping = threading.Event()
         self.no_model = False  # the model would not load: the idle work does not try again
@@ -65,9 +67,11 @@ class Memory:
 
     def call(self, fn):
         from . import api
-        self.waiting += 1
+        with self._counting:
+            self.waiting += 1
         with self.lock:
-            self.waiting -= 1
+            with self._counting:
+                self.waiting -= 1
             try:
                 self._reopen_if_replaced()
                 return api.guarded(self.mem, fn)
@@ -88,6 +92,7 @@ class Memory:
                 self.mem.reopen()
             self.mem.store()  # opens it, or makes it
             self._inode = os.stat(self.mem.db_path).st_ino
+        self.mem.follow_write_access()  # the folder may have turned read-only, or back
 
     # -- idle work ---------------------------------------------------------------------------------
 

@@ -60,6 +60,7 @@ class Memory:
         self._no_model: Exception | None = None  # why the model would not load, once tried
         self._key: bytes | None | bool = False  # the user's key, once read (False: not yet)
         self._dir_checked = False  # ensure_data_dir ran (its lstats once, not per use)
+        self._writable: bool | None = None  # files could be made in the folder, last looked
 
     # -- opening ---------------------------------------------------------------------------------
 
@@ -79,7 +80,11 @@ class Memory:
     def store(self) -> Store:
         if self._store is None:
             self._ensure_dir()
-            self._store = self._open()
+            store = self._open()
+            self._writable = self.writable()
+            if not self._writable:  # no lock file, log or extract could be made: write nothing
+                store.readonly = True
+            self._store = store
         return self._store
 
     def key(self) -> bytes | None:
@@ -95,6 +100,31 @@ class Memory:
                               once=True)
                 self._key = None
         return self._key
+
+    def writable(self) -> bool:
+        """Whether files can be made in the folder now, as writers do (the locks, the log, the
+        extracts): not on a read-only file system or mount, nor in a folder made read-only. The
+        index file an open connection holds says nothing: it stays writable through it."""
+        return os.access(self.dir, os.W_OK)
+
+    def follow_write_access(self) -> None:
+        """For a long-lived process (the MCP server), before each use: the folder may have turned
+        read-only since the index was opened (remounted, chmodded), or writable again. Read-only,
+        the index is read as it stands through the connection already open, and nothing is
+        written nor any lock taken (each writer checks store.readonly); writable again, it is
+        opened anew for writing."""
+        store = self.store()
+        writable = self.writable()
+        if writable == self._writable:
+            return
+        self._writable = writable
+        if not writable and not store.readonly:
+            store.readonly = True
+            self.log.warn(f"{self.dir} turned read-only: answering from the index as it stands, "
+                          "nothing is updated")
+        elif writable and store.readonly:
+            self.close()
+            self.store()
 
     def _open(self) -> Store:
         try:

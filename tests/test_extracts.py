@@ -2,6 +2,7 @@
 holds, one per project folder per local day, what blocks one, and that it is never rewritten."""
 from __future__ import annotations
 
+import os
 import re
 import time
 from datetime import datetime, timedelta, timezone
@@ -305,3 +306,141 @@ def test_an_extract_is_never_updated_and_survives_a_rebuild(env):
     assert path.read_bytes() == before
     assert _extracts(env) == [rel]
     assert env.json("show", sid)["session"]["message_count"] == 65
+
+
+# -- cut short while written ---------------------------------------------------------------------
+
+# A process that dies halfway through writing its first file in the extracts folder: killed
+# (SIGKILL, the machine going down) or stopped by the hook's alarm (an exception at any point).
+_DIES_WRITING = r'''
+import os, sys
+how = sys.argv.pop(1)
+real = os.fdopen
+
+class Alarm(BaseException):
+    pass
+
+def fdopen(fd, *args, **kw):
+    f = real(fd, *args, **kw)
+    mode = args[0] if args else kw.get("mode", "r")
+    if "w" not in mode or "/extracts/" not in os.readlink(f"/proc/self/fd/{fd}"):
+        return f
+    class Dying:
+        def __enter__(self):
+            return self
+        def __exit__(self, *exc):
+            f.close()
+        def write(self, text):
+            data = text.encode("utf-8")
+            os.write(fd, data[: len(data) // 2])
+            if how == "killed":
+                os._exit(9)
+            raise Alarm()
+    return Dying()
+
+os.fdopen = fdopen
+from prima_memory.cli import main
+sys.exit(main(sys.argv[1:]))
+'''
+
+
+def _dies_writing(env, how: str, *args, input: str | None = None):
+    import subprocess
+    import sys
+    if not os.path.isdir("/proc/self/fd"):
+        pytest.skip("needs /proc to tell which file is written")
+    return subprocess.run([sys.executable, "-c", _DIES_WRITING, how, *args], input=input,
+                          capture_output=True, text=True, cwd=str(env.ws), env=env.env,
+                          timeout=120)
+
+
+def _indexed_extracts(env) -> list[str]:
+    """The extracts prima-memory reads back for a deep search, by their names."""
+    import apsw
+    db = apsw.Connection(str(env.data / "index.db"), flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        return sorted(r[0] for r in db.execute(
+            "SELECT session_id FROM sessions WHERE source = 'extract'"))
+    finally:
+        db.close()
+
+
+@pytest.mark.parametrize("how", ["killed", "alarm"])
+def test_an_extract_cut_short_is_written_whole_by_the_next_run(env, how):
+    """(a bug: the extract was written in place after its O_EXCL create, so a run killed or
+    stopped halfway left a truncated file that took the day's place for ever)"""
+    _prepare(env)
+    sid, start = _sid(30), BASE + 9 * 3600
+    _duration_session(env, sid, 31 * 60, start)
+    p = _dies_writing(env, how, "index")
+    assert p.returncode != 0, p.stdout + p.stderr
+    assert not list((env.data / "extracts").rglob("*.md")), "a part of an extract was left"
+    env.run("index")
+    path = env.data / "extracts" / "my-project" / _name(start)
+    text = path.read_text(encoding="utf-8")
+    assert sid in text and text.rstrip().endswith("Rounding is fine.")
+    env.run("search", "rounding", "--deep", "--mode", "keyword")  # reads the extracts back
+    assert _indexed_extracts(env) == [f"extract:my-project/{_name(start)}"]
+
+
+@pytest.mark.parametrize("how", ["killed", "alarm"])
+def test_a_checkpoint_cut_short_is_neither_injected_nor_in_the_way(env, how):
+    """(a bug: as for an extract; a truncated checkpoint was injected after the compaction, and
+    named the session, so that no extract of it was ever written)"""
+    import json
+    _prepare(env)
+    sid, start = _sid(31), BASE + 9 * 3600
+    t = env.transcript(sid, start=start)
+    t.exchange("Review the ledger totals", "Looking.")  # not substantial yet: no extract
+    env.run("index")
+    hook_input = json.dumps({"session_id": sid, "cwd": str(env.ws), "trigger": "auto",
+                             "hook_event_name": "PreCompact"})
+    p = _dies_writing(env, how, "--workspace", str(env.ws), "hook", "pre-compact",
+                      input=hook_input)
+    assert (p.returncode != 0) == (how == "killed"), p.stdout + p.stderr
+    assert not list((env.data / "extracts").rglob("*.md")), "a part of a checkpoint was left"
+    after = env.run("--workspace", str(env.ws), "hook", "session-start", input=json.dumps(
+        {"session_id": sid, "cwd": str(env.ws), "source": "compact",
+         "hook_event_name": "SessionStart"}))
+    assert "checkpoint" not in after.stdout.lower()
+    t.exchange("And the rounding?", "Rounding is fine.")
+    t.user("Thanks", step=31 * 60)  # substantial now
+    env.run("index")  # no file names the session: its extract is written
+    assert [p.name for p in (env.data / "extracts").rglob("*.md")] == [_name(start)]
+    env.run("--workspace", str(env.ws), "hook", "pre-compact", input=hook_input)
+    [checkpoint] = (env.data / "extracts").rglob("*-checkpoint.md")
+    assert checkpoint.read_text(encoding="utf-8").rstrip().endswith("Rounding is fine.")
+
+
+def test_writing_whole_keeps_the_old_guards(tmp_path, monkeypatch):
+    """(guards of the fix above) what is at the name is never followed, replaced or clobbered,
+    even when it comes between the look and the write; no temporary file outlives a write; a
+    temporary file a killed run left is neither an extract nor a checkpoint."""
+    from prima_memory import checkpoints, extracts
+    from prima_memory.sources import extracts as extract_source
+    ws = tmp_path / "ws"
+    folder = ws / ".prima-memory" / "extracts" / "p"
+    folder.mkdir(parents=True)
+    victim = tmp_path / "victim"
+    victim.write_text("secret")
+    (folder / "link.md").symlink_to(victim)
+    (folder / "dangling.md").symlink_to(tmp_path / "nowhere")
+    (folder / "kept.md").write_text("complete")
+    for name in ("link.md", "dangling.md", "kept.md"):
+        assert extracts.write_new(str(folder / name), "new text") is False
+    with monkeypatch.context() as m:  # another writer takes the name after the look
+        m.setattr(extracts.os.path, "lexists", lambda p: False)
+        assert extracts.write_new(str(folder / "kept.md"), "new text") is False
+        assert extracts.write_new(str(folder / "link.md"), "new text") is False
+    assert victim.read_text() == "secret" and not (tmp_path / "nowhere").exists()
+    assert (folder / "kept.md").read_text() == "complete" and (folder / "link.md").is_symlink()
+    sid = "e0e0e0e0-0000-4000-8000-000000000099"
+    left = folder / f"{extracts.TEMP_PREFIX}123-abc"
+    left.write_text(f"# Checkpoint: half of {sid}")  # what a killed run leaves
+    names = sorted(p.name for p in folder.iterdir())
+    assert extracts.write_new(str(folder / "new.md"), "whole") is True
+    assert sorted(p.name for p in folder.iterdir()) == sorted(names + ["new.md"])
+    assert (folder / "new.md").read_text() == "whole"
+    assert not extracts._day_taken(str(folder), "2026-01-01", sid)
+    assert checkpoints.latest(str(ws), sid) is None
+    assert str(left) not in extract_source.discover(str(ws))

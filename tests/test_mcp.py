@@ -744,3 +744,121 @@ def test_every_bad_argument_of_every_tool_is_one_line_naming_it_and_what_is_allo
         assert len(text.splitlines()) == 1 and len(text) < 500, where
         assert name in text and all(a in text for a in allowed), where
         assert "pydantic" not in text and "http" not in text and "validation error" not in text
+
+
+def test_the_count_of_waiting_calls_loses_no_update(env):
+    """(a bug: `waiting += 1` from two threads at once, unlocked, could lose an update; the
+    count then stayed above zero, or below it, and the idle work never ran again.) Made
+    certain here: the first call is held between reading the count and writing it back
+    until the second has written its own (or, counted under a lock, cannot)."""
+    import threading
+    second_wrote = threading.Event()
+    first, writes = [], []
+
+    class Held(mcp_server.Memory):
+        @property
+        def waiting(self):
+            value = self.__dict__.get("_waiting", 0)
+            if not first and threading.current_thread().name == "call 1":
+                first.append(value)
+                threading.Thread(target=lambda: self.call(lambda mem: None),
+                                 name="call 2").start()
+                second_wrote.wait(2.0)  # a lock in the way: it cannot come
+            return value
+
+        @waiting.setter
+        def waiting(self, value):
+            self.__dict__["_waiting"] = value
+            writes.append(value)
+            if threading.current_thread().name == "call 2":
+                second_wrote.set()
+
+    memory = Held(str(env.ws))
+    writes.clear()
+    with memory.lock:  # a call in progress: both wait, and are counted waiting
+        one = threading.Thread(target=lambda: memory.call(lambda mem: None), name="call 1")
+        one.start()
+        while len(writes) < 2:  # both counted themselves waiting; neither can go on
+            time.sleep(0.01)
+        during = memory.waiting
+    one.join()
+    for t in threading.enumerate():
+        if t.name == "call 2":
+            t.join()
+    assert during == 2 and memory.waiting == 0, (during, memory.waiting)
+
+
+def test_a_memory_folder_made_read_only_while_serving(env):
+    """(a bug: .prima-memory turned read-only under a running server, find_similar failed with
+    "OSError: [Errno 30] ... embed.lock" and rebuild_index answered "running": true, "started":
+    true while no rebuild could run.) Now what can be answered is, from the index and vectors as
+    they stand, with no lock taken when nothing can be written; rebuild_index says in one line
+    that it cannot start, and why."""
+    import shutil
+    _history(env)
+    pidfile = env.root / "server.pid"
+    server = [sys.executable, "-m", "prima_memory", "--workspace", str(env.ws), "mcp"]
+    if os.geteuid() == 0:
+        # root writes through a chmod: a bind mount of the folder, remounted read-only in the
+        # server's own mount namespace (EROFS for real, as a read-only file system gives)
+        if not (shutil.which("unshare") and shutil.which("nsenter")):
+            pytest.skip("unshare and nsenter are needed to make a read-only mount as root")
+        script = 'mount --bind "$0" "$0" && echo $$ > "$1" && shift && exec "$@"'
+        params = StdioServerParameters(
+            command="unshare", args=["-m", "sh", "-c", script, str(env.data), str(pidfile),
+                                     *server], env=env.env, cwd=str(env.root))
+
+        def read_only():
+            # (a mount with files open for writing cannot be made read-only: the one the server
+            # opened them through is detached, and a read-only one takes its place; what the
+            # server has open stays open, as on a file system remounted read-only on errors)
+            again = 'umount -l "$0" && mount --bind "$0" "$0" && mount -o remount,bind,ro "$0"'
+            p = subprocess.run(["nsenter", "-t", pidfile.read_text().strip(), "-m", "sh", "-c",
+                                again, str(env.data)], capture_output=True, text=True)
+            if p.returncode:
+                raise RuntimeError(f"cannot remount read-only here: {p.stderr.strip()[:200]}")
+    else:
+        params = StdioServerParameters(command=server[0], args=server[1:], env=env.env,
+                                       cwd=str(env.root))
+
+        def read_only():
+            os.chmod(env.data, 0o555)
+    new = "cccc4444-0000-4000-8000-000000000004"
+
+    async def main():
+        with open(env.root / "mcp-stderr.log", "a") as errlog:
+            async with stdio_client(params, errlog=errlog) as (r, w), ClientSession(r, w) as s:
+                await s.initialize()
+                out = {"before": await ok(s, "find_similar", query="413 body too large")}
+                read_only()
+                # nothing new to index: the embed lock was the first thing opened for writing
+                out["similar"] = await call(s, "find_similar", query="413 body too large")
+                # a session written since: the index would take it, but cannot now
+                env.transcript(new, start=OLD + 3 * DAY).exchange("Rotate the TLS certificate",
+                                                                  "Rotated it with certbot.")
+                for name, tool, args in [
+                        ("search", "search_sessions", {"query": "pg_dump"}),
+                        ("rebuild", "rebuild_index", {}),
+                        ("again", "find_similar", {"query": "413 body too large"})]:
+                    out[name] = await call(s, tool, **args)
+                return out
+    try:
+        got = anyio.run(main)
+    finally:
+        os.chmod(env.data, 0o700)
+    best = got["before"]["results"][0]["session_id"]
+    assert best == UPLOAD
+    for name in ("similar", "again", "search"):
+        err, text = got[name]
+        assert not err, (name, text)
+    similar = json.loads(got["similar"][1])
+    assert similar["results"][0]["session_id"] == UPLOAD
+    assert similar["results"] == got["before"]["results"]
+    assert any("read-only" in w for w in similar["warnings"]), similar
+    search = json.loads(got["search"][1])
+    assert search["results"][0]["session_id"] == BACKUP
+    assert any("read-only" in w for w in search["warnings"]), search
+    err, text = got["rebuild"]
+    assert err and "\n" not in text, text
+    assert "rebuild" in text and "read-only" in text and "running" not in text, text
+    assert not env.json("status")["rebuild"]["running"]

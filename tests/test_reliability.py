@@ -1167,6 +1167,49 @@ def test_a_transaction_that_reads_then_writes_waits_for_another_writer(env):
     store.close()
 
 
+@pytest.mark.parametrize("source", ["claude-code", "codex"])
+def test_archiving_a_file_gone_waits_for_another_writer(env, source):
+    """A run that finds a transcript (or another agent's file) gone archives its session: it
+    reads the file's row, then marks it. Another process writing at that moment (a background
+    embedder, the MCP server's idle work) used to fail it at once with "database is locked"
+    (a deferred transaction, fixed in 4c7c01b for every Store.transaction); now it waits."""
+    from prima_memory.memory import Memory
+    gone = env.transcript(S2, start=START + DAY)
+    gone.exchange("a question about the ibis", "Ibis answer.")
+    codex = Path(env.env["CODEX_HOME"]) / "sessions" / "2026" / "03" / "01"
+    codex.mkdir(parents=True)
+    rollout = codex / "rollout-2026-03-01T10-00-00-cx-ibis.jsonl"
+    rollout.write_text("".join(json.dumps(x) + "\n" for x in [
+        {"timestamp": "2026-03-01T10:00:00.000Z", "type": "session_meta",
+         "payload": {"id": "cx-ibis", "timestamp": "2026-03-01T10:00:00.000Z",
+                     "cwd": str(env.ws)}},
+        {"timestamp": "2026-03-01T10:00:01.000Z", "type": "response_item",
+         "payload": {"type": "message", "role": "user",
+                     "content": [{"type": "input_text", "text": "ibis in codex"}]}}]))
+    env.run("index")
+    (gone.path if source == "claude-code" else rollout).unlink()
+    other = apsw.Connection(str(env.data / "index.db"))
+    other.execute("BEGIN IMMEDIATE")
+    other.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('other', 'x')")
+    release = threading.Timer(0.5, lambda: other.execute("COMMIT"))
+    mem = Memory(str(env.ws))
+    release.start()
+    try:
+        rep = mem.update() if source == "claude-code" else mem.update_sources()
+    finally:
+        release.join()
+        mem.close()
+        other.close()
+    assert rep.archived == 1
+    wanted = S2 if source == "claude-code" else "cx-ibis"
+    db = connect(env.data / "index.db")
+    try:
+        archived = [r[0] for r in db.execute("SELECT session_id FROM sessions WHERE archived = 1")]
+    finally:
+        db.close()
+    assert archived == [wanted]
+
+
 # -- rebuild ---------------------------------------------------------------------------------------
 
 def test_rebuild_gives_the_same_index_and_keeps_archived_sessions(env):

@@ -854,6 +854,49 @@ def test_links_and_special_files_in_the_source_folders_are_never_read(env):
     assert time.monotonic() - t0 < 2
 
 
+@pytest.mark.parametrize("source, swap", [("codex", "fifo"), ("codex", "link"),
+                                          ("copilot-chat", "link"), ("shared-log", "link")])
+def test_a_file_swapped_for_a_fifo_or_link_after_reading_is_not_opened(env, monkeypatch, source,
+                                                                      swap):
+    """(a bug: once a file was read, its size was taken, and its first bytes hashed, by its
+    name again, following a link and waiting on a FIFO: a file swapped in between hung the
+    indexer for good, or had a file outside the source folders read, its size recorded)"""
+    import importlib
+    import threading
+    outside = env.root / "outside.txt"
+    outside.write_text("outside secret\n" * 400)
+    path = {"codex": lambda: _rollout(env, "sw", [_meta("cx-sw", str(env.ws)),
+                                                   _msg("user", "swapword")]),
+            "copilot-chat": lambda: _chat(env, "sw", _chat_doc("sw", "swapword")),
+            "shared-log": lambda: _log(env, "P1", "sw.md", "swapword")}[source]()
+    module = importlib.import_module(f"prima_memory.sources.{source.replace('-chat', '')}"
+                                     .replace("shared-log", "shared_log"))
+    real = module.read
+
+    def read(p, *args):
+        got = real(p, *args)
+        if os.fspath(p) == str(path):  # swapped between reading it and recording it
+            os.unlink(p)
+            os.mkfifo(p) if swap == "fifo" else os.symlink(outside, p)
+        return got
+    monkeypatch.setattr(module, "read", read)
+    mem = _memory(env, monkeypatch)
+    done = threading.Thread(target=mem.update_sources, daemon=True)
+    done.start()
+    done.join(30)
+    hung = done.is_alive()
+    if hung:  # let it go: a writer at the other end
+        os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))
+        done.join(30)
+    try:
+        assert not hung, "the indexer waited on a FIFO"
+        row = mem.store().files(source)[str(path)]
+    finally:
+        mem.close()
+    assert row.head_hash is None, "the swapped-in file was read"
+    assert row.offset != outside.stat().st_size, "the size of the file a link points to"
+
+
 def test_codex_home_itself_a_link_is_read(env):
     """(holds) CODEX_HOME is the user's choice: a link to the real folder is fine."""
     real = env.root / "real codex"

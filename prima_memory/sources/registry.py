@@ -16,6 +16,7 @@ provisional reply). Claude Code is that source.
 from __future__ import annotations
 
 import os
+import stat
 import sys
 import time
 
@@ -29,6 +30,7 @@ class Source:
     streamed = False  # read by Indexer.run (see above), not index_sources
     extracted = True  # its substantial sessions get a markdown extract
     host = False  # the conversations the memory is mostly made of: lists leave its label out
+    follows_links = False  # its files may be links, read through (Claude Code's only)
     agent = "Agent"  # who answers, as extracts name it
     resume = ""  # the command that resumes a session, with {id}
 
@@ -104,6 +106,13 @@ def unlisted(folders: list | None, path: str, error: OSError) -> None:
         folders.append((path, UNLISTED))
 
 
+def _size(path: str) -> int:
+    """The size of the file at `path` itself once read, by lstat: 0 for what is no regular file
+    there now (a link, never followed, or a FIFO swapped in after the read)."""
+    st = os.lstat(path)
+    return st.st_size if stat.S_ISREG(st.st_mode) else 0
+
+
 def _files(root: str, accept, folders: list | None = None) -> list[str]:
     """Regular files under root that `accept(name)`, links never followed (the directory
     entries' own types: no stat per file)."""
@@ -127,6 +136,7 @@ def _files(root: str, accept, folders: list | None = None) -> list[str]:
 class ClaudeCode(Source):
     name, label, mode, streamed = "claude-code", "[transcript]", "append", True
     host, agent, resume = True, "Claude", "claude --resume {id}"
+    follows_links = True  # a transcript linked into the project folder is read (discover)
 
     def locations(self, ws: str) -> list[str]:
         """Its project folders, or where the usual one would be (for status)."""
@@ -300,7 +310,7 @@ class CopilotChat(Source):
         deltas, problems = copilot.read(path)
         for d in deltas:
             d.cwd = extra  # the workspace folder, shown as the session's project
-        return deltas, os.path.getsize(path), state, problems
+        return deltas, _size(path), state, problems
 
 
 class SharedLog(Source):
@@ -317,7 +327,7 @@ class SharedLog(Source):
     def read(self, path, extra, offset, state):
         from . import shared_log
         d, problems = shared_log.read(path, extra)
-        return ([d] if d else []), os.path.getsize(path), state, problems
+        return ([d] if d else []), _size(path), state, problems
 
 
 class Extracts(Source):
@@ -336,7 +346,7 @@ class Extracts(Source):
     def read(self, path, extra, offset, state):
         from . import extracts
         d = extracts.read(extra, path)  # None for a link, never followed
-        return ([d] if d else []), os.lstat(path).st_size, state, []
+        return ([d] if d else []), _size(path), state, []
 
 
 SOURCES = (ClaudeCode(), Codex(), CopilotChat(), SharedLog())  # the seed's, and status's, list
