@@ -134,6 +134,17 @@ class Env:
         key = (Path(self.env["XDG_CONFIG_HOME"]) / "prima-memory" / "key").read_bytes().strip()
         db.execute("UPDATE meta SET value = ? WHERE key = 'owner'", (stamp_of(db, key),))
 
+    def index_without_checkpoint(self) -> None:
+        """Index, and end as a process killed mid-work does: every change still in
+        index.db-wal, none yet in index.db."""
+        code = ("import os, sys\n"
+                "from prima_memory.memory import Memory\n"
+                "m = Memory(sys.argv[1]); m.store().db.execute('PRAGMA wal_autocheckpoint=0')\n"
+                "m.update()\n"
+                "os._exit(0)\n")
+        subprocess.run([sys.executable, "-c", code, str(self.ws)], env=self.env, check=True,
+                       cwd=str(self.ws), timeout=60)
+
     def run(self, *args, input: str | None = None, check: bool = True, cwd=None, env=None):
         """Run the real CLI; returns CompletedProcess (text)."""
         e = dict(self.env)

@@ -6,7 +6,6 @@ from __future__ import annotations
 import errno
 import os
 import subprocess
-import sys
 
 import pytest
 
@@ -34,20 +33,9 @@ def data_mount(env):
         subprocess.run(["umount", "-l", str(env.data)], capture_output=True, timeout=30)
 
 
-def _index_without_checkpoint(env) -> None:
-    """Index, and end as a process killed mid-work does: every change still in index.db-wal."""
-    code = ("import os, sys\n"
-            "from prima_memory.memory import Memory\n"
-            "m = Memory(sys.argv[1]); m.store().db.execute('PRAGMA wal_autocheckpoint=0')\n"
-            "m.update()\n"
-            "os._exit(0)\n")
-    subprocess.run([sys.executable, "-c", code, str(env.ws)], env=env.env, check=True,
-                   cwd=str(env.ws), timeout=60)
-
-
 def test_read_only_with_an_unflushed_log_answers_from_the_log(env, data_mount):
     env.transcript(A, start=OLD).exchange("Fix the zanzibarite parser", "Fixed it.")
-    _index_without_checkpoint(env)
+    env.index_without_checkpoint()
     assert (data_mount / "index.db-wal").stat().st_size > 0
     _mount("-o", "remount,ro", str(data_mount))
     before = sorted(os.listdir(data_mount))
@@ -64,7 +52,7 @@ def test_read_only_where_the_log_cannot_be_read_says_so_and_moves_nothing(env, d
     """No -shm beside the log, and none can be made: the log cannot be read, and the file alone
     may be inconsistent without it. Said in one line; nothing is called corrupt or moved."""
     env.transcript(A, start=OLD).exchange("Fix the zanzibarite parser", "Fixed it.")
-    _index_without_checkpoint(env)
+    env.index_without_checkpoint()
     os.unlink(data_mount / "index.db-shm")
     _mount("-o", "remount,ro", str(data_mount))
     before = sorted(os.listdir(data_mount))
