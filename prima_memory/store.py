@@ -742,13 +742,14 @@ class Store:
     def file_read(self, path: str, size: int) -> None:
         """The file is read to its end as it was at `size` (save_file leaves the size out until
         then, so a read stopped half way is not taken for a whole one)."""
-        self.db.execute("UPDATE files SET size = ? WHERE path = ?", (size, path))
+        self.db.execute("UPDATE files SET size = ? WHERE path = ?", (size, _bind_path(path)))
 
     def file_failed(self, path, source, size, mtime_ns, inode, why: str) -> None:
         """A file that could not be read, as it was then: not read again until it changes.
         What the index holds of it (its session, offset and parser state) stays; `why` goes
         into its state, as "failed", for status."""
-        row = self.db.execute("SELECT state FROM files WHERE path = ?", (path,)).fetchone()
+        row = self.db.execute("SELECT state FROM files WHERE path = ?",
+                              (_bind_path(path),)).fetchone()
         try:
             state = json.loads(row[0]) if row and row[0] else {}
         except ValueError:
@@ -757,7 +758,8 @@ class Store:
         if row:
             self.db.execute("UPDATE files SET size = ?, mtime_ns = ?, inode = ?, state = ?, "
                             "status = ? WHERE path = ?",
-                            (size, mtime_ns, inode, json.dumps(state), FAILED, path))
+                            (size, mtime_ns, inode, json.dumps(state), FAILED,
+                             _bind_path(path)))
         else:
             self.save_file(path, source, None, 0, size, mtime_ns, inode, None, None, 0,
                            json.dumps(state), FAILED)

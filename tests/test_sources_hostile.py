@@ -871,15 +871,27 @@ def test_a_file_swapped_for_a_fifo_or_link_after_reading_is_not_opened(env, monk
             "shared-log": lambda: _log(env, "P1", "sw.md", "swapword")}[source]()
     module = importlib.import_module(f"prima_memory.sources.{source.replace('-chat', '')}"
                                      .replace("shared-log", "shared_log"))
-    real = module.read
-
-    def read(p, *args):
-        got = real(p, *args)
-        if os.fspath(p) == str(path):  # swapped between reading it and recording it
+    def swapped(p):  # between reading it and recording it
+        if os.fspath(p) == str(path):
             os.unlink(p)
             os.mkfifo(p) if swap == "fifo" else os.symlink(outside, p)
-        return got
-    monkeypatch.setattr(module, "read", read)
+
+    if source == "codex":  # a rollout is read in steps: swapped before its last is recorded
+        real_chunks = module.read_chunks
+
+        def read_chunks(p, *args, **kw):
+            steps = list(real_chunks(p, *args, **kw))
+            swapped(p)
+            yield from steps
+        monkeypatch.setattr(module, "read_chunks", read_chunks)
+    else:
+        real = module.read
+
+        def read(p, *args):
+            got = real(p, *args)
+            swapped(p)
+            return got
+        monkeypatch.setattr(module, "read", read)
     mem = _memory(env, monkeypatch)
     done = threading.Thread(target=mem.update_sources, daemon=True)
     done.start()
