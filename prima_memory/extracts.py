@@ -1,13 +1,12 @@
 """Markdown extracts of substantial sessions, written once and never updated (the seed's rules)."""
 from __future__ import annotations
 
-import errno
 import os
 import re
 import time
 
 from .timeparse import local
-from .workspace import O_NOFOLLOW, data_dir, is_real_dir
+from .workspace import create_whole, data_dir, is_real_dir
 
 MIN_MESSAGES = 50
 MIN_FILES = 10
@@ -39,56 +38,16 @@ def _day_taken(folder: str, day: str, session_id: str) -> bool:
     return any((n.startswith(day) and n.endswith((".md",))) or session_id in n for n in names)
 
 
-TEMP_PREFIX = ".prima-tmp-"  # a file being written: no ".md", no session id (nothing it blocks)
-
-
 def write_new(path: str, text: str) -> bool:
-    """Create a file that must never be overwritten; False if something is there already. Written
-    whole to a temporary file beside it, then linked to its name: a run killed or stopped by its
-    alarm halfway leaves no part of it under that name (a part would block the day's extract
-    for ever), only a temporary file nothing reads. Never through a symbolic link: the temporary
-    file is made with O_EXCL|O_NOFOLLOW, link() never follows or replaces what is at the name,
-    and the folder must be a real one."""
+    """Create an extract or checkpoint, never overwritten; False if something is there already.
+    Written whole, then linked to its name (workspace.create_whole): a run killed or stopped by
+    its alarm halfway leaves no part under that name (a part would block the day's extract for
+    ever). Never through a symbolic link: the folder must be a real one."""
     folder = os.path.dirname(path)
     os.makedirs(folder, mode=0o700, exist_ok=True)
     if not (is_real_dir(folder) and is_real_dir(os.path.dirname(folder))):
         raise OSError(f"{folder} is not a folder of its own (a symbolic link?): not written")
-    if os.path.lexists(path):
-        return False
-    tmp = os.path.join(folder, f"{TEMP_PREFIX}{os.getpid()}-{os.urandom(6).hex()}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | O_NOFOLLOW, 0o600)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        try:
-            os.link(tmp, path)  # atomic, and fails if the name is taken (even by a link)
-        except FileExistsError:
-            return False
-        except OSError as e:
-            if e.errno not in _NO_LINKS:
-                raise
-            # a file system without hard links: the old way, created in place, never clobbering
-            return _write_in_place(path, text)
-        return True
-    finally:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-
-
-_NO_LINKS = {getattr(errno, n) for n in ("EPERM", "ENOTSUP", "EOPNOTSUPP", "ENOSYS")
-             if hasattr(errno, n)}
-
-
-def _write_in_place(path: str, text: str) -> bool:
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | O_NOFOLLOW, 0o600)
-    except FileExistsError:
-        return False
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(text)
-    return True
+    return create_whole(path, text)
 
 
 def maybe_write(store, session: int, ws: str) -> str | None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 
-from .workspace import open_nofollow, read_plain
+from .workspace import create_whole, read_plain
 
 KEY_BYTES = 32
 
@@ -30,19 +30,9 @@ def key() -> bytes:
     except _Unusable:  # empty or cut short: no index can have been stamped with it
         os.unlink(path)
     os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
-    # Written whole under another name, then linked into place: a process starting at the same
-    # moment either finds no key or the whole key, never an empty file (which it would replace).
-    tmp = f"{path}.{os.getpid()}.{os.urandom(4).hex()}"
-    fd = open_nofollow(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(os.urandom(KEY_BYTES).hex())
-        try:
-            os.link(tmp, path)
-        except FileExistsError:  # another process made it first: theirs is the key
-            pass
-    finally:
-        os.unlink(tmp)
+    # whole or not at all: a process starting at the same moment finds no key or the whole key,
+    # never an empty file (which it would replace); if another made it first, theirs is the key
+    create_whole(path, os.urandom(KEY_BYTES).hex())
     return _read(path)
 
 

@@ -213,3 +213,46 @@ def read_plain(path: str, limit: int):
     with os.fdopen(fd, "rb") as f:
         st = os.fstat(fd)
         return (f.read(limit), st) if stat.S_ISREG(st.st_mode) else None
+
+
+TEMP_PREFIX = ".prima-tmp-"  # a file being written: no ".md", no session id (nothing it blocks)
+_NO_LINKS = {getattr(errno, n) for n in ("EPERM", "ENOTSUP", "EOPNOTSUPP", "ENOSYS")
+             if hasattr(errno, n)}
+
+
+def create_whole(path: str, text: str) -> bool:
+    """Create `path` holding `text`, or False if something is there already: written whole to a
+    temporary file beside it (O_EXCL|O_NOFOLLOW), then linked to its name. Nobody ever reads it
+    half written, a kill leaves only a temporary file nothing reads, and link() never follows
+    or replaces what is at the name (a concurrent writer's file, a planted link)."""
+    if os.path.lexists(path):
+        return False
+    tmp = os.path.join(os.path.dirname(path), f"{TEMP_PREFIX}{os.getpid()}-{os.urandom(6).hex()}")
+    fd = open_nofollow(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        try:
+            os.link(tmp, path)  # atomic, and fails if the name is taken (even by a link)
+        except FileExistsError:
+            return False
+        except OSError as e:
+            if e.errno not in _NO_LINKS:
+                raise
+            return _create_in_place(path, text)  # a file system without hard links
+        return True
+    finally:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+
+
+def _create_in_place(path: str, text: str) -> bool:
+    try:
+        fd = open_nofollow(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+    except FileExistsError:
+        return False
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(text)
+    return True

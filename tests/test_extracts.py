@@ -416,7 +416,7 @@ def test_writing_whole_keeps_the_old_guards(tmp_path, monkeypatch):
     """(guards of the fix above) what is at the name is never followed, replaced or clobbered,
     even when it comes between the look and the write; no temporary file outlives a write; a
     temporary file a killed run left is neither an extract nor a checkpoint."""
-    from prima_memory import checkpoints, extracts
+    from prima_memory import checkpoints, extracts, workspace
     from prima_memory.sources import extracts as extract_source
     ws = tmp_path / "ws"
     folder = ws / ".prima-memory" / "extracts" / "p"
@@ -435,7 +435,7 @@ def test_writing_whole_keeps_the_old_guards(tmp_path, monkeypatch):
     assert victim.read_text() == "secret" and not (tmp_path / "nowhere").exists()
     assert (folder / "kept.md").read_text() == "complete" and (folder / "link.md").is_symlink()
     sid = "e0e0e0e0-0000-4000-8000-000000000099"
-    left = folder / f"{extracts.TEMP_PREFIX}123-abc"
+    left = folder / f"{workspace.TEMP_PREFIX}123-abc"
     left.write_text(f"# Checkpoint: half of {sid}")  # what a killed run leaves
     names = sorted(p.name for p in folder.iterdir())
     assert extracts.write_new(str(folder / "new.md"), "whole") is True
