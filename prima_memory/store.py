@@ -257,19 +257,23 @@ def stamp_of(db, key: bytes) -> str:
                            person=b"prima-memory-idx").hexdigest()
 
 
-def owner_problem(db, key: bytes) -> str | None:
+def owner_problem(db, key: bytes, *, unstamped: bool = False) -> str | None:
     """None when this database was made (or last migrated) by prima-memory with this key; else
     why not, in words for a warning. Reads nothing but the schema and, once that is known to
-    hold our meta table, the stamp in it (a `meta` made by someone else could be a view)."""
+    hold our meta table, the stamp in it (a `meta` made by someone else could be a view).
+    `unstamped`: the user vouches for it (an index from before stamps): no stamp is needed, but
+    still nothing prima-memory never makes."""
     if (_META_SQL,) not in db.execute(
             "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'meta'").fetchall():
         return "is not a prima-memory index"
-    row = db.execute("SELECT value FROM meta WHERE key = 'owner'").fetchone()
+    row = None if unstamped else db.execute("SELECT value FROM meta WHERE key = 'owner'").fetchone()
     if row and row[0] == stamp_of(db, key):
         return None
     odd = _objects_not_ours(db)
     if odd:
         return "holds what prima-memory never makes (" + ", ".join(odd[:5]) + ")"
+    if unstamped:
+        return None
     if not row:
         return ("carries no stamp of this user's prima-memory (an index from before stamps, or "
                 "one that came with the folder)")
@@ -1185,9 +1189,7 @@ class Store:
         old.execute("PRAGMA trusted_schema=OFF")
         try:
             if self.key is not None:
-                odd = _objects_not_ours(old) if unstamped else []
-                why = (f"holds what prima-memory never makes ({', '.join(odd[:5])})" if odd
-                       else None if unstamped else owner_problem(old, self.key))
+                why = owner_problem(old, self.key, unstamped=unstamped)
                 if why:
                     raise ForeignIndex(old_path, why)
             sessions = _lenient(old, f"SELECT {_BLOB_SESSION_COLUMNS}, NULL FROM sessions")
