@@ -251,10 +251,13 @@ def _schema_rows(db) -> list[tuple]:
 def stamp_of(db, key: bytes) -> str:
     """The index's stamp: the user's key over its schema, object by object, so that a trigger,
     view, table or index added by anyone else no longer matches."""
-    import hashlib
+    try:  # hashlib's own import loads OpenSSL: 3-6 ms of every hook's start, for blake2b alone
+        from _blake2 import blake2b
+    except ImportError:  # (not CPython)
+        from hashlib import blake2b
     text = "\n".join("\0".join(map(str, row)) for row in _schema_rows(db))
-    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), key=key[:64], digest_size=32,
-                           person=b"prima-memory-idx").hexdigest()
+    return blake2b(text.encode("utf-8", "surrogatepass"), key=key[:64], digest_size=32,
+                   person=b"prima-memory-idx").hexdigest()
 
 
 def owner_problem(db, key: bytes, *, unstamped: bool = False) -> str | None:
