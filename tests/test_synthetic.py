@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from prima_memory.synthetic import generate_history
+from bench.synthetic import generate_history
 
 NOW = 1_790_000_000.0
 WS = "/home/dev/work/shop api"
