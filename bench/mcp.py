@@ -174,7 +174,7 @@ def bench_edges(fn, env, ws, pdir, rounds: int) -> dict:
     are removed and pruned from the index at the end."""
     from prima_memory.memory import Memory
     from prima_memory.semantic import key_of
-    from prima_memory.synthetic import generate_history
+    from bench.synthetic import generate_history
     mem = Memory(str(ws))
     key = key_of(mem.embedder())
     t = time.perf_counter()

@@ -117,7 +117,7 @@ print(n, size, time.perf_counter() - t)
 
 def prepare(size: str, out_root: str):
     """The benchmark history of a size (generated once, deterministic): (out, config, ws, pdir)."""
-    from prima_memory.synthetic import generate_history
+    from bench.synthetic import generate_history
     from prima_memory.sources.claude_code import encode_project_dir
 
     sessions, target = SIZES[size]
@@ -148,7 +148,7 @@ def source_env(out: Path, on: bool) -> dict:
 def prepare_sources(size: str, out: Path, ws: Path) -> list[Path]:
     """The other sources of a size beside its history (generated once, deterministic): Codex
     rollouts and Copilot Chat sessions under <out>/sources. Returns their files."""
-    from prima_memory.synthetic import generate_codex, generate_copilot
+    from bench.synthetic import generate_codex, generate_copilot
     root = out / "sources"
     if not root.is_dir():
         rollouts, chats = SOURCES[size]

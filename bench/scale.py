@@ -37,7 +37,7 @@ def summary(xs: list[float]) -> dict:
 
 
 def history(out: Path, n: int) -> tuple[Path, Path, Path]:
-    from prima_memory.synthetic import generate_history
+    from bench.synthetic import generate_history
     from prima_memory.sources.claude_code import encode_project_dir
     root = out / f"scale-{n}"
     config, ws = root / "claude", root / "work space" / "bench project"

@@ -1,12 +1,26 @@
-"""`prima-memory quickstart`: index this folder, or a small generated demo history, and show it."""
+"""`prima-memory quickstart`: index this folder, or a small packaged demo history, and show it."""
 from __future__ import annotations
 
+import calendar
+import hashlib
+import json
 import os
+import re
+import shutil
 import tempfile
+import time
+import zipfile
+from pathlib import Path
 
-from .sources.claude_code import project_dirs
+import orjson
 
-DEMO_SESSIONS = 12
+from .sources.claude_code import encode_project_dir, project_dirs
+
+# 12 sessions made once by the benchmarks' generator (bench/demo_sample.py makes it again)
+SAMPLE = Path(__file__).with_name("sample") / "demo-history.zip"
+# a time the generator wrote as a JSON string of its own; not one quoted inside a text (\"...\"),
+# as in a log line in a tool's output, which the generator takes from a fixed pool
+_ISO = re.compile(rb'(?<!\\)"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)\.(\d{3})Z"')
 
 
 def _demo_paths() -> tuple[str, str]:
@@ -21,7 +35,7 @@ def _demo_paths() -> tuple[str, str]:
 
 
 def quickstart(mem, *, demo: bool = False) -> dict:
-    """Index the workspace (or, where it has no Claude Code history, a generated demo one), and
+    """Index the workspace (or, where it has no Claude Code history, the packaged demo one), and
     return what a new user should see: the index report, the status and a sample search."""
     from . import api
     from .background import start_embedder
@@ -34,8 +48,7 @@ def quickstart(mem, *, demo: bool = False) -> dict:
         os.environ["CLAUDE_CONFIG_DIR"] = config  # this process only: the demo's own history
         os.environ.pop("PRIMA_EXPECTED_HOST", None)
         if not project_dirs(ws):
-            from .synthetic import generate_history
-            generate_history(config, ws, DEMO_SESSIONS, seed=11)
+            copy_sample(config, ws)
         from .hints import cli
         note = (f"No Claude Code history for {mem.ws}: showing a demo history in {ws}. (Run "
                 f"`{cli()} --workspace <your project> quickstart`, or install.sh from inside "
@@ -61,3 +74,36 @@ def _sample_query(mem) -> str:
         if words and len(words[0]) >= 4:
             return words[0]
     return "test"
+
+
+def copy_sample(config: str, ws: str, *, now: float | None = None) -> str:
+    """Write the packaged sample history under `<config>/projects/` as the history of `ws`, as
+    the generator would have made it at `now` (default: this moment): the placeholder workspace
+    path becomes `ws` and every timestamp and file time moves by the same amount, so the newest
+    sessions read as hours to days old. Whole or absent: written beside, then renamed into place.
+    Returns the project folder."""
+    now_ms = int(round((time.time() if now is None else float(now)) * 1000))
+    with zipfile.ZipFile(SAMPLE) as z:
+        manifest = json.loads(z.read("manifest.json"))
+        shift = now_ms - int(manifest["now"]) * 1000
+        old_ws, new_ws = manifest["workspace"].encode(), orjson.dumps(ws)[1:-1]  # as in JSON
+
+        def moved(m: re.Match[bytes]) -> bytes:
+            ms = calendar.timegm(time.strptime(m[1].decode(), "%Y-%m-%dT%H:%M:%S")) * 1000
+            s, r = divmod(ms + int(m[2]) + shift, 1000)
+            return b'"%s.%03dZ"' % (time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(s)).encode(), r)
+
+        name = encode_project_dir(ws)
+        if len(name) > 200:  # Claude Code's own hash is not reproducible; the reader matches the prefix
+            name = name[:200] + "-" + hashlib.sha1(ws.encode("utf-8")).hexdigest()[:8]
+        final = Path(config) / "projects" / name
+        part = final.with_name(f"{name}.partial-{os.getpid()}")
+        shutil.rmtree(part, ignore_errors=True)
+        for rel, mtime_ms in manifest["mtime_ms"].items():
+            path = part / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(_ISO.sub(moved, z.read(rel).replace(old_ws, new_ws)))
+            t = (mtime_ms + shift) / 1000
+            os.utime(path, (t, t))
+    os.rename(part, final)
+    return str(final)

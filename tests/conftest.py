@@ -13,6 +13,10 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO.parent / "shared" / "fixtures"
+# The history generator is the benchmarks' (bench/synthetic.py), not the package's: the checkout
+# goes on sys.path, after everything else, so tests import it as bench.synthetic from any cwd.
+if str(REPO) not in sys.path:
+    sys.path.append(str(REPO))
 
 
 def encode(path: str) -> str:

@@ -4,6 +4,7 @@ the line to add. Runs the real install.sh in a fake HOME (its dependencies step 
 .venv is already up to date, so a run takes a few seconds)."""
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -117,3 +118,28 @@ def test_prima_bin_dir_chooses_the_folder(home, tmp_path):
     p = subprocess.run(["bash", "-c", f"{cmd}; command -v prima-memory"], capture_output=True,
                        text=True, env={"HOME": str(home), "PATH": "/usr/bin:/bin"}, timeout=60)
     assert p.stdout.strip() == str(bin_dir / "prima-memory"), (cmd, p.stderr)
+
+
+def test_the_plugin_folder_carries_the_demo_sample_not_the_generator(home):
+    """install.sh copies prima_memory/ into the plugin folder: the demo's sample and py.typed go
+    with it, the history generator (bench/'s) does not, and the demo runs from that copy."""
+    _install(home)
+    plugin = home / ".local" / "share" / "prima-memory" / "plugin"
+    assert (plugin / "prima_memory" / "sample" / "demo-history.zip").is_file()
+    assert (plugin / "prima_memory" / "py.typed").is_file()
+    assert not list(plugin.rglob("synthetic*"))
+    work = home / "no history here"
+    work.mkdir()
+    env = {"HOME": str(home), "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "PRIMA_BACKGROUND": "0",
+           "PYTHONPATH": str(plugin), "XDG_CACHE_HOME": str(home / ".cache"),
+           "CLAUDE_CONFIG_DIR": str(home / ".claude"), "CODEX_HOME": str(home / ".codex"),
+           "PRIMA_VSCODE_USER_DIRS": str(home / "vscode")}
+    py = str(REPO / ".venv" / "bin" / "python")
+    p = subprocess.run([py, "-c", "import prima_memory.demo as d; print(d.SAMPLE)"],
+                       capture_output=True, text=True, env=env, cwd=str(work), timeout=60)
+    assert p.stdout.strip() == str(plugin / "prima_memory" / "sample" / "demo-history.zip"), p.stderr
+    p = subprocess.run([py, "-m", "prima_memory", "quickstart", "--json"], capture_output=True,
+                       text=True, env=env, cwd=str(work), timeout=120)
+    assert p.returncode == 0, p.stderr
+    data = json.loads(p.stdout)
+    assert data["index"]["sessions_updated"] == 12 and data["search"]["results"], data

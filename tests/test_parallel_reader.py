@@ -13,7 +13,7 @@ import pytest
 from prima_memory import indexer
 from prima_memory.logs import Log
 from prima_memory.memory import Memory
-from prima_memory.synthetic import generate_history
+from bench.synthetic import generate_history
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="fork reader: Linux")
 

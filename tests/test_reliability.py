@@ -28,6 +28,7 @@ from pathlib import Path
 import apsw
 import pytest
 
+from bench import synthetic
 from conftest import Env, Transcript
 
 START = 1_700_000_000.0  # Nov 2023: far outside the recency window, so scores are stable
@@ -719,7 +720,6 @@ def test_symlink_loops_in_the_project_folder(env):
 # -- kill -9 in the middle of an index -------------------------------------------------------------
 
 def test_sigkill_at_any_point_then_the_next_run_completes_it(env, tmp_path):
-    synthetic = pytest.importorskip("prima_memory.synthetic")
     synthetic.generate_history(env.claude, str(env.ws), 200, seed=11, target_bytes=100_000_000,
                                now=START, images=0)
     cmd = [sys.executable, "-m", "prima_memory", "index", "--json"]
@@ -988,7 +988,6 @@ def _tree(root: Path) -> dict:
 
 
 def test_sources_are_never_written(env):
-    synthetic = pytest.importorskip("prima_memory.synthetic")
     synthetic.generate_history(env.claude, str(env.ws), 6, seed=5, now=START, images=1)
     t = env.transcript(S1, start=START)
     t.exchange("the ibis question", "Ibis answer.")

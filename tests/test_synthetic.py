@@ -3,15 +3,20 @@ from __future__ import annotations
 
 import base64
 import collections
+import fnmatch
 import json
 import os
 import re
+import time
 from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
 
-from prima_memory.synthetic import generate_history
+from bench.demo_sample import SEED, SESSIONS, TARGET_BYTES
+from bench.synthetic import generate_history
+from conftest import REPO
+from prima_memory.demo import SAMPLE, copy_sample
 
 NOW = 1_790_000_000.0
 WS = "/home/dev/work/shop api"
@@ -182,3 +187,34 @@ def test_long_workspace_name(tmp_path):
     assert name.startswith(re.sub(r"[^A-Za-z0-9]", "-", ws)[:200] + "-")
     assert len(name) < 220
     assert os.path.exists(Path(res["project_dir"]) / f"{res['sessions'][0]}.jsonl")
+
+
+# -- the demo's packaged sample (prima_memory/sample, made by bench/demo_sample.py) -------------
+
+def test_the_demo_sample_copied_anywhere_is_what_the_generator_makes_there(tmp_path):
+    """Copied for another workspace at another moment, the packaged sample is byte for byte,
+    file times included, what the generator writes for them: it is the generator's, and the
+    copy moves the workspace path (JSON-escaped) and every time correctly."""
+    ws = str(tmp_path / 'a "quoted" w\u00f6rk\\space' / "Demo Project")
+    now = time.time() + 12_345.678
+    got = Path(copy_sample(str(tmp_path / "copy"), ws, now=now))
+    made = generate_history(tmp_path / "made", ws, SESSIONS, seed=SEED, target_bytes=TARGET_BYTES,
+                            now=now)
+    assert got.relative_to(tmp_path / "copy") == Path(made["project_dir"]).relative_to(tmp_path / "made")
+    a, b = _tree(got), _tree(Path(made["project_dir"]))
+    assert a.keys() == b.keys() and len(a) > SESSIONS
+    for k in a:
+        assert a[k][0] == b[k][0], k
+        assert abs(a[k][1] - b[k][1]) < 1e-3, k
+    assert now - 7 * 86400 < max(m for _data, m in a.values()) < now  # the newest reads as recent
+    assert not list(got.parent.glob("*.partial-*"))
+
+
+def test_the_demo_sample_is_small_and_packaged_and_the_generator_is_not():
+    assert 50_000 < SAMPLE.stat().st_size < 300_000  # every install and plugin folder carries it
+    pyproject = (REPO / "pyproject.toml").read_text(encoding="utf-8")
+    globs = json.loads(re.search(r"^prima_memory = (\[.*\])$", pyproject, re.M)[1])
+    rel = SAMPLE.relative_to(REPO / "prima_memory").as_posix()
+    assert any(fnmatch.fnmatchcase(rel, g) for g in globs), "package-data must list the sample"
+    assert "py.typed" in globs and (REPO / "prima_memory" / "py.typed").is_file()
+    assert not (REPO / "prima_memory" / "synthetic.py").exists(), "the generator is bench/'s"

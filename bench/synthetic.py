@@ -1,7 +1,10 @@
 """Deterministic generator of a realistic Claude Code history.
 
-Used by the benchmarks (S = 100 sessions, M = 1,000 sessions / ~300 MB) and by the demo that new
-users see after install (~12 sessions). The line shapes follow real transcripts: one API content
+Used by the benchmarks (S = 100 sessions, M = 1,000 sessions / ~300 MB) and the tests, and made
+once the demo's packaged sample history (bench/demo_sample.py); it is not part of the installed
+package. It lives in bench/ because the benchmarks import it as ``bench.synthetic`` with the
+checkout on sys.path, as they already import ``bench.run``, and tests/conftest.py puts the
+checkout on sys.path for the tests. The line shapes follow real transcripts: one API content
 block per assistant line (lines of one reply share ``message.id`` and ``requestId``), tool results on
 user lines with a ``toolUseResult`` twin, ``file-history-snapshot``/``summary``/``ai-title``/
 ``custom-title``/``attachment``/``system``/``queue-operation`` records, subagent files in
