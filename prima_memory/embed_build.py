@@ -27,13 +27,18 @@ from __future__ import annotations
 import argparse
 import glob
 import hashlib
+import inspect
 import json
+import logging
 import os
 import random
 import shutil
 import sys
 import tempfile
 import time
+import traceback
+import warnings
+from importlib import metadata
 
 from . import embed
 
@@ -149,10 +154,10 @@ def verification_texts() -> list[str]:
     texts = list(_QUERIES) + list(_PROMPTS) + list(_CODE) + list(_NON_ASCII)
     for i in range(20):  # long replies (400-600 tokens: the model reads the first 256)
         texts.append(" ".join(rnd.sample(_SENTENCES, len(_SENTENCES)))[: 1500 + 25 * i])
-    for i in range(16):  # exchanges: a prompt, then a reply mixing prose, paths and code
+    for _ in range(16):  # exchanges: a prompt, then a reply mixing prose, paths and code
         reply = " ".join(rnd.sample(_SENTENCES, rnd.randint(2, 6)))
         texts.append(f"{rnd.choice(_PROMPTS)}\n\n{reply}\n\n{rnd.choice(_CODE)}"[:2000])
-    for i in range(8):  # mixed-language exchanges
+    for _ in range(8):  # mixed-language exchanges
         texts.append(f"{rnd.choice(_NON_ASCII)}\n\n{' '.join(rnd.sample(_SENTENCES, 4))}")
     return texts
 
@@ -163,8 +168,7 @@ def verification_texts() -> list[str]:
 def _versions() -> dict:
     """Versions that decide whether a build still holds (onnxruntime runs it) or tell how it was
     made; read from package metadata, without importing anything."""
-    from importlib import metadata
-    out = {}
+    out: dict[str, str | None] = {}
     for dist in ("onnxruntime", "onnx", "torch", "transformers", "sentence-transformers",
                  "tokenizers"):
         try:
@@ -174,10 +178,9 @@ def _versions() -> dict:
     return out
 
 
-def status(out: str, mdir: str) -> tuple[str, dict | None, str]:
+def status(out: str, mdir: str) -> tuple[str, dict, str]:
     """('current' | 'stale', manifest, reason) for the build in `out` and the model in `mdir`."""
-    manifest = embed.read_manifest(out)
-    why = embed.build_mismatch(manifest, mdir, out)
+    manifest, why = embed.build_state(mdir, out)
     if why is None:
         try:  # damaged in place (same size): made again, like a missing one
             embed.read_build(manifest, out)
@@ -219,10 +222,9 @@ def _pooling(mdir: str) -> str:
 def export_fp32(mdir: str, path: str) -> None:
     """The transformer to ONNX: inputs input_ids and attention_mask (batch and sequence dynamic),
     output the last hidden state; pooling is done in numpy."""
-    import inspect
-    import warnings
 
     embed.offline_env()
+    # optional, heavy (seconds): the semantic extra, for the export only
     import torch
     from transformers import AutoModel
     from transformers.utils import logging as hf_logging
@@ -257,8 +259,7 @@ def export_fp32(mdir: str, path: str) -> None:
 
 def quantize_int8(src: str, dst: str) -> list[str]:
     """Dynamic int8, per channel; returns the MatMuls kept fp32."""
-    import logging
-
+    # optional, heavy: what only making a build needs (onnx is installed for this alone)
     import onnx
     from onnxruntime.quantization import QuantType, quantize_dynamic
     graph = onnx.load(src, load_external_data=False).graph
@@ -380,7 +381,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.check_only:
         print(f"ONNX build not up to date: {why}")
         return 1
-    from filelock import FileLock
+    from filelock import FileLock  # late: 33 ms an up-to-date check never needs
     os.makedirs(out, exist_ok=True)
     with FileLock(os.path.join(out, ".build.lock")):  # a second install.sh waits, then no-ops
         state, manifest, why = status(out, mdir)
@@ -393,9 +394,8 @@ def main(argv: list[str] | None = None) -> int:
             lambda s: None)
         try:
             manifest = build(out, mdir, log)
-        except Exception as e:
+        except Exception as e:  # noqa: BLE001 - any failure: semantic search falls back, warned
             if args.verbose:
-                import traceback
                 traceback.print_exc()
             first = str(e).splitlines()[0] if str(e) else ""
             print(f"ONNX build failed: {type(e).__name__}: {first}"[:300])

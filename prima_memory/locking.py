@@ -10,6 +10,10 @@ import time
 
 from .workspace import open_nofollow
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (2 ms for the hooks)
+if TYPE_CHECKING:
+    from filelock import FileLock
+
 
 class LockTimeout(Exception):
     pass
@@ -19,11 +23,11 @@ class WriterLock:
     def __init__(self, path: str):
         self.path = path
         self._fd: int | None = None
-        self._other = None  # filelock.FileLock where fcntl does not exist
+        self._other: FileLock | None = None  # where fcntl does not exist
 
     def acquire(self, timeout: float) -> None:
         try:
-            import fcntl
+            import fcntl  # POSIX only: elsewhere filelock does it
         except ImportError:
             self._acquire_portable(timeout)
             return
@@ -41,7 +45,7 @@ class WriterLock:
                 time.sleep(0.01)
 
     def _acquire_portable(self, timeout: float) -> None:
-        from filelock import FileLock, Timeout
+        from filelock import FileLock, Timeout  # late: 33 ms, and only where fcntl is missing
         if self._other is None:
             self._other = FileLock(self.path, is_singleton=True)
         try:
@@ -54,7 +58,7 @@ class WriterLock:
         process which started this one handed down (background.spawn). False, `fd` left alone,
         when it is no such thing: then acquire() as usual."""
         try:
-            import fcntl
+            import fcntl  # POSIX only (an ImportError: acquire as usual)
             st, mine = os.fstat(fd), os.stat(self.path, follow_symlinks=False)
             if (st.st_dev, st.st_ino) != (mine.st_dev, mine.st_ino):
                 return False

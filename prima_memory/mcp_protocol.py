@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 import threading
 
@@ -312,6 +313,5 @@ def end_with_parent() -> None:
 def end_on_signals() -> None:
     """SIGINT and SIGTERM end the server at once. Claude Code stops a server with SIGINT, then
     SIGTERM 100 ms later, its stdin still open."""
-    import signal
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: quit_now())

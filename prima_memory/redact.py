@@ -460,7 +460,7 @@ def _find_assignments(rx, kind: str, text: str, low: str, out: list) -> None:
             else:
                 strong = flag or _strong_context(text, ks, ls)
             if ks and text[ks - 1] in "?&":  # URL query: the value ends at & or #
-                v = re.split(r"[&#]", v, 1)[0]
+                v = re.split(r"[&#]", v, maxsplit=1)[0]
             v = _cut_unbalanced(v)  # f(token=abc123), whoami(token=token)["name"]
             while v and v[-1] in ",;.:":
                 v = v[:-1]  # trailing punctuation of prose / code

@@ -61,11 +61,11 @@ def messages_containing(store: Store, word: str) -> dict[int, int]:
     with no usable token (or inside too many terms to list) is matched by reading the texts.
     """
     toks = store.token_list(word)
-    exprs: list[str] | None = []
+    exprs: list[str] = []  # none: the texts are read
     for run in dict.fromkeys(toks):
         terms = store.terms_containing(run, TERMS_LIMIT)
-        if terms is None:
-            exprs = None
+        if terms is None:  # in too many terms to list
+            exprs = []
             break
         if not terms:  # no index term contains it: no message does either
             return {}
@@ -152,7 +152,7 @@ def keyword(store: Store, query: str, *, limit: int = 10, filters: Filters | Non
 
 def _semantic_matches(store, embedder, query, limit, facts, floor):
     """Matches by meaning among the sessions in `facts` (see _facts)."""
-    from . import semantic
+    from . import semantic  # late: keyword search never needs it (nor its hashlib, 2.5 ms)
     return semantic.search(store, embedder, query, limit=limit,
                            admit={r[0] for r in facts}.__contains__,
                            floor=semantic.Settings().floor if floor is None else floor)
@@ -161,7 +161,7 @@ def _semantic_matches(store, embedder, query, limit, facts, floor):
 def _meaning_hit(store: Store, hit: Hit, match, embedder) -> None:
     """What a match by meaning shows: the part of its best exchange that matched (the window
     the best similarity came from), from its start."""
-    from .semantic import Settings, exchange_text
+    from .semantic import Settings, exchange_text  # late: as in _semantic_matches
     prompt, reply = store.exchange_texts([match.exchange]).get(match.exchange, (None, ""))
     text = exchange_text(prompt, reply)
     if match.window and Settings().windows:
@@ -315,7 +315,7 @@ def run(store: Store, query: str, *, mode: str = "combined", limit: int = 10,
                                 floor=floor, deep=deep), warnings
             return combined(store, embedder, query, limit=limit, filters=filters, now=now,
                             floor=floor, deep=deep), warnings
-        except Exception as e:  # noqa: BLE001 - whatever fails, the words still answer
+        except Exception as e:  # whatever fails, the words still answer
             if is_corruption(e):
                 raise
             why_not = " ".join(f"{type(e).__name__}: {e}".split())[:200]

@@ -10,6 +10,12 @@ import time
 
 from .errors import Failure
 
+# path_variants and text_of live with Claude Code's folder names (they spell a path as it does):
+# kept importable from here, where the rest of the package looks for them
+from .sources.claude_dirs import path_variants as path_variants
+from .sources.claude_dirs import project_dirs
+from .sources.claude_dirs import text_of as text_of
+
 DATA_DIR_NAME = ".prima-memory"
 
 
@@ -42,33 +48,6 @@ def hook_workspace(explicit: str | None, payload_cwd) -> str | None:
     return None
 
 
-def path_variants(workspace: str) -> list[str]:
-    out = [workspace]
-    real = os.path.realpath(workspace)
-    if real != workspace:
-        out.append(real)  # Claude Code canonicalises with realpath
-    for p in list(out):  # a name that is not UTF-8: Claude Code records it with U+FFFD
-        shown = text_of(p)
-        if shown not in out:
-            out.append(shown)
-    return out
-
-
-def text_of(path: str) -> str:
-    """A path as text that UTF-8 (SQLite, JSON, a terminal) can hold. A folder name whose bytes
-    are not UTF-8 comes from os as surrogates; here each bad run is U+FFFD, as Node (Claude
-    Code) decodes it, so the spelling matches the cwd its transcripts record."""
-    try:
-        path.encode("utf-8")
-        return path
-    except UnicodeEncodeError:
-        pass
-    try:
-        return os.fsencode(path).decode("utf-8", "replace")
-    except UnicodeEncodeError:  # a surrogate no file name gives (from JSON, say)
-        return path.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
-
-
 def is_within(path: str | None, workspace: str) -> bool:
     """True if a recorded cwd is the workspace or inside it (either spelling of the path)."""
     if not path:
@@ -82,7 +61,6 @@ def is_within(path: str | None, workspace: str) -> bool:
 
 def _claude_keeps(workspace: str) -> bool:
     """Claude Code keeps history for this folder (the hooks and host mode are Claude Code's)."""
-    from .sources.claude_code import project_dirs
     return bool(project_dirs(workspace))
 
 

@@ -1,17 +1,28 @@
 """Claude Code transcripts: ~/.claude/projects/<encoded workspace>/<session>.jsonl (+ subagents)."""
 from __future__ import annotations
 
+import json
 import os
 import re
 
 from .. import workspace
+from .claude_dirs import PREFIX_LEN, encode_project_dir, path_variants, project_dirs
+from .claude_dirs import claude_config_dir as claude_config_dir  # for registry.py
+from .claude_dirs import names as _names
 from .text import parse_ts, scrubber, tail
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (2 ms for the hooks)
+if TYPE_CHECKING:  # what _load_parsing binds, for the type checker
+    from .. import titles
+    from ..records import FileChange, Message, SessionDelta
+    from .jsonl import JsonlReader
 
 
 def _load_parsing() -> None:
     """Parsing needs records, titles and the JSONL reader: imported on first read, so hooks that
     only look for changed files (discover) start fast. Redaction loads on the first text."""
     global FileChange, Message, SessionDelta, titles, JsonlReader
+    # late on purpose (1.2 ms): bound as module globals, the names the parsing functions use
     from .. import titles
     from ..records import FileChange, Message, SessionDelta
     from .jsonl import JsonlReader
@@ -19,8 +30,6 @@ def _load_parsing() -> None:
 
 SOURCE = "claude-code"
 LABEL = "[transcript]"
-_NON_ALNUM = re.compile(r"[^A-Za-z0-9]")
-_PREFIX_LEN = 200  # beyond this Claude Code cuts a folder name and appends a hash
 
 FILE_TOOLS = {"Write": "file_path", "Edit": "file_path", "MultiEdit": "file_path",
               "NotebookEdit": "notebook_path"}
@@ -61,63 +70,12 @@ class SourceFile:
         self.sidechain = sidechain
 
 
-def claude_config_dir() -> str:
-    # absolute, so a relative CLAUDE_CONFIG_DIR names the same files from any current folder
-    return os.path.abspath(os.path.expanduser(
-        os.environ.get("CLAUDE_CONFIG_DIR") or os.path.join("~", ".claude")))
-
-
-def encode_project_dir(path: str) -> str:
-    """Claude Code's folder name: every character outside [A-Za-z0-9] becomes '-', no collapsing.
-
-    Claude Code does this in JavaScript, one UTF-16 code unit at a time, so a character beyond
-    the Basic Multilingual Plane (an emoji) becomes two dashes."""
-    if path.isascii():
-        return _NON_ALNUM.sub("-", path)
-    return "".join(c if c.isascii() and c.isalnum() else ("--" if ord(c) > 0xFFFF else "-")
-                   for c in path)
-
-
-def _names(ws: str) -> list[str]:
-    """The folder names Claude Code gives this workspace (a long one's only by its prefix)."""
-    override = os.environ.get("CLAUDE_CODE_PROJECT_DIR_NAME")
-    return ([override] if override else []) + [encode_project_dir(p)
-                                               for p in workspace.path_variants(ws)]
-
-
-def project_dirs(ws: str) -> list[str]:
-    """The existing Claude Code project folders for this workspace (usually one)."""
-    root = os.path.join(claude_config_dir(), "projects")
-    names = _names(ws)
-    found: list[str] = []
-    long_prefixes = []
-    for name in names:
-        if len(name) > _PREFIX_LEN:
-            long_prefixes.append(name[:_PREFIX_LEN])
-        else:
-            d = os.path.join(root, name)
-            if os.path.isdir(d) and d not in found:
-                found.append(d)
-    if long_prefixes:
-        # Beyond 200 characters Claude Code appends a hash we cannot reproduce: match the prefix.
-        try:
-            entries = os.listdir(root)
-        except OSError:
-            entries = []
-        for entry in sorted(entries):
-            if any(entry.startswith(p) for p in long_prefixes):
-                d = os.path.join(root, entry)
-                if os.path.isdir(d) and d not in found:
-                    found.append(d)
-    return found
-
-
 def collides(cwd: str, ws: str) -> bool:
     """True if cwd is a different folder whose Claude Code folder name equals the workspace's."""
     if workspace.is_within(cwd, ws):
         return False
-    mine = {encode_project_dir(p)[:_PREFIX_LEN] for p in workspace.path_variants(ws)}
-    return encode_project_dir(cwd)[:_PREFIX_LEN] in mine
+    mine = {encode_project_dir(p)[:PREFIX_LEN] for p in path_variants(ws)}
+    return encode_project_dir(cwd)[:PREFIX_LEN] in mine
 
 
 # A transcript whose lines record no cwd says nothing of where it ran, so its folder decides.
@@ -141,7 +99,7 @@ def claims_cwdless(path: str, ws: str, cache: dict | None = None) -> bool:
     folder = os.path.dirname(path)
     if os.path.basename(folder) == "subagents":  # <project>/<session>/subagents/agent-x.jsonl
         folder = os.path.dirname(os.path.dirname(folder))
-    if os.path.basename(folder) in [n for n in _names(ws) if len(n) <= _PREFIX_LEN]:
+    if os.path.basename(folder) in [n for n in _names(ws) if len(n) <= PREFIX_LEN]:
         return True
     if cache is not None and folder in cache:
         return cache[folder]
@@ -154,7 +112,6 @@ def claims_cwdless(path: str, ws: str, cache: dict | None = None) -> bool:
 
 def _recorded_cwds(folder: str) -> list[str]:
     """The first cwd each of a folder's first _OWNER_FILES transcripts records."""
-    import json
     try:
         names = sorted(e.name for e in os.scandir(folder)
                        if e.name.endswith(".jsonl") and e.is_file(follow_symlinks=False))
@@ -231,8 +188,9 @@ def discover(ws: str, log=None, only_dirs=None, known=None) -> list[SourceFile]:
         for entry in entries:
             name = entry.name
             if name.endswith(".jsonl"):
-                if (known is None or entry.path not in known) and is_file(entry):
-                    out.append(source_file(entry.path))
+                sf = source_file(entry.path)  # never None for a .jsonl name
+                if sf and (known is None or entry.path not in known) and is_file(entry):
+                    out.append(sf)
                 continue
             if known is not None and os.path.join(pdir, f"{name}.jsonl") in known:
                 continue
@@ -262,8 +220,8 @@ def clean_user_text(raw: str) -> str | None:
         return None
     cmd = _COMMAND.search(raw)
     if cmd:
-        args = _COMMAND_ARGS.search(raw)
-        args = args.group(1).strip() if args else ""
+        given = _COMMAND_ARGS.search(raw)
+        args = given.group(1).strip() if given else ""
         rest = _COMMAND_TAGS.sub("", raw)
         rest = _DROP_BLOCKS.sub("", rest).strip()
         if not args and not rest:

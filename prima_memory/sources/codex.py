@@ -116,7 +116,7 @@ def _zstd():
     except ImportError:
         pass
     try:
-        import zstandard
+        import zstandard  # optional: the zstd extra, before Python 3.14
     except ImportError:
         return None
     return lambda f: zstandard.ZstdDecompressor().stream_reader(f, read_across_frames=True)
@@ -175,8 +175,8 @@ def _read_era1(path: str, state: dict):
     del raw
     r = _Reader({})
     if isinstance(doc, dict):
-        meta = doc.get("session") if isinstance(doc.get("session"), dict) else {}
-        r.take(dict(meta))  # a bare header, as in era 2
+        meta = doc.get("session")
+        r.take(dict(meta) if isinstance(meta, dict) else {})  # a bare header, as in era 2
         items = doc.get("items")
         for n, item in enumerate(items if isinstance(items, list) else ()):
             if isinstance(item, dict):
@@ -242,6 +242,7 @@ class _Reader:
             return  # a fork or subagent copies its parent's meta: the file's own came first
         self.state["sid"] = sid
         d = self._d()
+        assert d is not None  # its id was just set
         self.ts = self.ts or parse_ts(p.get("timestamp"))
         d.seen(parse_ts(p.get("timestamp")))
         self._cwd(p.get("cwd"))
@@ -250,10 +251,13 @@ class _Reader:
             d.branch = self.scrub(git["branch"])  # a name is any text: a token pasted as one
 
     def _cwd(self, cwd) -> None:
-        if isinstance(cwd, str) and cwd and self._d() is not None:
+        if not (isinstance(cwd, str) and cwd):
+            return
+        d = self._d()
+        if d is not None:
             self.state["cwd"] = cwd
-            if self.delta.cwd is None and not self.state.get("cwd_set"):
-                self.delta.cwd = cwd
+            if d.cwd is None and not self.state.get("cwd_set"):
+                d.cwd = cwd
                 self.state["cwd_set"] = True
 
     def _text(self, role: str, text: str, stream: list) -> None:
@@ -283,7 +287,7 @@ class _Reader:
             role = p.get("role")
             if role not in ("user", "assistant"):
                 return  # developer and system messages are instructions, not conversation
-            parts = [c.get("text") for c in p.get("content") or ()
+            parts = [c["text"] for c in p.get("content") or ()
                      if isinstance(c, dict) and isinstance(c.get("text"), str)]
             self.state["resp"] = True
             self._text(role, "\n".join(parts), self.responses)

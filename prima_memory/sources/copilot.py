@@ -13,6 +13,8 @@ import urllib.parse
 
 from .. import titles
 from ..records import FileChange, Message, SessionDelta
+from ..workspace import read_plain
+from .jsonl import PARSE_BUDGET, estimate
 from .text import (MAX_DOCUMENT, TooBig, dated_by_file, load_json, open_bounded,
                    read_document, scrubber, tail, valid_ts)
 
@@ -53,7 +55,6 @@ def replay(lines, problems: list[str]):
     at a path, 2 pushes (truncating first to `i`), 3 deletes. A last line cut short is a write
     in progress. What the document is built of is counted as it grows (jsonl.estimate): many
     small lines can build what one big text would, and that is TooBig."""
-    from .jsonl import PARSE_BUDGET, estimate
     doc = None
     cost = 0
     for n, line in enumerate(lines, 1):
@@ -143,7 +144,8 @@ def session(doc: dict, sid: str, problems: list[str]) -> SessionDelta | None:
         def reason() -> str:
             nonlocal why
             if why is None:
-                why = tail(scrub(" ".join(said)), 500)  # (cut first, a token's end escapes)
+                # (cut first, a token's end escapes); called only in this request's iteration
+                why = tail(scrub(" ".join(said)), 500)  # noqa: B023
             return why
         for part in _list(r.get("response")):
             if not isinstance(part, dict):
@@ -156,16 +158,20 @@ def session(doc: dict, sid: str, problems: list[str]) -> SessionDelta | None:
                 d.file_changes.append(FileChange(uri, part.get("kind") or "edit", reason(), ts,
                                                  f"{key}:a"))
         for event in _list(r.get("editedFileEvents")):
-            uri = _path(event.get("uri") if isinstance(event, dict) else None)
-            if uri:
-                d.file_changes.append(FileChange(uri, "editedFileEvent", reason(), ts,
+            path = _path(event.get("uri") if isinstance(event, dict) else None)
+            if path:
+                d.file_changes.append(FileChange(path, "editedFileEvent", reason(), ts,
                                                  f"{key}:a"))
         if said:
             d.messages.append(Message(f"{key}:a", "assistant", scrub("\n".join(said)), ts,
                                       pairs_with=f"{key}:q" if asked else None))
-    seen: set = set()
-    d.file_changes = [c for c in d.file_changes
-                      if (c.path, c.message_key) not in seen and not seen.add((c.path, c.message_key))]
+    seen: set[tuple[str, str | None]] = set()
+    changes = []
+    for c in d.file_changes:  # the first of each (path, message)
+        if (c.path, c.message_key) not in seen:
+            seen.add((c.path, c.message_key))
+            changes.append(c)
+    d.file_changes = changes
     return None if d.is_empty() else d
 
 
@@ -220,7 +226,6 @@ def _path(uri) -> str | None:
 def workspace_folder(storage_dir: str) -> str | None:
     """The folder a workspaceStorage entry belongs to, from its workspace.json (a plain file of
     a few bytes: a link, a FIFO or a huge file there is none)."""
-    from ..workspace import read_plain
     try:
         got = read_plain(os.path.join(storage_dir, "workspace.json"), 64 << 10)
         doc = load_json(got[0]) if got else None

@@ -6,6 +6,11 @@ import os
 import re
 import time
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (2 ms for the hooks)
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
 CHUNK = 4 << 20
 # A longer line (a runaway paste) is skipped without being held in memory. With the parse that
 # follows, a line this long takes about three times its size at the peak (its bytes, the pieces
@@ -29,14 +34,14 @@ def _mend(m: re.Match) -> bytes:
     return b"\\ufffd" if len(m.group()) == 6 else m.group()
 
 
-def mend_surrogates(line: bytes) -> bytes:
+def mend_surrogates(line: bytes | bytearray) -> bytes | bytearray:
     """JSON bytes with every lone-surrogate escape replaced by the escape of U+FFFD."""
     if b"\\ud" in line or b"\\uD" in line:
         return _ESCAPES.sub(_mend, line)
     return line
 
 
-def estimate(text: bytes) -> int:
+def estimate(text: bytes | bytearray) -> int:
     """A bound on the memory json.loads or orjson takes to parse `text` (past its own bytes).
     Every value is an object of 24-64 bytes, plus a slot in its container, however few bytes
     spell it: one per `{` and `[`, one per string (two quotes), one per `,`. A string's characters
@@ -47,12 +52,12 @@ def estimate(text: bytes) -> int:
         + 28 * text.count(b'"') + 32 * text.count(b",")
 
 
-def parse_cost(text: bytes) -> int:
+def parse_cost(text: bytes | bytearray) -> int:
     """estimate(text), not counted for a text too short to matter."""
     return len(text) if len(text) <= _CHEAP else estimate(text)
 
 
-def too_costly(text: bytes) -> str | None:
+def too_costly(text: bytes | bytearray) -> str | None:
     """Why `text` is not parsed (see PARSE_BUDGET), or None."""
     cost = parse_cost(text)
     if cost > PARSE_BUDGET:
@@ -65,7 +70,7 @@ def big_loads():
     """The parser for a text over _CHEAP: orjson, which parses bytes as they are (json.loads
     decodes them to a str first, up to 4 times their size). Imported then only: it costs the
     hooks 24 ms."""
-    import orjson
+    import orjson  # late on purpose: 24 ms the hooks rarely need
     return orjson.loads
 
 
@@ -86,6 +91,7 @@ class JsonlReader:
         self.mtime = mtime
         self.skip = skip  # bytes -> bool: a line the source knows it does not need, left unparsed
         self.stream = stream
+        self.loads: Callable[[bytes | bytearray | str], Any]
         if bulk:  # orjson parses 3x faster but takes 40 ms to import: worth it for big reads only
             import orjson
             self.loads = orjson.loads
@@ -99,7 +105,7 @@ class JsonlReader:
         if len(self.problems) < 5:
             self.problems.append(f"byte {at}: {why}")
 
-    def _parse(self, line: bytes, at: int):
+    def _parse(self, line: bytes | bytearray, at: int):
         costly = too_costly(line)
         if costly:
             self.bad(at, costly)

@@ -13,9 +13,10 @@ from __future__ import annotations
 import os
 import re
 
+from .. import titles
 from ..records import Message, SessionDelta
 from ..workspace import read_plain, stays_inside
-from .. import titles
+from .listing import unlisted, watch
 from .text import line_cut, parse_ts, scrubber, utf8_name, valid_ts
 
 SOURCE = "shared-log"
@@ -34,7 +35,6 @@ def folder(ws: str) -> str:
 def discover(ws: str, folders: list | None = None) -> list[tuple[str, str]]:
     """(project id, path) of every entry: regular files only (a link could point anywhere).
     `folders`: see registry.Source.discover."""
-    from .registry import unlisted, watch
     root = folder(ws)
     watch(folders, root)
     if not stays_inside(root, ws):

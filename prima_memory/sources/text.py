@@ -8,6 +8,9 @@ import os
 import stat
 from datetime import datetime
 
+from ..workspace import open_nofollow
+from .jsonl import _CHEAP, big_loads, mend_surrogates, too_costly
+
 MAX_TEXT = 1_000_000  # characters of one message kept: a 50 MB paste is not memory
 # A JSON document read whole (a Codex era-1 rollout, a VS Code chat or its mutation log) is held
 # and parsed at once: its bytes, and up to PARSE_BUDGET of objects (sources/jsonl.py), must stay
@@ -36,7 +39,7 @@ def scrubber(problems: list):
     def scrub(text: str) -> str:
         nonlocal fn
         if fn is None:
-            from ..redact import redact, redact_enabled
+            from ..redact import redact, redact_enabled  # late: compiling its rules, 10 ms
             fn = redact if redact_enabled() else _unchanged  # decided once per file
         if len(text) > MAX_TEXT:
             problems.append(f"a message of {len(text):,} characters: its first {MAX_TEXT:,} kept")
@@ -135,7 +138,6 @@ def load_json(raw: bytes):
     """JSON from another program's file: a lone-surrogate escape read as U+FFFD (SQLite and
     UTF-8 output cannot hold one); nesting too deep to parse is a ValueError like bad JSON, a
     text that would parse into far more than its size (sources/jsonl.py) a TooBig."""
-    from .jsonl import _CHEAP, big_loads, mend_surrogates, too_costly
     costly = too_costly(raw)
     if costly:
         raise TooBig(costly)
@@ -149,7 +151,6 @@ def load_json(raw: bytes):
 def open_bounded(path: str, limit: int, what: str):
     """(binary file, stat) of a regular file no bigger than `limit`; TooBig, before anything is
     read, for a bigger one. Never follows a link or waits on a FIFO (put there after listing)."""
-    from ..workspace import open_nofollow
     fd = open_nofollow(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     f = os.fdopen(fd, "rb")
     try:
