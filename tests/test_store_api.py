@@ -70,6 +70,6 @@ def test_lookups_of_many_ids_are_asked_in_parts(tmp_path):
 
 def test_no_module_but_the_store_imports_the_driver():
     root = os.path.join(os.path.dirname(__file__), "..", "prima_memory")
-    found = subprocess.run(["grep", "-rln", "apsw", root], capture_output=True, text=True).stdout
+    found = subprocess.run(["grep", "-rln", "--include=*.py", "apsw", root], capture_output=True, text=True).stdout
     assert [p for p in found.split() if not p.endswith(os.sep + "store.py")] == [], found
     assert sys.modules.get("prima_memory.store") is storemod
