@@ -192,10 +192,10 @@ class Indexes:
 def compare_search(idx: Indexes, sides: dict, ws: Path) -> dict:
     """Keyword search on each side's index, query by query in turns: in-process (median of 5
     each) and through the CLI, whose freshness check also looks at every source file; and that
-    check alone (update_sources with nothing changed)."""
+    check alone (an update of the other sources with nothing changed)."""
     from prima_memory import search as searchmod
     from prima_memory.logs import Log
-    from prima_memory.memory import Memory
+    from prima_memory.memory import OTHERS, Memory
     from prima_memory.store import Store
     stores = {s: Store(str(idx.db(s))) for s in sides}
     counts = {s: st.source_counts() for s, st in stores.items()}
@@ -223,7 +223,7 @@ def compare_search(idx: Indexes, sides: dict, ws: Path) -> dict:
             mem = Memory(str(ws), log=Log(None))
             mem.store()
             t = time.perf_counter()
-            mem.update_sources()
+            mem.update(sources=OTHERS)
             check[s].append((time.perf_counter() - t) * 1000)
             mem.close()
     out = {"sessions_by_source": counts}

@@ -60,7 +60,7 @@ def vector_search(n: int, runs: int) -> dict:
     with tempfile.TemporaryDirectory() as d:
         st = Store(os.path.join(d, "index.db"))
         per = 50  # exchanges per session
-        with st.transaction():
+        with st.write():
             for s in range(n // per):
                 row = st.session_for("claude-code", f"s{s}", "[transcript]")
                 ids = list(st.new_message_ids(row.id, per))
@@ -126,7 +126,7 @@ def main() -> None:
     if not args.skip_embed:  # from nothing: every vector of the history made again
         from prima_memory.memory import Memory
         st = Memory(str(ws)).store()
-        with st.writing():
+        with st.write():
             st.db.execute("DELETE FROM embedded")
             st.db.execute("DELETE FROM vectors")
         st.close()

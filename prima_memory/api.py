@@ -10,12 +10,11 @@ import json
 import os
 import time
 
-import apsw
 
 from . import search as searchmod
 from .errors import Failure, UsageError
-from .memory import DiskFull, IndexBusy, IndexReadOnly, Memory
-from .store import SHIFT, is_corruption
+from .memory import ALL, EXTRACTS, DiskFull, IndexBusy, IndexReadOnly, Memory
+from .store import SHIFT, Busy, StoreError, is_corruption
 from .timeparse import iso_utc, local, parse_when
 from .workspace import path_variants
 
@@ -37,7 +36,7 @@ def guarded(mem: Memory, fn):
     its timeout gets one more try after a pause."""
     try:
         return mem.guarded(lambda: fn(mem))
-    except apsw.BusyError:
+    except Busy:
         time.sleep(0.5)
         return mem.guarded(lambda: fn(mem))
 
@@ -58,8 +57,7 @@ def refresh(mem: Memory, warnings: list[str], *, progress=None) -> None:
                         "from what it has read so far")
         return
     try:
-        mem.update(lock_timeout=LOCK_SECONDS, progress=progress, quick=True)
-        mem.update_sources(lock_timeout=LOCK_SECONDS)
+        mem.update(sources=ALL, lock_timeout=LOCK_SECONDS, progress=progress, quick=True)
     except IndexBusy as e:
         warnings.append(f"{e} for more than {LOCK_SECONDS:.0f}s: "
                         "answering from the index as it stands")
@@ -182,7 +180,7 @@ def search(mem: Memory, query: str, *, mode: str = "combined", limit: int = 10,
         refresh(mem, warnings, progress=progress)
     if deep:
         try:
-            mem.index_extracts(lock_timeout=LOCK_SECONDS)
+            mem.update(sources=EXTRACTS, lock_timeout=LOCK_SECONDS, extracts=False)
         except (IndexBusy, IndexReadOnly, DiskFull) as e:
             warnings.append(f"{e}: extracts searched as last indexed")
     embedder, why_not = meaning(mem, mode, warnings, embed_budget)
@@ -412,8 +410,8 @@ def index(mem: Memory, *, rebuild: bool = False, background: bool = False, prune
             else:
                 rep, embedded, pending = run()
         else:
-            rep = mem.update(lock_timeout=LOCK_SECONDS, prune=prune, progress=progress)
-            mem.update_sources(lock_timeout=LOCK_SECONDS, rep=rep)
+            rep = mem.update(sources=ALL, lock_timeout=LOCK_SECONDS, prune=prune,
+                             progress=progress)
             if prune:
                 bg.drop_unused_vectors(mem)
     except IndexBusy as e:
@@ -428,14 +426,13 @@ def index(mem: Memory, *, rebuild: bool = False, background: bool = False, prune
 def recover_from(mem: Memory, path: str) -> dict:
     """The sessions whose files are gone, copied from an index the user says is theirs (one set
     aside as unstamped, from before stamps)."""
-    from .store import StoreError
     if not os.path.isfile(path):
         raise UsageError(f"{path} is not a file")
     try:
         n = mem.recover_from(path, lock_timeout=LOCK_SECONDS)
     except IndexBusy as e:
         raise Failure(f"{e}; try again in a moment") from None
-    except (apsw.Error, StoreError) as e:
+    except StoreError as e:
         raise Failure(f"nothing recovered: {one_line(e)}") from None
     return {"workspace": mem.ws, "from": path, "recovered": n}
 

@@ -187,18 +187,19 @@ def _embed_all(mem) -> tuple[int, int] | None:
     lower_priority()
     store = mem.store()
     try:  # the other agents' sessions too: out of the hook, so a look at VS Code's folders is fine
-        mem.update_sources()
+        from .memory import OTHERS  # (memory: loaded by the caller, not at this import)
+        mem.update(sources=OTHERS)
     except Failure as e:  # busy or read-only
         mem.log.info(f"background embedder: other sources not indexed: {e}")
     try:
         mem.embedder()
     except Exception as e:  # noqa: BLE001 - remembered, so Stop does not start one in vain
         mem.log.warn(f"background embedder: the model cannot load: {e}")
-        with store.transaction():
+        with store.write():
             store.set_meta(NO_MODEL_KEY, time.time())
         raise
     if store.get_meta(NO_MODEL_KEY):
-        with store.transaction():
+        with store.write():
             store.set_meta(NO_MODEL_KEY, None)
     from .semantic import key_of
     key = key_of(mem.embedder())
@@ -239,7 +240,7 @@ def rebuild_state(mem) -> dict | None:
         return _parsed(now) if now else None
     state = _parsed(raw)
     if not store.readonly:
-        with store.transaction():
+        with store.write():
             store.set_meta(REBUILD_KEY, None)
     mem.log.warn(f"a rebuild (pid {state.get('pid')}) stopped before it finished: its state "
                  "was cleared; the next update reads what it left")
@@ -256,7 +257,7 @@ def _parsed(raw: str) -> dict:
 
 def _save(mem, state: dict) -> None:
     store = mem.store()
-    with store.transaction():
+    with store.write():
         store.set_meta(REBUILD_KEY, json.dumps(state))
 
 
@@ -266,7 +267,7 @@ def rebuild(mem, *, progress=None, embed_progress=None, lock_timeout: float = 10
     stops between batches when it sees the rebuild). Returns (index report, embedded, pending)
     where pending is None when the model could not load."""
     from .locking import LockTimeout
-    from .memory import IndexReadOnly
+    from .memory import ALL, IndexReadOnly
     if mem.store().readonly:
         raise IndexReadOnly(mem.db_path, mem.store().readonly_why)
     lock = mem.side_lock("rebuild")
@@ -279,8 +280,7 @@ def rebuild(mem, *, progress=None, embed_progress=None, lock_timeout: float = 10
         state = {"pid": os.getpid(), "started": time.time(), "phase": "reading", "done": 0,
                  "total": 0}
         _save(mem, state)
-        rep = mem.update(lock_timeout=lock_timeout, rebuild=True, progress=progress)
-        mem.update_sources(lock_timeout=lock_timeout, rep=rep)  # cleared with the rest
+        rep = mem.update(sources=ALL, lock_timeout=lock_timeout, rebuild=True, progress=progress)
         try:
             embedder = mem.embedder()
         except Exception as e:  # noqa: BLE001 - the text index is rebuilt whatever the model does
@@ -311,7 +311,7 @@ def rebuild(mem, *, progress=None, embed_progress=None, lock_timeout: float = 10
     finally:
         try:
             store = mem.store()
-            with store.transaction():
+            with store.write():
                 store.set_meta(REBUILD_KEY, None)
         finally:
             lock.release()
@@ -321,7 +321,7 @@ def drop_unused_vectors(mem) -> int:
     """Vectors no exchange links to any more, dropped under the embed lock (an embedder between
     finding a text's vectors and linking them must not lose them). 0 when it is busy."""
     def drop() -> int:
-        with mem.store().transaction():
+        with mem.store().write():
             return mem.store().drop_unlinked_vectors()
     try:
         n = mem.under_lock("embed", 0, drop) or 0

@@ -130,7 +130,7 @@ def write_unfinished(store, ws: str, log) -> list[str]:
     written = []
     if not store.unfinished_sessions():
         return written  # no write transaction, which would wait for any other writer
-    with store.transaction():  # one commit for a backfill's many extracts
+    with store.write():  # one commit for a backfill's many extracts
         for sid in store.unfinished_sessions():
             try:
                 path = maybe_write(store, sid, ws)

@@ -1,8 +1,10 @@
 """Bring a workspace's index up to date with its source files, doing work proportional to change.
 
-One writer at a time (a file lock beside the index). Each batch of lines is applied in one
-transaction together with the file's new offset and parser state, so a kill at any point leaves
-the index consistent and the next run resumes exactly where the last commit stopped.
+One pipeline for every source (see Indexer.run); what differs between sources is what each
+declares (sources/registry.py). One writer at a time (a file lock beside the index). Each step of
+a file is applied in one transaction together with the file's new offset and parser state, so a
+kill at any point leaves the index consistent and the next run resumes exactly where the last
+commit stopped.
 """
 from __future__ import annotations
 
@@ -14,17 +16,16 @@ import zlib
 import time
 from collections import namedtuple
 
-import apsw
-
 from .sources import registry
 from .sources.text import NotNow
-from .store import FAILED, Store
+from .store import FAILED, Busy, Store, is_store_error
 from .workspace import O_NOFOLLOW
 
 PROVISIONAL_KEY = "~last-assistant-message"  # see Indexer.note_reply
 HEAD_BYTES = 1024  # a file whose first bytes changed was rewritten, not appended to
-BATCH_BYTES = 16 << 20  # commit at least this often, and bound what one delta holds in memory
-BATCH_SECONDS = 2.0  # and at least this often, so readers see progress
+BATCH_BYTES = 16 << 20  # a file is read this much at a time, bounding what one step holds
+STEP_BYTES = 2 * BATCH_BYTES  # commit at least this often ...
+BATCH_SECONDS = 2.0  # ... and at least this often, so readers see progress
 BULK_BYTES = 8 << 20  # a run this big parses with orjson and fully merges the index after
 RECENT = 2 * 86400  # a SessionStart looks again at the files changed in the last two days ...
 SWEEP = 500  # ... and at this many of the others, in turn (PRIMA_SWEEP)
@@ -33,7 +34,7 @@ SWEEP = 500  # ... and at this many of the others, in turn (PRIMA_SWEEP)
 class Report:
     """What one run did."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.files_seen = 0
         self.files_read = 0
         self.bytes_read = 0
@@ -58,10 +59,21 @@ def _head_hash(path: str, n: int, follow: bool = False) -> str | None:
         return None
 
 
+class _Listing:
+    """A source's files in a run's scope: (path, extra) found, their stats where the listing
+    took them (a streamed source's; the others' are taken file by file), what the index knows
+    of them, the folders listed (see registry.watch), and the problems status shows."""
+
+    def __init__(self, found: list, stats: dict | None, known: dict, folders: list,
+                 problems: list[str]) -> None:
+        self.found, self.stats, self.known = found, stats, known
+        self.folders, self.problems = folders, problems
+        self.unreadable = False  # a file to try again: the folders are listed again next time
+
+
 class Indexer:
-    def __init__(self, workspace: str, store: Store, log, *, progress=None):
+    def __init__(self, workspace: str, store: Store, log, *, progress=None) -> None:
         self.ws = workspace
-        self.source = registry.STREAMED  # what run() reads; index_sources reads the others
         self.store = store
         self.log = log
         self.progress = progress
@@ -79,112 +91,32 @@ class Indexer:
 
     # -- public ----------------------------------------------------------------------------------
 
-    def run(self, *, budget: float | None = None, only_session: str | None = None,
-            prune: bool = False, quick: bool = False) -> Report:
-        """Index what changed. `budget` (seconds) stops before the next file once spent; the
-        newest files go first so what is left waiting is the oldest. `only_session`: that
-        session's files alone (Stop); `quick`: new files, recent files and a slice of the rest
-        (SessionStart), so the cost does not grow with the history."""
-        t0 = time.monotonic()
-        self.deadline = None if budget is None else t0 + budget
+    def run(self, sources=(registry.CLAUDE_CODE,), *, budget: float | None = None,
+            only_session: str | None = None, prune: bool = False, quick: bool = False) -> Report:
+        """Index what changed in `sources`, each through the same steps (_index_source).
+        `budget` (seconds) stops before the next file once spent; a streamed source's newest
+        files go first so what is left waiting is the oldest. `only_session`: that session's
+        files alone (Stop); `quick`: new files, recent files and a slice of the rest
+        (SessionStart), so the cost does not grow with the history. (Both narrow a streamed
+        source; the others are looked at whole.) `prune`: archived sessions are dropped."""
+        self.deadline = None if budget is None else time.monotonic() + budget
         rep = Report()
-        store = self.store
-        scan, self._last_scan = self._last_scan, None
-        if scan and scan[3] == (only_session, quick):
-            # reuse pending()'s stats, never its file rows: another writer may have moved on
-            found, stats = scan[0], scan[1]
-            name = self.source.name
-            known = store.files(name, list(scan[2])) if (only_session or quick) else \
-                store.files(name)
-        else:
-            found, stats, known = self._scan(only_session, quick)
-        rep.files_seen = len(found)
-
-        def changed(path, st):
-            row = known.get(path)
-            return not _same(row, st)
-
-        # A rewritten file (shrunk, replaced, new first bytes) or one that came back is read again
-        # from the start, with every other file of its session.
-        rewritten = {p for p, st in stats.items()
-                     if p in known and changed(p, st)
-                     and _rewritten(p, st, known[p], self.source.follows_links)}
-        resets = {known[p].session for p in rewritten if known[p].session is not None}
-        # A main file the index has no record of, for a session it holds (recovered from an old
-        # index, or kept through a rebuild): read it afresh rather than on top.
-        for sf in found:
-            if sf.path not in known and not sf.sidechain and sf.path in stats:
-                sid = store.session_with_messages(self.source.name, sf.session_id)
-                if sid is not None:
-                    resets.add(sid)
-        if resets:
-            with store.transaction():
-                for session in resets:
-                    self.log.info(f"session {session}: a file was rewritten; reading it again")
-                    store.clear_session(session)
-            known = store.files(self.source.name)  # the session's files now start at 0
-            self._sessions.clear()
-        work = []
-        for sf in found:
-            st = stats.get(sf.path)
-            if st is None or not changed(sf.path, st):
-                continue
-            row = None if sf.path in rewritten else known.get(sf.path)
-            if st.st_size == 0 and row is None:
-                self.log.warn(f"{sf.path}: empty file")
-            work.append((st.st_mtime_ns, sf, st, row))
-        present = {sf.path for sf in found}
-        missing = [p for p, row in known.items() if p not in present and row.status != "missing"]
-        if missing or prune:  # (a write transaction waits for any other writer: only if needed)
-            with store.transaction():
-                if missing:
-                    rep.archived = store.archive_missing(missing)
-                if prune:
-                    rep.pruned = store.prune_archived()
-        work.sort(key=lambda w: w[0], reverse=True)
-        total = sum(max(0, st.st_size - (row.offset if row else 0)) for _, _, st, row in work)
-        self.bulk = total > BULK_BYTES
-        done = 0
-        starts = [self._start(sf, row) for _, sf, _st, row in work]
-        jobs = [None if a is None else Job(self.source, sf, a[0], a[1], st.st_mtime_ns / 1e9,
-                                           st.st_size)
-                for (_, sf, st, _row), a in zip(work, starts)]
-        feed = (_ReaderProcess(jobs, self.bulk, self.lock_fd)
-                if self.bulk and len(jobs) >= 8 and _CAN_FORK else None)
-        batch = store.batch(BATCH_BYTES * 2, BATCH_SECONDS)
-        try:
-            for i, (_, sf, st, row) in enumerate(work):
-                if self._out_of_time():
-                    rep.pending_files = len(work) - i
-                    break
-                if jobs[i] is None:  # a foreign file: not read again
-                    continue
-                chunks = feed.chunks(i) if feed else read_chunks(*jobs[i], self.bulk)
-                try:
-                    done += self._index_file(sf, st, starts[i], chunks, rep, batch,
-                                             lambda n: self._tick(done + n, total))
-                except OSError as e:
-                    self.log.warn(f"cannot read {sf.path}: {e}", once=True)
-                if feed:
-                    feed.skip(i)  # whatever the reader still holds of this file
-        except BaseException:
-            batch.close(commit=False)
-            raise
-        finally:
-            if feed:
-                feed.stop()
-        batch.close(commit=True)
+        for src in sources:
+            self._index_source(src, rep, only_session, quick, prune)
+            prune = False  # once, after the first source's files gone are noted
         if self.progress:
             self.progress.finish()
         self._finish_sessions(rep)
-        if quick:
-            self.quick_done(complete=not rep.pending_files)
         return rep
 
-    def sources_changed(self, sources) -> list:
-        """The sources with a file new, changed or gone since indexed, without the lock or a
-        listing: a stat of each folder the last run listed and of each file it knows."""
-        return [src for src in sources if self._source_changed(src)]
+    def sources_changed(self, sources, only_session: str | None = None,
+                        quick: bool = False) -> list:
+        """The sources with a file new, changed or gone since indexed, known without the lock:
+        a streamed source's scope listed and stat'ed (the run that follows reuses the look),
+        the others' noted folders and known files stat'ed, no listing."""
+        return [src for src in sources
+                if (self.pending(only_session, quick, src) != (0, 0) if src.streamed
+                    else self._source_changed(src))]
 
     def _source_changed(self, src) -> bool:
         noted = _loads(self.store.get_meta(f"folders:{src.name}"))
@@ -208,127 +140,239 @@ class Indexer:
                 return True
         return False
 
-    def index_sources(self, sources, rep: Report | None = None) -> Report:
-        """Bring the other sources' sessions up to date (see sources/registry.py): an append
-        file resumed from its offset (read again from the start when rewritten), a file read
-        whole replacing its session, a file gone archived (append) or its session dropped
-        (snapshot); records outside the source's scope are never indexed. Committed in steps,
-        like run(): a file's records and its offset go in together."""
-        rep = rep or Report()
-        store = self.store
-        for src in sources:
-            problems: list[str] = []  # this run's, kept for status
-            folders: list = []
-            try:
-                found = src.discover(self.ws, folders)
-            except Exception as e:  # noqa: BLE001 - one source's trouble never stops a search
-                self.log.warn(f"{src.name}: cannot list its files: {type(e).__name__}: {e}",
-                              once=True)
-                continue
-            for w in src.locations(self.ws):
-                try:
-                    empty = os.path.isdir(w) and not os.listdir(w)
-                except OSError:
-                    empty = False  # unlistable: discover has noted it
-                if empty:
-                    self.log.warn(f"{src.name}: {w}: empty folder", once=True)
-                    problems.append(f"{w}: empty folder")
-            rep.files_seen += len(found)
-            known = store.files(src.name)
-            present = {p for p, _x in found}
-            blind = tuple(f + os.sep for f, m in folders if m == registry.UNLISTED)
-            with store.transaction():  # (what a folder that could not be listed holds is not gone)
-                gone = [p for p, row in known.items() if p not in present
-                        and row.status != "missing" and not p.startswith(blind)]
-                if src.mode == "append":
-                    rep.archived += store.archive_missing(gone)
-                else:
-                    for p in gone:
-                        if known[p].session is not None:
-                            store.delete_session(known[p].session)
-                        store.forget_file(p)
-            known = store.files(src.name)  # (a session dropped takes its other files' rows too)
-            unreadable = False
-            batch = store.batch(BATCH_BYTES, BATCH_SECONDS)
-            try:
-                for path, extra in found:
-                    try:
-                        self._source_file(src, path, extra, known.get(path), rep, problems,
-                                          batch)
-                    except apsw.Error:
-                        raise  # the index's trouble, not the file's
-                    except Exception as e:  # noqa: BLE001 - one odd file never stops the rest
-                        # what it held stays: tried again when it changes (see _source_file),
-                        # or on every look after an OSError or a NotNow
-                        why = _why(e)
-                        self.log.warn(f"{path}: cannot read: {why}", once=True)
-                        problems.append(f"{path}: unreadable ({why})")
-                        unreadable = unreadable or isinstance(e, (OSError, NotNow))
-                # what sources_changed looks at; a file to try again: listed again on every look
-                store.set_meta(f"folders:{src.name}", None if unreadable else json.dumps(
-                    {"at": src.looks_at(self.ws), "folders": folders}))
-            except BaseException:
-                batch.close(commit=False)
-                raise
-            batch.close(commit=True)
-            if problems or store.get_meta(f"warnings:{src.name}"):
-                with store.transaction():  # what status shows of this source, until it changes
-                    store.set_meta(f"warnings:{src.name}",
-                                   json.dumps(problems[:20]) if problems else None)
-        self._finish_sessions(rep)
-        return rep
+    # -- the pipeline ----------------------------------------------------------------------------
 
-    def _source_file(self, src, path, extra, row, rep: Report, problems: list[str],
-                     batch) -> None:
-        """Index one file of a source, a step at a time (Source.read_chunks), each step's records
-        and offset written together. A file that cannot be read, for any reason but an OSError
-        or a NotNow, is noted as failed with its size and time: it is not read again until they
-        change (a 200 MB invalid chat was read by every search, #18)."""
+    def _index_source(self, src, rep: Report, only_session: str | None, quick: bool,
+                      prune: bool) -> None:
+        """One source's changes, in the steps every source shares: list the files in scope;
+        note those gone (archived, or their sessions dropped: the source's `mode`); read again
+        from the start what was rewritten; then read each changed file on from where the index
+        stopped (_index_file), committed in steps. A file that cannot be read is noted and the
+        rest go on; what status shows of the source is kept (see _listed)."""
         store = self.store
-        st = os.lstat(path)
-        if _same(row, st):
-            if row.status == FAILED:
-                why = (_loads(store.file_state(path)) or {}).get("failed")
-                problems.append(f"{path}: unreadable ({why}); not read again until it changes")
+        listing = self._list(src, only_session, quick)
+        if listing is None:
             return
-        if _foreign_growing(row, st):
-            with store.transaction():  # another workspace's session, growing: noted, not read
-                store.save_file(path, src.name, None, 0, st.st_size, st.st_mtime_ns, st.st_ino,
-                                row.head_len, row.head_hash, st.st_size, None, "foreign")
-            return
-        offset, state = 0, None
-        if not src.whole(path) and row and row.status != "foreign" \
-                and not _rewritten(path, st, row, src.follows_links):
-            offset, state = row.offset, _loads(store.file_state(path))
-            if isinstance(state, dict):
-                state.pop("failed", None)  # (why an earlier read failed: see below)
+        known = listing.known
+        rep.files_seen += len(listing.found)
+        present = {path for path, _extra in listing.found}
+        blind = tuple(f + os.sep for f, m in listing.folders if m == registry.UNLISTED)
+        gone = [p for p, row in known.items() if p not in present and row.status != "missing"
+                and not p.startswith(blind)]  # (what a folder not listed holds is not gone)
+        if gone or prune:  # (a write waits for any other writer: only if needed)
+            with store.write():
+                if gone:
+                    rep.archived += self._gone(src, gone, known)
+                if prune:
+                    rep.pruned = store.prune_archived()
+            if src.mode != "append":  # (a session dropped takes its other files' rows too)
+                known = store.files(src.name)
+        rewritten: set[str] = set()
+        if listing.stats is not None:
+            rewritten, known = self._resets(src, listing, known)
+        todo, notes, total = self._plan(src, listing, known, rewritten)
+        self.bulk = total > BULK_BYTES
+        jobs = [job for job, *_rest in todo]
+        feed = (_ReaderProcess(jobs, self.bulk, self.lock_fd)
+                if src.streamed and self.bulk and len(jobs) >= 8 and _CAN_FORK else None)
+        done = 0
+        tick = (lambda n: self._tick(done + n, total)) if src.streamed else None
         try:
-            self._source_chunks(src, path, extra, row, st, offset, state, rep, problems, batch)
-        except (OSError, NotNow, apsw.Error):
-            raise
-        except Exception as e:
-            with store.transaction():
-                store.file_failed(path, src.name, st.st_size, st.st_mtime_ns, st.st_ino,
-                                  _why(e))
-            raise
+            with store.steps(STEP_BYTES, BATCH_SECONDS) as steps:
+                for path, st, row in notes:  # another workspace's session, growing: not read
+                    store.save_file(path, src.name, None, 0, st.st_size, st.st_mtime_ns,
+                                    st.st_ino, row.head_len, row.head_hash, st.st_size, None,
+                                    "foreign")
+                for i, (job, st, session) in enumerate(todo):
+                    if self._out_of_time():
+                        rep.pending_files += len(todo) - i
+                        break
+                    chunks = feed.chunks(i) if feed else read_chunks(*job, self.bulk)
+                    try:
+                        done += self._index_file(src, job, st, session, chunks, rep, steps,
+                                                 listing.problems, tick)
+                    except Exception as e:  # noqa: BLE001 - one odd file never stops the rest
+                        if is_store_error(e):
+                            raise  # the index's trouble, not the file's
+                        self._unreadable(src, job.path, st, e, listing)
+                    if feed:
+                        feed.skip(i)  # whatever the reader still holds of this file
+                self._listed(src, listing)
+        finally:
+            if feed:
+                feed.stop()
+        if not src.streamed and (listing.problems or store.get_meta(f"warnings:{src.name}")):
+            with store.write():  # what status shows of this source, until it changes
+                store.set_meta(f"warnings:{src.name}",
+                               json.dumps(listing.problems[:20]) if listing.problems else None)
+        if quick and src.streamed:
+            self.quick_done(complete=not rep.pending_files)
 
-    def _source_chunks(self, src, path, extra, row, st, offset, state, rep, problems, batch):
+    def _list(self, src, only_session: str | None, quick: bool) -> _Listing | None:
+        """The run's scope of a source. A streamed one's: what pending() looked at just before
+        (its stats, never its file rows: another writer may have moved on), else a look now
+        (_scan). Another's: everything it discovers; None when it cannot list its files."""
         store = self.store
-        session = row.session if row else None
-        whole = offset == 0  # read whole: what this file held, and any session it names (a
-        # rollout moved to archived_sessions/, a file recovered), is replaced, not added to
-        touched: set = set()  # sessions this read wrote: never cleared again by it
-        status = "ok"
-        for deltas, end, new_state, read_problems in src.read_chunks(path, extra, offset, state,
-                                                                      BATCH_BYTES):
+        if src.streamed:
+            scan, self._last_scan = self._last_scan, None
+            if scan and scan[3] == (src.name, only_session, quick):
+                found, stats = scan[0], scan[1]
+                known = store.files(src.name, list(scan[2])) if (only_session or quick) else \
+                    store.files(src.name)
+            else:
+                found, stats, known = self._scan(src, only_session, quick)
+            return _Listing([(sf.path, sf) for sf in found], stats, known, [], [])
+        problems: list[str] = []  # this run's, kept for status
+        folders: list = []
+        try:
+            found = src.discover(self.ws, folders)
+        except Exception as e:  # noqa: BLE001 - one source's trouble never stops a search
+            self.log.warn(f"{src.name}: cannot list its files: {type(e).__name__}: {e}",
+                          once=True)
+            return None
+        for w in src.locations(self.ws):
+            try:
+                empty = os.path.isdir(w) and not os.listdir(w)
+            except OSError:
+                empty = False  # unlistable: discover has noted it
+            if empty:
+                self.log.warn(f"{src.name}: {w}: empty folder", once=True)
+                problems.append(f"{w}: empty folder")
+        return _Listing(found, None, store.files(src.name), folders, problems)
+
+    def _gone(self, src, gone: list[str], known: dict) -> int:
+        """Files no longer there, in the caller's write: an append source's are archived (their
+        sessions stay searchable), a snapshot source's take their sessions with them."""
+        store = self.store
+        if src.mode == "append":
+            return store.archive_missing(gone)
+        for p in gone:
+            if known[p].session is not None:
+                store.delete_session(known[p].session)
+            store.forget_file(p)
+        return 0
+
+    def _resets(self, src, listing: _Listing, known: dict) -> tuple[set[str], dict]:
+        """For a source whose files were stat'ed by the listing: the files rewritten (shrunk,
+        replaced, new first bytes, or back after being gone), and the rows known after their
+        sessions were cleared to be read again. Where a session spans files, every file of a
+        rewritten one's session is read again from the start, and so is a session whose main
+        file the index has no record of (recovered from an old index, or kept through a
+        rebuild): read afresh rather than on top."""
+        store, stats = self.store, listing.stats
+        rewritten = {p for p, st in stats.items()
+                     if p in known and not _same(known[p], st)
+                     and _rewritten(p, st, known[p], src.follows_links)}
+        if not src.spans_files:
+            return rewritten, known
+        resets = {known[p].session for p in rewritten if known[p].session is not None}
+        for path, sf in listing.found:
+            if path not in known and not sf.sidechain and path in stats:
+                sid = store.session_with_messages(src.name, sf.session_id)
+                if sid is not None:
+                    resets.add(sid)
+        if resets:
+            with store.write():
+                for session in resets:
+                    self.log.info(f"session {session}: a file was rewritten; reading it again")
+                    store.clear_session(session)
+            known = store.files(src.name)  # the sessions' files now start at 0
+            self._sessions.clear()
+        return rewritten, known
+
+    def _plan(self, src, listing: _Listing, known: dict, rewritten: set[str]):
+        """(files to read: (Job, stat, session); files to note as another workspace's:
+        (path, stat, row); bytes to read). Unchanged files are skipped (a failed one is noted
+        for status); a changed one resumes from its offset and parser state, unless it is
+        read whole, was rewritten, or was another workspace's."""
+        store = self.store
+        work = []
+        for path, extra in listing.found:
+            row = known.get(path)
+            if listing.stats is not None:
+                st = listing.stats.get(path)
+                if st is None or _same(row, st):
+                    continue
+                if st.st_size == 0 and (row is None or path in rewritten):
+                    self.log.warn(f"{path}: empty file")
+            else:
+                try:
+                    st = os.lstat(path)
+                except OSError as e:
+                    self._unreadable(src, path, None, e, listing)
+                    continue
+                if _same(row, st):
+                    if row.status == FAILED:
+                        why = (_loads(store.file_state(path)) or {}).get("failed")
+                        listing.problems.append(f"{path}: unreadable ({why}); not read again "
+                                                "until it changes")
+                    continue
+                if row is not None and row.status != "foreign" and not src.whole(path) \
+                        and _rewritten(path, st, row, src.follows_links):
+                    rewritten.add(path)
+            work.append((path, extra, st, row))
+        if src.streamed:
+            work.sort(key=lambda w: w[2].st_mtime_ns, reverse=True)
+        todo, notes, total = [], [], 0
+        for path, extra, st, row in work:
+            again = path in rewritten
+            if not again and _foreign_growing(row, st):
+                notes.append((path, st, row))
+                continue
+            offset, state = 0, None
+            if row is not None and not again and row.status != "foreign" \
+                    and not src.whole(path):
+                offset, state = row.offset, _loads(store.file_state(path))
+                if isinstance(state, dict):
+                    state.pop("failed", None)  # (why an earlier read failed: see _unreadable)
+            total += max(0, st.st_size - offset)
+            todo.append((Job(src, path, extra, offset, state, st.st_mtime_ns / 1e9, st.st_size),
+                         st, row.session if row is not None else None))
+        return todo, notes, total
+
+    def _unreadable(self, src, path: str, st, e: BaseException, listing: _Listing) -> None:
+        """A file that could not be read. For any reason but an OSError or a NotNow, it is
+        noted as failed with its size and time: not read again until they change (a 200 MB
+        invalid chat was read by every search, #18). What it held stays."""
+        if st is not None and not isinstance(e, (OSError, NotNow)):
+            with self.store.write():
+                self.store.file_failed(path, src.name, st.st_size, st.st_mtime_ns, st.st_ino,
+                                       _why(e))
+        why = _why(e)
+        self.log.warn(f"{path}: cannot read: {why}", once=True)
+        listing.problems.append(f"{path}: unreadable ({why})")
+        listing.unreadable = listing.unreadable or isinstance(e, (OSError, NotNow))
+
+    def _listed(self, src, listing: _Listing) -> None:
+        """What sources_changed looks at next time, for a source it looks at (the folders the
+        listing took); a file to try again: listed again on every look."""
+        if not src.streamed:
+            self.store.set_meta(f"folders:{src.name}", None if listing.unreadable else json.dumps(
+                {"at": src.looks_at(self.ws), "folders": listing.folders}))
+
+    def _index_file(self, src, job, st, session, chunks, rep: Report, steps,
+                    problems: list[str], tick) -> int:
+        """Index one file, a step at a time, each step's records and the file's offset and
+        parser state written together. A file read from its start, where a file is a session,
+        replaces what it held and any session it names (a rollout moved to archived_sessions/,
+        a file recovered). Records of another workspace are not indexed: the file is noted as
+        foreign. The file's size is written only once it is read to its end, so a run stopped
+        between steps (a kill, the time budget) is not taken for one that read it all."""
+        store = self.store
+        path, offset, before = job.path, job.offset, job.state
+        start = offset
+        replaces = offset == 0 and not src.spans_files
+        touched: set[int] = set()  # sessions this read wrote: never cleared again by it
+        status, held, stop = "ok", False, False
+        for deltas, end, state, read_problems in chunks:
             for p in read_problems:
                 self.log.warn(f"{path}: {p}")
                 problems.append(f"{path}: {p}")
-            _note_unknown(self.log, path, state, new_state)
-            state = new_state
-            head_len = min(HEAD_BYTES, end)
-            with store.transaction():
-                if whole:
+            _note_unknown(self.log, path, before, state)
+            prior, before = before, state
+            applied: set[int] = set()
+            with store.write():  # (a savepoint of the steps: a step that fails leaves nothing)
+                if replaces:
                     stale = {session} | {store.session_with_messages(src.name, d.session_id)
                                          for d in deltas}
                     for sid in stale - {None} - touched:
@@ -337,47 +381,65 @@ class Indexer:
                         self._sessions.pop((src.name, old.session_id), None)
                         touched.add(sid)
                 for d in deltas:
+                    if not (state or {}).get("cwd") \
+                            and not src.claims_cwdless(path, self.ws, self._cwdless):
+                        # no line yet says where it ran, and its folder may be another
+                        # workspace's: held where it stood (not read again until it grows;
+                        # then its lines may say)
+                        held = True
+                        self.log.info(f"{path}: records no working folder, in a folder that "
+                                      "may be another workspace's: not indexed until its lines say")
+                        end, state = offset, prior
+                        break
                     if not src.in_scope(d, self.ws):
+                        # (a cwd may come after lines already indexed: those are dropped too)
                         status, end = "foreign", st.st_size
                         self.log.info(f"{path}: session of {d.cwd}, not this workspace: skipped")
-                        if session is not None:
-                            store.delete_session(session)
+                        if session is not None:  # (one file of a session, or the session)
+                            if src.spans_files:
+                                store.clear_session(session)
+                            else:
+                                store.delete_session(session)
                         session = None
                         break
                     session = self._apply(d)
                     touched.add(session)
-                    store.refresh_counts(session)
+                    applied.add(session)
                     if not src.extracted:
                         store.mark_finished(session)
                     rep.sessions_touched.add(session)
-                # no size until the last step is written: a run stopped between steps is not
-                # taken for one that read it all, and the next resumes it
-                store.save_file(path, src.name, session, 0, None, st.st_mtime_ns, st.st_ino,
-                                head_len,
+                # a huge file: the rest waits for the next run
+                stop = status == "ok" and not held and end < st.st_size and self._out_of_time()
+                head_len = min(HEAD_BYTES, end)
+                store.save_file(path, src.name, session, src.sidechain(job.extra), None,
+                                st.st_mtime_ns, st.st_ino, head_len,
                                 _head_hash(path, head_len, src.follows_links) if end else None,
-                                end,
-                                json.dumps(state, separators=(",", ":")) if state else None,
+                                end, json.dumps(state, separators=(",", ":")) if state else None,
                                 status)
-            batch.added(max(0, end - offset), None)  # (counts: refreshed above)
+            steps.added(max(0, end - offset), applied)
             rep.bytes_read += max(0, end - offset)
+            if tick:
+                tick(end - start)
             offset = end
-            if status == "foreign":
+            if status != "ok" or held or stop:
                 break
-        with store.transaction():
+        if stop:
+            rep.pending_files += 1
+        else:
             store.file_read(path, st.st_size)
         rep.files_read += 1
+        return st.st_size - start
 
-    def _scan(self, only_session=None, quick=False):
+    def _scan(self, src, only_session=None, quick=False):
         """(files found, their stats, what the index knows of them) for a run's scope."""
         store = self.store
         if only_session:
-            found = self.source.session_files(self.ws, only_session)
-            known = store.files(self.source.name, [sf.path for sf in found],
-                                session_id=only_session)
+            found = src.session_files(self.ws, only_session)
+            known = store.files(src.name, [sf.path for sf in found], session_id=only_session)
         elif quick:
-            found, known = self._quick_scope()
+            found, known = self._quick_scope(src)
         else:
-            found, known = self.source.files(self.ws, self.log), store.files(self.source.name)
+            found, known = src.files(self.ws, self.log), store.files(src.name)
         stats = {}
         for sf in found:
             try:
@@ -386,12 +448,12 @@ class Indexer:
                 self.log.warn(f"cannot read {sf.path}: {e}", once=True)
         return found, stats, known
 
-    def _quick_scope(self):
+    def _quick_scope(self, src):
         """What a SessionStart looks at: every file of a project folder whose listing changed
         (new or deleted sessions) that the index does not know, the files changed in the last
         RECENT seconds, and the next SWEEP known files in turn, so over many starts every file
         is looked at again. Never a stat of the whole history."""
-        store, src = self.store, self.source
+        store = self.store
         paths: set[str] = set()
         for d in src.locations(self.ws):
             try:
@@ -430,24 +492,23 @@ class Indexer:
         (if everything found was indexed), owed sessions are settled, the sweep moves on. Never
         waits on another writer: a hook would rather leave this to the next start."""
         store = self.store
-        store.db.setbusytimeout(50)
         try:
-            with store.transaction():
+            with store.write(wait=0.05):
                 if complete:
                     for d, mtime in self._dirs.items():
                         store.set_meta(f"dir:{d}", mtime)
                     store.settle(self._owed)
                 store.set_meta("sweep_after", self._sweep_to)
-        except apsw.BusyError:
+        except Busy:
             pass
-        finally:
-            store.db.setbusytimeout(5000)
 
-    def pending(self, only_session: str | None = None, quick: bool = False) -> tuple[int, int]:
-        """(files, bytes) changed or gone since indexed, without taking the lock or reading."""
-        found, stats, known = self._scan(only_session, quick)
+    def pending(self, only_session: str | None = None, quick: bool = False,
+                src=registry.CLAUDE_CODE) -> tuple[int, int]:
+        """(files, bytes) of a streamed source changed or gone since indexed, without taking
+        the lock or reading."""
+        found, stats, known = self._scan(src, only_session, quick)
         self._last_scan = (found, stats, {sf.path for sf in found} | set(known),
-                           (only_session, quick))
+                           (src.name, only_session, quick))
         files = size = 0
         for path, st in stats.items():
             row = known.get(path)
@@ -469,65 +530,6 @@ class Indexer:
         if self.progress:
             self.progress.update(done, total)
 
-    def _start(self, sf, row):
-        """(offset, parser state, session) a file resumes from; None for a foreign file."""
-        if row is None:
-            return 0, None, None
-        if row.status == "foreign":
-            return None
-        return row.offset, _loads(self.store.file_state(sf.path)), row.session
-
-    def _index_file(self, sf, st, start_at, chunks, rep: Report, batch, tick) -> int:
-        store = self.store
-        offset, before, session = start_at
-        start = offset
-        for delta, end, state, problems in chunks:
-            for p in problems:
-                self.log.warn(f"{sf.path}: {p}")
-            _note_unknown(self.log, sf.path, before, state)
-            prior, before = before, state
-            head_len = min(HEAD_BYTES, end)
-            head = _head_hash(sf.path, head_len, self.source.follows_links) if end else None
-            status, held = "ok", False
-            if delta is not None and not delta.is_empty() and not state.get("cwd") \
-                    and not self.source.claims_cwdless(sf.path, self.ws, self._cwdless):
-                # no line yet says where it ran, and its folder may be another workspace's: held
-                # where it stood (not read again until it grows; then its lines may say)
-                held = True
-                self.log.info(f"{sf.path}: records no working folder, in a folder that may be "
-                              "another workspace's: not indexed until its lines say")
-                end, state = offset, prior
-                head_len = min(HEAD_BYTES, end)
-                head = _head_hash(sf.path, head_len, self.source.follows_links) if end else None
-            elif delta is not None and not self.source.in_scope(delta, self.ws):
-                # delta.cwd is set once per file, on the first line that has one (which may come
-                # after a snapshot or title line already indexed: those are dropped too).
-                status = "foreign"
-                self.log.info(f"{sf.path}: session of {delta.cwd}, not this workspace: skipped")
-                end = st.st_size
-                if session is not None:
-                    store.clear_session(session)
-                    session = None
-            elif delta is not None and not delta.is_empty():
-                session = self._apply(delta)
-                rep.sessions_touched.add(session)
-            # a huge file: the rest waits for the next run, its size saved as far as it was
-            # read, so that run sees a change (the file's own size would say all was read)
-            stop = status == "ok" and not held and end < st.st_size and self._out_of_time()
-            store.save_file(sf.path, self.source.name, session, sf.sidechain,
-                            end if stop else st.st_size, st.st_mtime_ns, st.st_ino, head_len,
-                            head, end, json.dumps(state, separators=(",", ":")), status)
-            batch.added(end - offset, session)
-            rep.bytes_read += end - offset
-            tick(end - start)
-            offset = end
-            if stop:
-                rep.pending_files += 1
-            if status != "ok" or held or stop:
-                break
-        rep.files_read += 1
-        return st.st_size - start
-
     def note_reply(self, session_id: str, text: str) -> bool:
         """Keep a reply the transcript does not show yet as the session's provisional message.
         True when it was kept (a new exchange)."""
@@ -535,7 +537,7 @@ class Indexer:
         from .redact import scrub
         text = scrub(text.strip())
         store = self.store
-        src = self.source
+        src = registry.CLAUDE_CODE  # (the Stop hook's source)
         row = store.session_by_session_id(session_id, src.name)
         if row is None or row.started_at is None:
             return False  # none of the session's prompts is indexed: a reply alone is no session
@@ -543,14 +545,14 @@ class Indexer:
             return False
         if any(t.strip() == text or t.strip().endswith(text)
                for _ts, t in store.last_messages(row.id, "assistant", 3, skip_key=PROVISIONAL_KEY)):
-            with store.transaction():
+            with store.write():
                 store.drop_message(row.id, PROVISIONAL_KEY)
             return False  # the transcript has it already
         d = SessionDelta(session_id, src.name, src.label)
         now = time.time()
         d.messages.append(Message(PROVISIONAL_KEY, "assistant", text, now))
         d.seen(now)
-        with store.transaction():
+        with store.write():
             store.drop_message(row.id, PROVISIONAL_KEY)
             self._apply(d)
             store.index_terms()
@@ -650,7 +652,7 @@ class Indexer:
 
     def _finish_sessions(self, rep: Report) -> None:
         if rep.sessions_touched:
-            with self.store.transaction():
+            with self.store.write():
                 self.store.tidy(bulk=rep.bytes_read > BULK_BYTES)
 
 
@@ -689,18 +691,14 @@ def _unknown_types(state) -> set[str]:
 
 # One file of a run: what read_chunks needs to read it from where the index stopped. (Not
 # typing.NamedTuple: importing typing costs the hooks 1.6 ms.)
-Job = namedtuple("Job", "source sf offset state mtime size")
+Job = namedtuple("Job", "source path extra offset state mtime size")
 
 
-def read_chunks(source, sf, offset, state, mtime, size, bulk):
-    """Successive (delta, end, state, problems) of a file from `offset`, BATCH_BYTES at a time."""
-    while True:
-        delta, end, state, problems = source.read_chunk(sf, offset, state, mtime,
-                                                        max_bytes=BATCH_BYTES, bulk=bulk)
-        yield delta, end, state, problems
-        if end >= size or end == offset:
-            return
-        offset = end
+def read_chunks(source, path, extra, offset, state, mtime, size, bulk):
+    """Successive (records, end, state, problems) of a file from `offset`, BATCH_BYTES read at
+    a time (Source.read_chunks)."""
+    return source.read_chunks(path, extra, offset, state, BATCH_BYTES, mtime=mtime, size=size,
+                              bulk=bulk)
 
 
 # A cold index parses in a second process while this one writes: two cores, half the time.

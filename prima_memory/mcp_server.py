@@ -125,8 +125,8 @@ class Memory:
                 return False  # nothing to write, or a rebuild owns the index
             stop = lambda: self.waiting > 0 or self.stopping.is_set()  # noqa: E731
             try:
-                mem.update(lock_timeout=0, quick=True)
-                mem.update_sources(lock_timeout=0)
+                from .memory import ALL  # (loaded with the memory, after the handshake)
+                mem.update(sources=ALL, lock_timeout=0, quick=True)
             except PrimaError:
                 pass  # the writer lock is busy: a hook is indexing
             if self.no_model or not mem.semantic_work():

@@ -5,39 +5,25 @@ locking behave the same everywhere.
 """
 from __future__ import annotations
 
-import functools
 import os
 import time
-
-import apsw
 
 from . import workspace as wsmod
 from .errors import Failure
 from .logs import Log
-from .store import (SCHEMA_VERSION, CorruptIndex, DiskFull, ForeignIndex, SchemaMismatch, Store,
-                    StoreError, is_corruption, is_disk_full, move_aside)
+from .sources import registry
+from .store import (SCHEMA_VERSION, CantOpen, CorruptIndex, DiskFull, ForeignIndex, ReadOnly,
+                    SchemaMismatch, Store, StoreError, is_corruption, move_aside, own_error)
+
+# Which sources an update reads (Memory.update's `sources`).
+HOOK = (registry.CLAUDE_CODE,)  # what a hook reads: a machine-wide look at VS Code is not for it
+ALL = registry.SOURCES  # every agent's sessions (a search, an index, the background)
+OTHERS = registry.OTHERS  # all but the hooks' (the background embedder, after a hook's run)
+EXTRACTS = (registry.EXTRACTS,)  # prima-memory's own extracts, for a deep search
 
 
 class IndexBusy(Failure):
     """Another process holds the writer lock."""
-
-
-def _writes(what: str):
-    """A Memory method whose writes, failing on a full disk, say so in one line (DiskFull), so
-    that callers that can answer from the index as it stands (searches, the briefing) do, and
-    others report it. SQLite says SQLITE_FULL, or an I/O error whose cause is ENOSPC (growing
-    the -shm or the log)."""
-    def deco(fn):
-        @functools.wraps(fn)
-        def run(self, *args, **kw):
-            try:
-                return fn(self, *args, **kw)
-            except (apsw.FullError, apsw.IOError) as e:
-                if self._store is not None and is_disk_full(e, self._store.db):
-                    raise DiskFull(f"the disk is full: {what} not written") from None
-                raise
-        return run
-    return deco
 
 
 class IndexReadOnly(Failure):
@@ -129,7 +115,7 @@ class Memory:
     def _open(self) -> Store:
         try:
             return Store(self.db_path, key=self.key())
-        except (OSError, apsw.ReadOnlyError, apsw.CantOpenError) as e:
+        except (OSError, ReadOnly, CantOpen) as e:
             if not os.path.isfile(self.db_path):
                 raise
             # readable, not writable: answer from it as it stands (updates are skipped)
@@ -158,7 +144,7 @@ class Memory:
         last writes may be there only), else, when there is no log to read, the file alone."""
         try:
             return Store(self.db_path, readonly=True, key=self.key())
-        except (apsw.CantOpenError, apsw.ReadOnlyError, DiskFull) as e:
+        except (CantOpen, ReadOnly, DiskFull) as e:
             wal = self.db_path + "-wal"
             if os.path.isfile(wal) and os.path.getsize(wal):
                 raise wsmod.WorkspaceError(
@@ -186,11 +172,10 @@ class Memory:
                 n = store.recover_from(old, os.path.exists)
                 if n:
                     self.log.warn(f"recovered {n} session(s) whose files are gone from {old}")
-            except (apsw.Error, OSError, StoreError) as e:
+            except (OSError, StoreError) as e:
                 self.log.warn(f"nothing could be recovered from {old}: {e}")
         return store
 
-    @_writes("the recovered sessions")
     def recover_from(self, path: str, *, lock_timeout: float) -> int:
         """What a user asks for by name: the sessions whose files are gone, from an unstamped
         index of theirs (one from before stamps, set aside as not known to be theirs)."""
@@ -210,7 +195,10 @@ class Memory:
             return fn()
         except Exception as e:
             if not is_corruption(e):
-                raise
+                own = own_error(e, self._store)
+                if own is e:
+                    raise
+                raise own from None  # a driver error from a plain read, as the store's type
             self.recover_corrupt(f"{type(e).__name__}: {e}")
             return fn()
 
@@ -219,7 +207,7 @@ class Memory:
         if self._store is not None:
             try:
                 self._store.close()
-            except apsw.Error:
+            except StoreError:
                 pass
             self._store = None
         self._ensure_dir(again=True)
@@ -257,22 +245,31 @@ class Memory:
         except LockTimeout:
             raise IndexBusy(f"another prima-memory process is updating {self.db_path}") from None
 
-    @_writes("the index update")
-    def update(self, *, lock_timeout: float = 10.0, budget: float | None = None,
+    def update(self, *, sources=HOOK, lock_timeout: float = 10.0, budget: float | None = None,
                only_session: str | None = None, prune: bool = False, rebuild: bool = False,
                progress=None, extracts: bool = True, quick: bool = False):
-        """Index what changed. Raises IndexBusy if the lock is not free within lock_timeout.
-        only_session / quick narrow what is looked at (see Indexer.run)."""
+        """Index what changed in `sources` (HOOK, ALL, OTHERS, EXTRACTS, or any source or
+        sources of sources/registry.py): one pipeline for all, under the writer lock, taken only when
+        something changed. The scope: `only_session` (Stop) or `quick` (SessionStart) narrow
+        what a streamed source looks at (see Indexer.run); `rebuild` reads everything again;
+        `prune` drops archived sessions. `extracts`: write the extracts of the sessions this
+        run finished (or one killed before it did). Raises IndexBusy if the lock is not free
+        within lock_timeout. HOOK by default: a machine-wide look at VS Code's folders is not
+        for a hook's budget."""
         from .indexer import Indexer, Report
         store = self.store()
         if store.readonly:
             raise IndexReadOnly(self.db_path, store.readonly_why)
+        if isinstance(sources, registry.Source):
+            sources = (sources,)
         indexer = Indexer(self.ws, store, self.log, progress=progress)
-        if not (rebuild or prune) and indexer.pending(only_session, quick) == (0, 0) \
-                and not store.unfinished_sessions():
-            if quick:
-                indexer.quick_done(complete=True)
-            return Report()  # nothing to do: no lock taken
+        todo = list(sources)
+        if not (rebuild or prune):
+            todo = indexer.sources_changed(sources, only_session, quick)
+            if not todo and not (extracts and store.unfinished_sessions()):
+                if quick and any(src.streamed for src in sources):
+                    indexer.quick_done(complete=True)
+                return Report()  # nothing to do: no lock taken
         try:
             self._take_lock(lock_timeout)
         except IndexBusy:
@@ -281,39 +278,20 @@ class Memory:
             raise
         try:
             if rebuild:
-                with store.transaction():
+                with store.write():
                     store.clear_live()
                 indexer = Indexer(self.ws, store, self.log, progress=progress)
             indexer.lock_fd = self.lock().fd
-            rep = indexer.run(budget=budget, only_session=only_session, prune=prune,
+            rep = indexer.run(todo, budget=budget, only_session=only_session, prune=prune,
                               quick=quick and not rebuild)
+            if quick and not rebuild and not any(src.streamed for src in todo) \
+                    and any(src.streamed for src in sources):
+                indexer.quick_done(complete=True)  # (run only for the extracts: nothing new)
             if extracts:  # for the sessions this run changed, or one killed before it
                 from .extracts import write_unfinished
                 rep.extracts += write_unfinished(store, self.ws, self.log)
             if only_session and rep.pending_files:
                 self.owe(only_session)  # left for the next SessionStart to finish
-            return rep
-        finally:
-            self.lock().release()
-
-    @_writes("the index update")
-    def update_sources(self, *, lock_timeout: float = 10.0, rep=None):
-        """Index the sources besides the one update() reads (sources/registry.py). Never in a
-        hook: a machine-wide look at VS Code's folders is not for a hook's budget. `rep`: a
-        Report to add to (update()'s)."""
-        from .indexer import Indexer
-        from .sources.registry import OTHERS
-        store = self.store()
-        if store.readonly:
-            raise IndexReadOnly(self.db_path, store.readonly_why)
-        sources = Indexer(self.ws, store, self.log).sources_changed(OTHERS)
-        if not sources:
-            return rep  # nothing changed: no lock taken
-        self._take_lock(lock_timeout)
-        try:
-            from .extracts import write_unfinished
-            rep = Indexer(self.ws, store, self.log).index_sources(sources, rep)
-            rep.extracts += write_unfinished(store, self.ws, self.log)
             return rep
         finally:
             self.lock().release()
@@ -325,12 +303,11 @@ class Memory:
         if store.readonly:
             return
         try:
-            with store.transaction():
+            with store.write():
                 store.owe(session_id)
-        except apsw.Error:  # busy: the sweep comes to it in time anyway
+        except StoreError:  # busy: the sweep comes to it in time anyway
             pass
 
-    @_writes("Claude's last reply")
     def note_last_reply(self, session_id: str, text: str, *, lock_timeout: float) -> bool:
         """Claude's last reply as the Stop hook saw it, for a transcript that lags behind: kept
         as one provisional message until the transcript's own lines bring it."""
@@ -400,7 +377,6 @@ class Memory:
         finally:
             lock.release()
 
-    @_writes("new vectors")
     def embed(self, budget: float | None, *, wait: float = 0.0, progress=None,
               should_stop=None, settings=None) -> tuple[int, int] | None:
         """Embed pending exchanges, newest first, for up to `budget` seconds, under the embed
@@ -418,7 +394,6 @@ class Memory:
                                                                     should_stop=should_stop)
         return self.under_lock("embed", wait, run)
 
-    @_writes("new links between exchanges")
     def link(self, budget: float | None, *, wait: float = 0.0, should_stop=None,
              settings=None) -> tuple[int, int] | None:
         """Compute the SIMILAR_TO edges of exchanges embedded since, for up to `budget`
@@ -432,22 +407,6 @@ class Memory:
             return 0, len(store.unlinked_exchanges(model))
         return self.under_lock("embed", wait, lambda: link(
             store, model, getattr(embedder, "dim", 384), budget=budget, should_stop=should_stop))
-
-    @_writes("the extracts' index")
-    def index_extracts(self, *, lock_timeout: float) -> int:
-        """Bring the extracts' records up to date (before a deep search)."""
-        from .indexer import Indexer
-        store = self.store()
-        if store.readonly:
-            return 0
-        from .sources.registry import EXTRACTS
-        if not Indexer(self.ws, store, self.log).sources_changed([EXTRACTS]):
-            return 0  # nothing changed: no lock taken
-        self._take_lock(lock_timeout)
-        try:
-            return Indexer(self.ws, store, self.log).index_sources([EXTRACTS]).files_read
-        finally:
-            self.lock().release()
 
     def pending(self) -> tuple[int, int]:
         """(files, bytes) changed on disk since they were indexed, without indexing them."""

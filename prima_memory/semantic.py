@@ -142,7 +142,7 @@ class Embedding:
             if old.shape != new.shape or not (np.sum(old * new, axis=1) >= ADOPT_COSINE).all():
                 same = False
                 break
-        with self.store.transaction():
+        with self.store.write():
             self.store.adopt_vectors(legacy, self.model, variant if same else None)
 
     def _texts(self, ids) -> dict[int, tuple[str, bytes]]:
@@ -164,7 +164,7 @@ class Embedding:
             vecs = self.embedder.encode([w for _h, w in pieces])
             for (h, _w), v in zip(pieces, vecs):
                 new.setdefault(h, []).append(v.astype("<f4").tobytes())
-        with self.store.transaction():
+        with self.store.write():
             # the texts again, under the write lock: a reply that grew while the model read it
             # stays pending rather than linked to vectors of its old text
             same = [(i, h) for i, (_t, h) in self._texts(ids).items()
@@ -238,7 +238,7 @@ def _held(store: Store, model: str, dim: int) -> Held:
     key = _key(store, model)
     held = _LOADED.get(key)
     if held is None or held.gen != store.vectors_generation():
-        with store.snapshot():  # the count, the links and the vectors of one state
+        with store.read():  # the count, the links and the vectors of one state
             held = _refresh(store, model, dim, held)
         _LOADED[key] = held
     return held
@@ -432,7 +432,7 @@ def link(store: Store, model: str, dim: int = 384, *, budget: float | None = Non
         block = pending[i:i + EDGE_BLOCK]
         rows = np.asarray([k for x in block for k in rows_of.get(x, ())], dtype=np.int64)
         edges = _edges(ids, sessions, mat, rows) if len(rows) else []
-        with store.transaction():
+        with store.write():
             done += store.set_edges(model, {x: todo[x] for x in block}, edges)
     return done, 0
 

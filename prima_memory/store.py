@@ -13,11 +13,14 @@ import os
 import time
 import unicodedata
 from collections import namedtuple
+from collections.abc import Iterator
 
 import apsw
 
 from .errors import Failure
 from .workspace import open_nofollow, text_of
+
+BUSY_MS = 5000  # how long a statement waits for another writer, unless told otherwise
 
 # The schema version is SQLite's user_version. Each change is an additive step in _MIGRATIONS,
 # run in place in one transaction: an index is never thrown away for a schema change (moving it
@@ -163,7 +166,8 @@ def fold(text: str) -> str:
 
 
 class StoreError(Failure):
-    pass
+    """Trouble with the index itself (not with a source file): every SQLite error leaves this
+    module as one of these, so no caller needs to know the driver."""
 
 
 class CorruptIndex(StoreError):
@@ -174,12 +178,50 @@ class DiskFull(StoreError):
     """SQLite could not write for want of space: nothing of that write was kept."""
 
 
-def is_disk_full(e: BaseException, db) -> bool:
-    """SQLITE_FULL, or an I/O error whose cause was ENOSPC (making or growing the -shm or the
-    log): `db` the connection that raised it."""
-    import errno
-    return isinstance(e, apsw.FullError) or (isinstance(e, apsw.IOError)
-                                              and db.system_errno == errno.ENOSPC)
+class Busy(StoreError):
+    """Another connection held the index past the wait (store.write's `wait`, or 5 s)."""
+
+
+class ReadOnly(StoreError):
+    """The index can be read but not written (a read-only file or file system)."""
+
+
+class CantOpen(StoreError):
+    """SQLite cannot open the file at all (no folder, no permission)."""
+
+
+def _own(e: BaseException, db, path: str) -> BaseException:
+    """The store's type for a driver error `e` raised on `db` (an apsw connection, or None);
+    anything else as it is. The one place that reads SQLite's error codes: a full disk is
+    SQLITE_FULL, or an I/O error whose cause is ENOSPC (making or growing the -shm or the log)."""
+    if not isinstance(e, apsw.Error):
+        return e
+    import errno  # only on an error: hooks that write nothing never pay for it
+    if isinstance(e, (apsw.CorruptError, apsw.NotADBError)):
+        return CorruptIndex(f"{path}: {e}")
+    if isinstance(e, apsw.FullError) or (isinstance(e, apsw.IOError) and db is not None
+                                         and db.system_errno == errno.ENOSPC):
+        return DiskFull(f"the disk is full: {path} not written")
+    if isinstance(e, (apsw.BusyError, apsw.LockedError)):
+        return Busy(f"{path}: {e}")
+    if isinstance(e, apsw.ReadOnlyError):
+        return ReadOnly(f"{path}: {e}")
+    if isinstance(e, apsw.CantOpenError):
+        return CantOpen(f"{path}: {e}")
+    return StoreError(f"{path}: {type(e).__name__}: {e}")
+
+
+def is_store_error(e: BaseException) -> bool:
+    """`e` is the index's trouble (a driver error not yet translated, or one of ours), not a
+    source file's: the indexer lets it end the run rather than mark a file unreadable."""
+    return isinstance(e, (StoreError, apsw.Error))
+
+
+def own_error(e: BaseException, store: "Store | None" = None) -> BaseException:
+    """The store's type for an error that escaped a plain read (outside write/read/steps),
+    for the boundary that reports it (Memory.guarded)."""
+    return _own(e, store.db if store is not None else None,
+                store.path if store is not None else "the index")
 
 
 class ForeignIndex(StoreError):
@@ -322,6 +364,7 @@ class Store:
         self.readonly_why: str | None = None  # said when an update is refused, if not "read-only"
         self.key = key
         self._tokenizer = None
+        self.db = None
         try:
             if self.readonly:
                 mode = "?immutable=1" if immutable else "?mode=ro"
@@ -330,14 +373,13 @@ class Store:
             else:
                 _create_private(path)
                 self.db = _connect(path, apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE)
-            self.db.setbusytimeout(5000)
+            self.db.setbusytimeout(BUSY_MS)
             self._init_with_retry()
-        except (apsw.CorruptError, apsw.NotADBError) as e:
-            raise CorruptIndex(f"{path}: {e}") from e
-        except (apsw.FullError, apsw.IOError) as e:
-            if is_disk_full(e, self.db):
+        except apsw.Error as e:
+            own = _own(e, self.db, path)
+            if isinstance(own, DiskFull):
                 raise DiskFull(f"the disk is full: {path} cannot be opened for writing") from e
-            raise
+            raise own from e
 
     def _init_with_retry(self) -> None:
         """Several processes opening a brand-new index at once: switching it to WAL can answer
@@ -431,21 +473,37 @@ class Store:
         return self._version()
 
     def close(self) -> None:
-        self.db.close()
+        with self._errors():
+            self.db.close()
 
     @contextlib.contextmanager
-    def transaction(self):
-        """`with store.transaction():` commits, or rolls back on an exception. It holds the write
-        lock from its start (waiting up to the busy timeout for another writer), so what it reads
-        stays true until it commits: a deferred transaction that reads and then writes gets
-        "database is locked" at once when another process writes meanwhile, since SQLite cannot
-        wait there. Inside another transaction it is a savepoint of it."""
-        if self.db.in_transaction:
-            with self.db:
-                yield self
-            return
-        with self._full_disk_said():
-            self.db.execute("BEGIN IMMEDIATE")
+    def _errors(self) -> Iterator[None]:
+        """Driver errors raised inside, as the store's own (see _own), in one line."""
+        try:
+            yield
+        except apsw.Error as e:
+            raise _own(e, self.db, self.path) from None
+
+    @contextlib.contextmanager
+    def write(self, wait: float | None = None) -> Iterator["Store"]:
+        """`with store.write():` the one way to write: commits, or rolls back on an exception.
+        It holds the write lock from its start (waiting up to the busy timeout, or `wait`
+        seconds, for another writer: Busy after that), so what it reads stays true until it
+        commits: a deferred transaction that reads and then writes gets "database is locked" at
+        once when another process writes meanwhile, since SQLite cannot wait there. Inside
+        another write (or steps) it is a savepoint of it."""
+        with self._errors():
+            if self.db.in_transaction:
+                with self.db:
+                    yield self
+                return
+            if wait is not None:
+                self.db.setbusytimeout(int(wait * 1000))
+            try:
+                self.db.execute("BEGIN IMMEDIATE")
+            finally:
+                if wait is not None:
+                    self.db.setbusytimeout(BUSY_MS)
             try:
                 yield self
                 self.db.execute("COMMIT")
@@ -454,18 +512,39 @@ class Store:
                 raise
 
     @contextlib.contextmanager
-    def _full_disk_said(self):
-        """SQLite's way of saying the disk is full (see is_disk_full) as DiskFull, one line."""
-        try:
-            yield
-        except (apsw.FullError, apsw.IOError) as e:
-            if is_disk_full(e, self.db):
-                raise DiskFull(f"the disk is full: {self.path} not written") from None
-            raise
+    def read(self) -> Iterator["Store"]:
+        """Reads that see one state of the index (a read transaction), unless in one already."""
+        with self._errors():
+            if self.db.in_transaction:
+                yield self
+                return
+            self.db.execute("BEGIN")
+            try:
+                yield self
+            finally:
+                self.db.execute("COMMIT")
 
-    def batch(self, max_bytes: int, max_seconds: float) -> "Batch":
-        """One write transaction over many files, committed in steps (see Batch)."""
-        return Batch(self, max_bytes, max_seconds)
+    @contextlib.contextmanager
+    def steps(self, max_bytes: int, max_seconds: float) -> Iterator["Steps"]:
+        """Long work (an index run over many files) as one write committed in steps (see
+        Steps): committed at the end, rolled back on an exception."""
+        with self._errors():
+            steps = Steps(self, max_bytes, max_seconds)
+            try:
+                yield steps
+            except BaseException:
+                steps.close(commit=False)
+                raise
+            steps.close(commit=True)
+
+    def _chunked(self, sql: str, ids, before: tuple = (), after: tuple = ()) -> Iterator[tuple]:
+        """The rows of `sql` for every id of `ids`, its "{}" an `IN (...)` list, asked 500 at a
+        time (SQLite's limit on bound values is lower on some builds)."""
+        ids = list(ids)
+        for i in range(0, len(ids), 500):
+            part = ids[i:i + 500]
+            yield from self.db.execute(sql.format(",".join("?" * len(part))),
+                                       (*before, *part, *after))
 
     # -- tokens and terms ----------------------------------------------------------------------
 
@@ -558,16 +637,9 @@ class Store:
 
     def messages_by_key(self, session: int, keys) -> dict[str, tuple[int, str]]:
         """key -> (id, text) for those of `keys` this session already has."""
-        keys = list(keys)
-        out: dict[str, tuple[int, str]] = {}
-        for i in range(0, len(keys), 500):
-            part = keys[i:i + 500]
-            q = ",".join("?" * len(part))
-            for key, mid, text in self.db.execute(
-                    f"SELECT key, id, text FROM messages WHERE session = ? AND key IN ({q})",
-                    (session, *part)):
-                out[key] = (mid, text)
-        return out
+        return {key: (mid, text) for key, mid, text in self._chunked(
+            "SELECT key, id, text FROM messages WHERE session = ? AND key IN ({})", keys,
+            (session,))}
 
     def session_with_messages(self, source: str, session_id: str) -> int | None:
         row = self.db.execute(
@@ -684,13 +756,9 @@ class Store:
         if paths is None and session_id is None:
             return {_path(r[0]): FileRow(*r[1:]) for r in self.db.execute(
                 f"{self._FILE_ROW} WHERE source = ?", (source,))}
-        out: dict[str, FileRow] = {}
-        paths = list(paths or ())
-        for i in range(0, len(paths), 500):
-            part = paths[i:i + 500]
-            out.update((_path(r[0]), FileRow(*r[1:])) for r in self.db.execute(
-                f"{self._FILE_ROW} WHERE path IN ({','.join('?' * len(part))}) AND source = ?",
-                [_bind_path(p) for p in part] + [source]))
+        out = {_path(r[0]): FileRow(*r[1:]) for r in self._chunked(
+            self._FILE_ROW + " WHERE path IN ({}) AND source = ?",
+            [_bind_path(p) for p in paths or ()], after=(source,))}
         if session_id is not None:
             out.update((_path(r[0]), FileRow(*r[1:])) for r in self.db.execute(
                 f"{self._FILE_ROW} WHERE session IN (SELECT id FROM sessions WHERE "
@@ -826,10 +894,7 @@ class Store:
             "ORDER BY sidechain, ts, id", (session,)))
 
     def message_times(self, ids) -> dict[int, float | None]:
-        ids = list(ids)
-        return {i: ts for k in range(0, len(ids), 500) for i, ts in self.db.execute(
-            f"SELECT id, ts FROM messages WHERE id IN ({','.join('?' * len(ids[k:k + 500]))})",
-            ids[k:k + 500])}
+        return dict(self._chunked("SELECT id, ts FROM messages WHERE id IN ({})", ids))
 
     def messages_around(self, message_id: int, n: int) -> list[tuple]:
         """(id, role, ts, sidechain, text): the message and up to n on each side of it, in its
@@ -862,13 +927,7 @@ class Store:
         self.db.execute("DELETE FROM messages WHERE session = ? AND key = ?", (session, key))
 
     def message_texts(self, ids) -> dict[int, str]:
-        ids = list(ids)
-        out: dict[int, str] = {}
-        for i in range(0, len(ids), 500):
-            part = ids[i:i + 500]
-            q = ",".join("?" * len(part))
-            out.update(self.db.execute(f"SELECT id, text FROM messages WHERE id IN ({q})", part))
-        return out
+        return dict(self._chunked("SELECT id, text FROM messages WHERE id IN ({})", ids))
 
     def exchanges(self, session: int) -> list[tuple]:
         """(id, ts, prompt, reply) of the main thread, in order."""
@@ -961,12 +1020,8 @@ class Store:
         return out
 
     def sessions_by_id(self, ids) -> list[SessionRow]:
-        ids = list(ids)
-        out = []
-        for i in range(0, len(ids), 500):
-            part = ids[i:i + 500]
-            out += self._session_where(f"id IN ({','.join('?' * len(part))})", part)
-        return out
+        return [SessionRow(*r) for r in self._chunked(
+            f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id IN ({{}})", ids)]
 
     def all_message_texts(self):
         """(id, text) of every message with text: the slow path for queries with no usable token.
@@ -1001,14 +1056,8 @@ class Store:
 
     def exchange_texts(self, ids) -> dict[int, tuple[str | None, str]]:
         """exchange id -> (prompt or None, reply)."""
-        ids = list(ids)
-        out: dict[int, tuple] = {}
-        for i in range(0, len(ids), 500):
-            part = ids[i:i + 500]
-            out.update((r[0], (r[1], r[2])) for r in self.db.execute(
-                f"SELECT id, prompt, reply FROM exchanges WHERE id IN ({','.join('?' * len(part))})",
-                part))
-        return out
+        return {i: (prompt, reply) for i, prompt, reply in self._chunked(
+            "SELECT id, prompt, reply FROM exchanges WHERE id IN ({})", ids)}
 
     def known_vectors(self, hashes, model: str,
                       variant: str | None = None) -> dict[bytes, list[bytes]]:
@@ -1017,13 +1066,11 @@ class Store:
         hashes = list(dict.fromkeys(hashes))
         out: dict[bytes, list[bytes]] = {}
         only = "" if variant is None else "AND variant = ? "
-        for i in range(0, len(hashes), 500):
-            part = hashes[i:i + 500]
-            for h, vec in self.db.execute(
-                    f"SELECT text_hash, vec FROM vectors WHERE model = ? {only}AND text_hash IN "
-                    f"({','.join('?' * len(part))}) ORDER BY text_hash, n",
-                    (model, *([] if variant is None else [variant]), *part)):
-                out.setdefault(h, []).append(vec)
+        for h, vec in self._chunked(
+                f"SELECT text_hash, vec FROM vectors WHERE model = ? {only}AND text_hash IN "
+                "({}) ORDER BY text_hash, n", hashes,
+                (model, *([] if variant is None else [variant]))):
+            out.setdefault(h, []).append(vec)
         return out
 
     def legacy_vector_keys(self) -> list[str]:
@@ -1092,27 +1139,12 @@ class Store:
                "ON v.text_hash = x.text_hash AND v.model = x.model WHERE x.model = ?")
         if exchanges is None:
             return self.db.execute(sql, (model,))
-        ids = list(exchanges)
-        return [r for i in range(0, len(ids), 500) for r in self.db.execute(
-            f"{sql} AND x.exchange IN ({','.join('?' * len(ids[i:i + 500]))})",
-            (model, *ids[i:i + 500]))]
+        return list(self._chunked(sql + " AND x.exchange IN ({})", exchanges, (model,)))
 
     def embedded_hashes(self, model: str) -> dict[int, bytes]:
         """exchange -> the text hash it is embedded as (no vectors read)."""
         return dict(self.db.execute("SELECT exchange, text_hash FROM embedded WHERE model = ?",
                                     (model,)))
-
-    @contextlib.contextmanager
-    def snapshot(self):
-        """Reads that see one state of the index (a read transaction), unless in one already."""
-        if self.db.in_transaction:
-            yield self
-            return
-        self.db.execute("BEGIN")
-        try:
-            yield self
-        finally:
-            self.db.execute("COMMIT")
 
     def session_turns(self, sessions) -> dict[int, int]:
         """session -> its turns: the requests of its main thread."""
@@ -1186,6 +1218,10 @@ class Store:
         Only from an index stamped with this store's key (ForeignIndex otherwise): a planted one
         would otherwise bring its sessions in. `unstamped`: the user says an unstamped one is
         theirs (one from before stamps); it must still hold nothing prima-memory never makes."""
+        with self._errors():
+            return self._recover_from(old_path, file_exists, unstamped)
+
+    def _recover_from(self, old_path: str, file_exists, unstamped: bool) -> int:
         old = _connect(old_path, apsw.SQLITE_OPEN_READONLY)
         # A truncated file is refused outright unless SQLite is told to trust what it can read.
         old.execute("PRAGMA writable_schema=ON")
@@ -1288,7 +1324,7 @@ class Store:
         return out
 
 
-class Batch:
+class Steps:
     """One transaction over many files: a commit per file costs more than the parsing. The
     caller reports each file's bytes once its lines, offset and state are written; every
     `max_bytes` or `max_seconds` the batch commits, with the touched sessions' counts and the new
@@ -1302,10 +1338,10 @@ class Batch:
         self.started = time.monotonic()
         store.db.execute("BEGIN IMMEDIATE")
 
-    def added(self, n: int, session: int | None) -> None:
+    def added(self, n: int, sessions=()) -> None:
+        """`n` more bytes are written, with records of `sessions`: commit if a step is done."""
         self.size += n
-        if session is not None:
-            self.sessions.add(session)
+        self.sessions.update(sessions)
         if self.size >= self.max_bytes or time.monotonic() - self.started > self.max_seconds:
             self._seal()
             self.store.db.execute("COMMIT; BEGIN IMMEDIATE")

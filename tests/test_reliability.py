@@ -30,6 +30,7 @@ import pytest
 
 from bench import synthetic
 from conftest import Env, Transcript
+from prima_memory.memory import OTHERS
 
 START = 1_700_000_000.0  # Nov 2023: far outside the recency window, so scores are stable
 DAY = 86400
@@ -1141,7 +1142,7 @@ def test_a_transaction_that_reads_then_writes_waits_for_another_writer(env):
         t.exchange(f"step {i} of the heron migration", f"Did step {i} of the heron work.")
     env.run("index")
     store = Store(str(env.data / "index.db"))
-    with store.transaction():
+    with store.write():
         store.db.execute("UPDATE sessions SET unfinished = 1")
     other = apsw.Connection(str(env.data / "index.db"))
     for case in ("holds the write lock", "commits in between"):
@@ -1153,7 +1154,7 @@ def test_a_transaction_that_reads_then_writes_waits_for_another_writer(env):
             if case == "holds the write lock":
                 write_unfinished(store, str(env.ws), Log(None))
             else:
-                with store.transaction():
+                with store.write():
                     got = store.get_meta("heron")
                     release.join()  # another process writes between the read and the write
                     store.set_meta("heron", (got or "") + "x")
@@ -1194,7 +1195,7 @@ def test_archiving_a_file_gone_waits_for_another_writer(env, source):
     mem = Memory(str(env.ws))
     release.start()
     try:
-        rep = mem.update() if source == "claude-code" else mem.update_sources()
+        rep = mem.update() if source == "claude-code" else mem.update(sources=OTHERS)
     finally:
         release.join()
         mem.close()

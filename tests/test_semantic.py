@@ -59,7 +59,7 @@ KEY = semantic.key_of(Fake())  # what the index files the fake's vectors under
 def _store_with(tmp_path, sessions: dict[str, list[tuple[str, str, float]]]) -> Store:
     """sessions: id -> [(prompt, reply, ts)]."""
     st = Store(str(tmp_path / "index.db"))
-    with st.transaction():
+    with st.write():
         for sid_text, exchanges in sessions.items():
             row = st.session_for("claude-code", sid_text, "[transcript]")
             ids = iter(st.new_message_ids(row.id, 2 * len(exchanges)))
@@ -150,9 +150,9 @@ def test_a_grown_session_re_embeds_only_what_changed_and_equals_a_full_embed(tmp
     assert len(e.encoded) == 2
     e.encoded.clear()
     last = max(i for i, _n, _v in st.exchange_vectors(KEY))
-    with st.transaction():  # the reply goes on (a later line of the same message) ...
+    with st.write():  # the reply goes on (a later line of the same message) ...
         st.set_message_texts([(last, "second reply, and more")])
-    with st.transaction():  # ... and a new exchange comes
+    with st.write():  # ... and a new exchange comes
         row = st.session_by_session_id("A", "claude-code")
         u, a = st.new_message_ids(row.id, 2)
         st.add_messages([(u, row.id, "u-new", "user", OLD + 20, 0, None, "three"),
@@ -178,7 +178,7 @@ def test_a_reply_that_grows_while_it_is_embedded_stays_pending(tmp_path):
 
     class Racing(Fake):
         def encode(self, texts, batch_size=32):
-            with st.transaction():  # the indexer appends between the read and the write
+            with st.write():  # the indexer appends between the read and the write
                 st.set_message_texts([(ex, "first, then more")])
             return super().encode(texts)
     semantic.Embedding(st, Racing()).run()
@@ -191,7 +191,7 @@ def test_vectors_survive_a_rebuild_of_the_text(tmp_path):
     st = _store_with(tmp_path, {"A": [("one", "first reply", OLD)]})
     e = Fake()
     semantic.Embedding(st, e).run()
-    with st.transaction():
+    with st.write():
         st.clear_live()
     st.close()
     st = _store_with(tmp_path, {"A": [("one", "first reply", OLD)]})  # read again
@@ -575,7 +575,7 @@ def test_a_background_rebuild_records_its_state_and_a_stale_one_is_cleared(env):
     # a rebuild killed outright leaves its state with no one holding its lock
     from prima_memory.store import Store as S
     st = S(str(env.data / "index.db"))
-    with st.transaction():
+    with st.write():
         st.set_meta("rebuild", json.dumps({"pid": 999999, "started": time.time(), "phase":
                                            "embedding", "done": 5, "total": 9}))
     st.close()
@@ -699,7 +699,7 @@ def test_a_damaged_vector_is_skipped_not_fatal(env):
     _corpus(env)
     env.json("search", "pg_dump")
     st = S(str(env.data / "index.db"))
-    with st.transaction():  # one vector cut short, one of NaNs
+    with st.write():  # one vector cut short, one of NaNs
         st.db.execute("UPDATE vectors SET vec = x'00ff' WHERE text_hash = "
                       "(SELECT min(text_hash) FROM vectors)")
         st.db.execute("UPDATE vectors SET vec = ? WHERE text_hash = (SELECT max(text_hash) FROM "
@@ -723,14 +723,14 @@ def test_two_settings_keep_their_own_vectors(tmp_path):
     e.encoded.clear()
     assert semantic.Embedding(st, e, windows).run() == (0, 0), "nothing undone by the other"
     assert semantic.Embedding(st, e, seed).run() == (0, 0) and e.encoded == []
-    with st.transaction():
+    with st.write():
         assert st.drop_unlinked_vectors() == 0, "each setting's vectors are in use"
 
 
 def test_an_exchange_is_never_linked_without_vectors(tmp_path):
     st = _store_with(tmp_path, {"A": [("one", "first reply", OLD)]})
     (ex,) = st.pending_exchanges(KEY)
-    with st.transaction():
+    with st.write():
         st.link_exchanges(KEY, [(ex, b"no-such-hash")])
     assert st.pending_exchanges(KEY) == [ex]
 
@@ -843,7 +843,7 @@ def test_vectors_of_another_build_are_never_reused(tmp_path):
     q = "one\n\nfirst reply"
     best = semantic.search(st, good, q, limit=1, floor=0.0)[0]
     assert best.similarity == pytest.approx(1.0, abs=1e-5), "searched with its own vectors"
-    with st.transaction():  # a rebuild reads the texts again: still only its own vectors
+    with st.write():  # a rebuild reads the texts again: still only its own vectors
         st.clear_live()
     st.close()
     st = _store_with(tmp_path, {"A": [("one", "first reply", OLD)],
@@ -867,7 +867,7 @@ def _legacy(st, embedder, *, alter=None):
         rows.append((h, [vec.astype("<f4").tobytes()]))
         links.append((ex, h))
     embedder.encoded.clear()
-    with st.transaction():
+    with st.write():
         st.add_vectors(legacy, embedder.variant, rows)
         st.link_exchanges(legacy, links)
         st.db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('legacy_vectors', ?)",
@@ -958,7 +958,7 @@ def test_vectors_held_in_memory_survive_the_same_texts_linked_again(tmp_path):
     e = Fake()
     semantic.Embedding(st, e).run()
     assert semantic.search(st, e, "one\n\nfirst reply", limit=1, floor=0.0)
-    with st.transaction():
+    with st.write():
         st.clear_live()
     st.close()
     st = _store_with(tmp_path, {"A": [("one", "first reply", OLD)]})

@@ -144,7 +144,7 @@ def test_edges_after_incremental_updates_equal_edges_from_scratch(tmp_path, monk
     inc = Store(str(tmp_path / "inc.db"))
     names = sorted(layout)
     for start in range(0, len(names), 5):
-        with inc.transaction():
+        with inc.write():
             for name in names[start:start + 5]:
                 row = inc.session_for("claude-code", name, "[transcript]")
                 ids = iter(inc.new_message_ids(row.id, 2 * len(layout[name])))
@@ -173,14 +173,14 @@ def test_a_changed_or_deleted_exchange_takes_its_edges_with_it(tmp_path):
     assert st.count_edges(KEY) == 3
     a = next(x for x, _n, _v in st.exchange_vectors(KEY) if _session_of(st, x) == "A")
     assert sorted(round(c, 3) for _o, c in st.edges(KEY, a)) == [0.9, 1.0]
-    with st.transaction():  # A's reply grows into something else: its edges go at once
+    with st.write():  # A's reply grows into something else: its edges go at once
         st.set_message_texts([(a, "one, and then something else entirely")])
     assert st.count_edges(KEY) == 1 and st.edges(KEY, a) == []
     e.vectors["a\n\none, and then something else entirely"] = _unit(0, 0, 1, 0)
     semantic.Embedding(st, e).run()
     assert semantic.link(st, KEY, 4) == (1, 0), "re-linked as its new text"
     assert st.count_edges(KEY) == 1
-    with st.transaction():
+    with st.write():
         st.delete_session(st.session_by_session_id("B", "claude-code").id)
     assert st.count_edges(KEY) == 0
     assert st.db.execute("SELECT count(*) FROM linked WHERE exchange >> ? = ?",
@@ -212,7 +212,7 @@ def test_edges_are_kept_per_model(tmp_path):
 def test_a_vector_of_the_wrong_size_is_linked_with_no_edges(tmp_path):
     st = _store_with(tmp_path, {"A": [("a", "one", NOW)], "B": [("b", "two", NOW)]})
     semantic.Embedding(st, Fake()).run()
-    with st.transaction():
+    with st.write():
         st.db.execute("UPDATE vectors SET vec = x'00'")
     assert semantic.link(st, KEY, 4) == (2, 0), "not pending for ever"
     assert st.count_edges(KEY) == 0
@@ -224,7 +224,7 @@ def test_the_speed_of_linking_does_not_depend_on_time(tmp_path):
     st = _store_with(tmp_path, {f"S{i}": [(f"p{i}", f"r{i}", time.time())] for i in range(30)})
     semantic.Embedding(st, Fake()).run()
     semantic.link(st, KEY, 4)
-    with st.transaction():
+    with st.write():
         row = st.session_for("claude-code", "NEW", "[transcript]")
         u, a = st.new_message_ids(row.id, 2)
         st.add_messages([(u, row.id, "u", "user", NOW, 0, None, "new"),
@@ -253,7 +253,7 @@ def test_the_vectors_held_in_memory_follow_changes_as_a_fresh_read_would(tmp_pat
     monkeypatch.setattr(st, "exchange_vectors",
                         lambda model, exchanges=None: reads.append(exchanges) or real(model, exchanges))
     grown = next(x for x, _n, _v in real(KEY) if _session_of(st, x) == "S03")
-    with st.transaction():
+    with st.write():
         st.set_message_texts([(grown, "a longer reply")])
         st.delete_session(st.session_by_session_id("S05", "claude-code").id)
         row = st.session_for("claude-code", "NEW", "[transcript]")
@@ -268,7 +268,7 @@ def test_the_vectors_held_in_memory_follow_changes_as_a_fresh_read_would(tmp_pat
     assert after == held(), "the same as a fresh read"
     assert len(after) == len(first) - 3 + 1 and after != first
     for i in range(3):  # new sessions only: appended where the rows are, none copied
-        with st.transaction():
+        with st.write():
             row = st.session_for("claude-code", f"MORE{i}", "[transcript]")
             u, a = st.new_message_ids(row.id, 2)
             st.add_messages([(u, row.id, "u", "user", NOW, 0, None, f"more {i}"),

@@ -8,6 +8,7 @@ import hashlib
 import json
 import time
 from pathlib import Path
+from prima_memory.memory import OTHERS
 
 DAY = 86400
 OLD = time.time() - 10 * DAY
@@ -372,8 +373,8 @@ def test_a_look_for_changes_lists_no_folder_yet_misses_no_change(env, monkeypatc
     _log(env, "a.md", "**Author:** A\nw")
     extracts = env.ws / ".prima-memory" / "extracts" / "2026-03"
     mem = Memory(str(env.ws))
-    mem.update_sources()
-    mem.index_extracts(lock_timeout=1)
+    mem.update(sources=OTHERS)
+    mem.update(sources=EXTRACTS, lock_timeout=1, extracts=False)
     sources = OTHERS + (EXTRACTS,)
 
     def changed() -> list[str]:
@@ -403,8 +404,8 @@ def test_a_look_for_changes_lists_no_folder_yet_misses_no_change(env, monkeypatc
     ]:
         change()
         assert changed() == [source], what
-        mem.update_sources()
-        mem.index_extracts(lock_timeout=1)
+        mem.update(sources=OTHERS)
+        mem.update(sources=EXTRACTS, lock_timeout=1, extracts=False)
         assert changed() == [], what
 
 
@@ -481,19 +482,19 @@ def test_what_a_look_for_changes_cannot_trust_is_listed_again(env, monkeypatch, 
     def changed(src) -> bool:
         return bool(Indexer(mem.ws, mem.store(), mem.log).sources_changed([src]))
 
-    mem.update_sources()
+    mem.update(sources=OTHERS)
     assert changed(Codex()), "its day folder changed a moment ago: listed again"
     old = time.time() - 60
     for d in (mine.parent, mine.parents[1], mine.parents[2], mine.parents[3]):
         os.utime(d, (old, old))
-    mem.update_sources()
+    mem.update(sources=OTHERS)
     assert not changed(Codex())
 
     for odd in ("[]", '"x"', '{"at": 5}'):  # what it noted, in a shape it never writes
-        with mem.store().transaction():
+        with mem.store().write():
             mem.store().set_meta("folders:codex", odd)
         assert changed(Codex()), odd
-    mem.update_sources()
+    mem.update(sources=OTHERS)
     assert not changed(Codex())
 
     monkeypatch.setenv("CODEX_HOME", str(tmp_path / "another-codex"))
@@ -511,10 +512,10 @@ def test_what_a_look_for_changes_cannot_trust_is_listed_again(env, monkeypatch, 
             raise PermissionError(13, "Permission denied", str(path))
         return scandir(path, *a)
     monkeypatch.setattr(os, "scandir", denied)
-    mem.update_sources()
+    mem.update(sources=OTHERS)
     monkeypatch.setattr(os, "scandir", scandir)  # the permissions fixed: no mtime changes
     assert changed(CopilotChat()), "unlistable: never taken as unchanged"
-    mem.update_sources()
+    mem.update(sources=OTHERS)
     assert not changed(CopilotChat())
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from prima_memory.sources import copilot
+from prima_memory.memory import OTHERS
 
 OLD = time.time() - 10 * 86400
 BASE = "cx-base"
@@ -700,16 +701,16 @@ def test_a_file_that_failed_is_not_read_again_until_it_changes(env, monkeypatch,
     mem = _memory(env, monkeypatch)
     try:
         opened = _counting_opens(monkeypatch, bad)
-        mem.update_sources()
+        mem.update(sources=OTHERS)
         first = len(opened)
         warned = [w for w in mem.log.warnings if str(bad) in w]
         del opened[:]
-        mem.update_sources()
-        mem.update_sources()
+        mem.update(sources=OTHERS)
+        mem.update(sources=OTHERS)
         again = len(opened)
         st = bad.stat()
         os.utime(bad, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))  # touched: it may have changed
-        mem.update_sources()
+        mem.update(sources=OTHERS)
         after = len(opened)
         ids = {r[0] for r in mem.store().db.execute("SELECT session_id FROM sessions")}
     finally:
@@ -732,11 +733,11 @@ def test_a_rollout_this_setup_cannot_read_is_tried_again_on_every_look(env, monk
     monkeypatch.setattr(codex, "_zstd", lambda: asked.append(1))
     mem = _memory(env, monkeypatch)
     try:
-        mem.update_sources()
-        mem.update_sources()
+        mem.update(sources=OTHERS)
+        mem.update(sources=OTHERS)
         assert len(asked) == 2
         monkeypatch.setattr(codex, "_zstd", real)
-        mem.update_sources()
+        mem.update(sources=OTHERS)
         ids = {r[0] for r in mem.store().db.execute("SELECT session_id FROM sessions")}
     finally:
         mem.close()
@@ -893,7 +894,7 @@ def test_a_file_swapped_for_a_fifo_or_link_after_reading_is_not_opened(env, monk
             return got
         monkeypatch.setattr(module, "read", read)
     mem = _memory(env, monkeypatch)
-    done = threading.Thread(target=mem.update_sources, daemon=True)
+    done = threading.Thread(target=lambda: mem.update(sources=OTHERS), daemon=True)
     done.start()
     done.join(30)
     hung = done.is_alive()
@@ -947,7 +948,7 @@ def test_an_unreadable_source_folder_is_a_warning(env, monkeypatch):
         return real(path)
     monkeypatch.setattr(os, "listdir", listdir)
     try:
-        mem.update_sources()
+        mem.update(sources=OTHERS)
     finally:
         mem.close()
 
@@ -956,7 +957,7 @@ def test_a_chat_folder_unreadable_for_a_moment_loses_nothing(env, monkeypatch):
     _chat(env, "c1", _chat_doc("c1", "momentword"))
     mem = _memory(env, monkeypatch)
     try:
-        mem.update_sources()
+        mem.update(sources=OTHERS)
         real = os.scandir
 
         def scandir(path="."):
@@ -967,9 +968,9 @@ def test_a_chat_folder_unreadable_for_a_moment_loses_nothing(env, monkeypatch):
             m.setattr(os, "scandir", scandir)
             storage = Path(env.env["PRIMA_VSCODE_USER_DIRS"]) / "workspaceStorage"
             os.utime(storage, ns=(1, 1))  # something else changed: the chats are listed
-            mem.update_sources()
+            mem.update(sources=OTHERS)
             during = [r[0] for r in mem.store().db.execute("SELECT session_id FROM sessions")]
-        mem.update_sources()
+        mem.update(sources=OTHERS)
         after = [r[0] for r in mem.store().db.execute("SELECT session_id FROM sessions")]
     finally:
         mem.close()
@@ -1000,10 +1001,10 @@ def test_a_file_deleted_between_listing_and_reading(env, monkeypatch, source):
     monkeypatch.setattr(cls, "discover", discover)
     mem = _memory(env, monkeypatch)
     try:
-        mem.update_sources()
+        mem.update(sources=OTHERS)
         warned = mem.store().get_meta(f"warnings:{source}") or ""
         monkeypatch.setattr(cls, "discover", real)
-        mem.update_sources()
+        mem.update(sources=OTHERS)
         ids = {r[0] for r in mem.store().db.execute("SELECT session_id FROM sessions")}
     finally:
         mem.close()

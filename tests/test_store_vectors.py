@@ -12,7 +12,7 @@ M = "all-MiniLM-L6-v2"
 
 
 def _session(st: Store, prompt="How do I rotate the logs?", reply="Use logrotate weekly."):
-    with st.transaction():
+    with st.write():
         sid = st.session_for("claude-code", "s1", "[transcript]").id
         st.db.execute("UPDATE sessions SET next_ord = 2 WHERE id = ?", (sid,))
         base = sid << SHIFT
@@ -22,7 +22,7 @@ def _session(st: Store, prompt="How do I rotate the logs?", reply="Use logrotate
 
 
 def _embed(st: Store, exchange: int, h: bytes, vecs=(b"v0", b"v1")):
-    with st.transaction():
+    with st.write():
         st.add_vectors(M, "test", [(h, list(vecs))])
         st.link_exchanges(M, [(exchange, h)])
 
@@ -35,15 +35,15 @@ def test_a_changed_reply_is_pending_again_and_its_old_vectors_stay(tmp_path):
     _embed(st, ex, b"h1")
     assert st.pending_exchanges(M) == [] and st.count_embedded(M) == 1
     assert sorted(v for _x, _n, v in st.exchange_vectors(M)) == [b"v0", b"v1"]
-    with st.transaction():
+    with st.write():
         st.set_message_texts([(ex, "Use logrotate weekly.\nAnd compress them.")])
     assert st.pending_exchanges(M) == [ex], "the store dropped the link itself"
     assert st.known_vectors([b"h1"], M) == {b"h1": [b"v0", b"v1"]}, "kept for a text seen again"
     # the same text read again (a rebuild) finds its vectors without the model
-    with st.transaction():
+    with st.write():
         st.clear_session(sid)
     assert st.count_embedded(M) == 0
-    with st.transaction():
+    with st.write():
         assert st.drop_unlinked_vectors() == 2
     assert st.known_vectors([b"h1"], M) == {}
 
@@ -60,7 +60,7 @@ def test_a_v6_index_gains_the_vector_tables_in_place(tmp_path):
     path = str(tmp_path / "index.db")
     st = Store(path)
     _sid, ex = _session(st)
-    with st.transaction():
+    with st.write():
         for name in ("messages_au_vec", "messages_ad_vec"):
             st.db.execute(f"DROP TRIGGER {name}")
         st.db.execute("DROP TABLE embedded")
@@ -99,14 +99,14 @@ def test_new_message_ids_roll_back_with_their_transaction(tmp_path):
     st.db.execute("BEGIN")
     assert list(st.new_message_ids(sid, 3)) == [(sid << SHIFT) | i for i in (2, 3, 4)]
     st.db.execute("ROLLBACK")
-    with st.transaction():
+    with st.write():
         assert list(st.new_message_ids(sid, 1)) == [(sid << SHIFT) | 2]
 
 
 def test_a_session_past_its_id_range_is_refused(tmp_path):
     st = Store(str(tmp_path / "index.db"))
     sid, _ex = _session(st)
-    with pytest.raises(storemod.StoreError), st.transaction():
+    with pytest.raises(storemod.StoreError), st.write():
         st.new_message_ids(sid, 1 << SHIFT)
     assert st.db.execute("SELECT next_ord FROM sessions WHERE id = ?", (sid,)).fetchone()[0] == 2
 
@@ -119,7 +119,7 @@ def test_a_v8_index_lists_its_vector_keys_to_adopt_and_keeps_every_vector(tmp_pa
     st = Store(path)
     _sid, ex = _session(st)
     _embed(st, ex, b"h1")
-    with st.transaction():
+    with st.write():
         st.add_vectors("m/windows-v1/onnx-int8-0123", "onnx-int8", [(b"h1", [b"x"])])
         st.db.execute("PRAGMA user_version = 8")
     st.close()
@@ -127,7 +127,7 @@ def test_a_v8_index_lists_its_vector_keys_to_adopt_and_keeps_every_vector(tmp_pa
     assert st.schema_version == storemod.SCHEMA_VERSION >= 9
     assert st.legacy_vector_keys() == [M], "a key with its build is not listed"
     assert st.count_embedded(M) == 1 and st.known_vectors([b"h1"], M) == {b"h1": [b"v0", b"v1"]}
-    with st.transaction():
+    with st.write():
         st.adopt_vectors(M, "m/windows-v1/test", "test")
     assert st.legacy_vector_keys() == [] and st.count_embedded(M) == 0
     assert st.count_embedded("m/windows-v1/test") == 1

@@ -1,17 +1,22 @@
 """The sources, behind one small interface, each producing the same records.
 
 A source says where it looks (`locations`), finds its files cheaply (`discover`: paths, with
-what reading one needs), reads one (`read`: the session records it holds), and whether a record
-belongs to this workspace (`in_scope`). Its `mode` says how a changed file is taken:
-"append" files are resumed from a byte offset (Codex appends on resume); "snapshot" files are
-read whole and replace their session (VS Code rewrites a chat on every save).
+what reading one needs), reads one (`read`, or `read_chunks` in steps: the session records it
+holds), and whether a record belongs to this workspace (`in_scope`). Its `mode` says how a file
+that is gone is taken: "append" files are archived (their sessions stay searchable), "snapshot"
+files take their session with them. `whole(path)` says a changed file is read again from the
+start (VS Code rewrites a chat on every save); otherwise it is resumed from its byte offset
+(Codex and Claude Code append).
 
-Indexer.index_sources reads them all this way. A `streamed` source is read by Indexer.run
-instead, the engine the hooks use: append files read in batches within a time budget, one
-session's files alone (Stop), quick looks at what changed (SessionStart), a second process
-parsing a cold index. It adds `files` (its file records, optionally only some folders'),
-`session_files`, `file` (a path's record), `read_chunk` and `skips_reply` (for the Stop hook's
-provisional reply). Claude Code is that source.
+Indexer.run reads every source through one pipeline. What a source declares changes how:
+- `streamed`: its files are listed and checked by the pipeline itself, with scopes (one
+  session's files for Stop: `session_files`; a quick look for SessionStart: `files` of some
+  folders and `file`), read newest first within a time budget, by a second process for a big
+  cold run (`read_chunks` takes `bulk`). `skips_reply` is for the Stop hook's provisional reply.
+- `spans_files`: a session is several files (a transcript and its subagents'): a rewritten file
+  is read again with its whole session, and a file read from the start replaces no other.
+- `claims_cwdless`: whether a file whose lines name no working folder yet is this workspace's.
+Claude Code is the one source with all three.
 """
 from __future__ import annotations
 
@@ -27,7 +32,8 @@ class Source:
     name = ""
     label = ""
     mode = "snapshot"
-    streamed = False  # read by Indexer.run (see above), not index_sources
+    streamed = False  # listed, scoped and budgeted by the pipeline itself (see above)
+    spans_files = False  # one session, several files (see above)
     extracted = True  # its substantial sessions get a markdown extract
     host = False  # the conversations the memory is mostly made of: lists leave its label out
     follows_links = False  # its files may be links, read through (Claude Code's only)
@@ -49,10 +55,20 @@ class Source:
         the file changes (on every look after an OSError: fixing permissions changes no file)."""
         raise NotImplementedError
 
-    def read_chunks(self, path: str, extra, offset: int, state: dict | None, max_bytes: int):
+    def read_chunks(self, path: str, extra, offset: int, state: dict | None, max_bytes: int,
+                    *, mtime: float | None = None, size: int | None = None, bulk: bool = False):
         """read()'s results in steps of about `max_bytes` read, for a source whose files can be
-        too big to hold what they say at once: each is indexed before the next is read."""
+        too big to hold what they say at once: each is indexed before the next is read.
+        `mtime`, `size`: the file's, as stat'ed; `bulk`: a big run (see Indexer.run)."""
         yield self.read(path, extra, offset, state)
+
+    def claims_cwdless(self, path: str, ws: str, cache: dict | None = None) -> bool:
+        """Whether a file whose records name no working folder (yet) is this workspace's."""
+        return True
+
+    def sidechain(self, extra) -> bool:
+        """Whether the file discover gave with `extra` is a side thread of its session."""
+        return False
 
     def in_scope(self, delta, ws: str) -> bool:
         return True
@@ -135,6 +151,7 @@ def _files(root: str, accept, folders: list | None = None) -> list[str]:
 
 class ClaudeCode(Source):
     name, label, mode, streamed = "claude-code", "[transcript]", "append", True
+    spans_files = True  # agent-*.jsonl files carry their parent session's id
     host, agent, resume = True, "Claude", "claude --resume {id}"
     follows_links = True  # a transcript linked into the project folder is read (discover)
 
@@ -149,7 +166,10 @@ class ClaudeCode(Source):
         return discover(ws, log, only_dirs, known)
 
     def discover(self, ws: str, folders: list | None = None) -> list[tuple[str, object]]:
-        return [(sf.path, sf) for sf in self.files(ws)]  # (Indexer.run: its own quick look)
+        return [(sf.path, sf) for sf in self.files(ws)]  # (Indexer.run: its own scopes)
+
+    def sidechain(self, extra) -> bool:
+        return extra.sidechain  # a subagent's transcript
 
     def session_files(self, ws: str, session_id: str):
         from .claude_code import session_files
@@ -165,8 +185,20 @@ class ClaudeCode(Source):
 
     def read(self, path, extra, offset, state):
         delta, end, state, problems = self.read_chunk(extra, offset, state)
-        return ([delta] if delta is not None and not delta.is_empty() else []), end, state, \
-            problems
+        return _records(delta), end, state, problems
+
+    def read_chunks(self, path, extra, offset, state, max_bytes, *, mtime=None, size=None,
+                    bulk=False):
+        """Successive steps from `offset` to `size`, `max_bytes` at a time. An empty delta
+        holds nothing to index (one with a cwd is not empty: its scope is still checked)."""
+        size = os.path.getsize(path) if size is None else size
+        while True:
+            delta, end, state, problems = self.read_chunk(extra, offset, state, mtime,
+                                                          max_bytes=max_bytes, bulk=bulk)
+            yield _records(delta), end, state, problems
+            if end >= size or end == offset:
+                return
+            offset = end
 
     def knows(self, kind: str) -> bool:
         from .claude_code import KNOWN_TYPES
@@ -189,6 +221,10 @@ class ClaudeCode(Source):
         """A reply the Stop hook saw is not memory: Claude's answer to our own command."""
         from .claude_code import answering_command
         return answering_command(state)
+
+
+def _records(delta) -> list:
+    return [delta] if delta is not None and not delta.is_empty() else []
 
 
 class Codex(Source):
@@ -216,7 +252,8 @@ class Codex(Source):
         from . import codex
         return codex.read(path, offset, state)
 
-    def read_chunks(self, path, extra, offset, state, max_bytes):
+    def read_chunks(self, path, extra, offset, state, max_bytes, *, mtime=None, size=None,
+                    bulk=False):
         from . import codex
         return codex.read_chunks(path, offset, state, max_bytes=max_bytes)
 
@@ -349,9 +386,9 @@ class Extracts(Source):
         return ([d] if d else []), _size(path), state, []
 
 
-SOURCES = (ClaudeCode(), Codex(), CopilotChat(), SharedLog())  # the seed's, and status's, list
-STREAMED = next(s for s in SOURCES if s.streamed)  # what Indexer.run and the hooks read
-OTHERS = tuple(s for s in SOURCES if not s.streamed)  # what index_sources reads
+CLAUDE_CODE = ClaudeCode()  # what the hooks read
+SOURCES = (CLAUDE_CODE, Codex(), CopilotChat(), SharedLog())  # the seed's, and status's, list
+OTHERS = SOURCES[1:]  # the other agents': read outside the hooks
 EXTRACTS = Extracts()
 
 
