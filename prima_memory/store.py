@@ -13,7 +13,7 @@ import os
 import time
 import unicodedata
 from collections import namedtuple
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 import apsw
 
@@ -217,7 +217,7 @@ def is_store_error(e: BaseException) -> bool:
     return isinstance(e, (StoreError, apsw.Error))
 
 
-def own_error(e: BaseException, store: "Store | None" = None) -> BaseException:
+def own_error(e: BaseException, store: Store | None = None) -> BaseException:
     """The store's type for an error that escaped a plain read (outside write/read/steps),
     for the boundary that reports it (Memory.guarded)."""
     return _own(e, store.db if store is not None else None,
@@ -236,14 +236,58 @@ class ForeignIndex(StoreError):
 # What the index knows of a source file (its parser state apart). A namedtuple, not a dataclass
 # or typing.NamedTuple: hooks import this module and those cost 5-30 ms to import.
 FAILED = "failed"  # a file's status when it could not be read (see Store.file_failed)
-FileRow = namedtuple("FileRow", "session sidechain size mtime_ns inode head_len head_hash offset status")
+_FILE_FIELDS = "session sidechain size mtime_ns inode head_len head_hash offset status"
 
 _SESSION_FIELDS = ("id source session_id label cwd branch author title_custom title_summary "
                    "title_first started_at ended_at tags decisions message_count files_count "
                    "archived extract_path title")
 
 
-class SessionRow(namedtuple("SessionRow", _SESSION_FIELDS)):
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (2 ms of every hook)
+if TYPE_CHECKING:  # the rows as the type checker sees them: the same fields, typed
+    from typing import NamedTuple
+
+    class _FileFields(NamedTuple):
+        session: int | None
+        sidechain: int
+        size: int | None
+        mtime_ns: int
+        inode: int
+        head_len: int | None
+        head_hash: str | None
+        offset: int
+        status: str
+
+    class _SessionFields(NamedTuple):
+        id: int
+        source: str
+        session_id: str
+        label: str
+        cwd: str | None
+        branch: str | None
+        author: str | None
+        title_custom: str | None
+        title_summary: str | None
+        title_first: str | None
+        started_at: float | None
+        ended_at: float | None
+        tags: str
+        decisions: str
+        message_count: int
+        files_count: int
+        archived: int
+        extract_path: str | None
+        title: str
+else:
+    _FileFields = namedtuple("FileRow", _FILE_FIELDS)
+    _SessionFields = namedtuple("SessionRow", _SESSION_FIELDS)
+
+
+class FileRow(_FileFields):
+    __slots__ = ()
+
+
+class SessionRow(_SessionFields):
     __slots__ = ()
 
     @property
@@ -363,20 +407,21 @@ class Store:
         self.readonly = readonly or immutable
         self.readonly_why: str | None = None  # said when an update is refused, if not "read-only"
         self.key = key
-        self._tokenizer = None
-        self.db = None
+        self._tokenizer: apsw.FTS5Tokenizer | None = None
+        db: apsw.Connection | None = None
         try:
             if self.readonly:
                 mode = "?immutable=1" if immutable else "?mode=ro"
-                self.db = apsw.Connection(_uri(path) + mode,
-                                          flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
+                db = apsw.Connection(_uri(path) + mode,
+                                     flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
             else:
                 _create_private(path)
-                self.db = _connect(path, apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE)
-            self.db.setbusytimeout(BUSY_MS)
+                db = _connect(path, apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE)
+            self.db: apsw.Connection = db
+            db.setbusytimeout(BUSY_MS)
             self._init_with_retry()
         except apsw.Error as e:
-            own = _own(e, self.db, path)
+            own = _own(e, db, path)
             if isinstance(own, DiskFull):
                 raise DiskFull(f"the disk is full: {path} cannot be opened for writing") from e
             raise own from e
@@ -404,12 +449,12 @@ class Store:
         if not db.execute(has_meta).fetchone():
             if self.readonly:
                 raise StoreError(f"{self.path} is not a prima-memory index")
-            if not db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]:
+            if not db.execute("SELECT count(*) FROM sqlite_master").get:
                 db.execute(wal)  # a new file: made in WAL mode from the start
             db.execute("BEGIN IMMEDIATE")  # several first users at once: one creates, all see it
             try:
                 if not db.execute(has_meta).fetchone():
-                    if db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]:
+                    if db.execute("SELECT count(*) FROM sqlite_master").get:
                         raise ForeignIndex(self.path, "is a database prima-memory did not make")
                     db.execute(_SCHEMA)
                     self._stamp()
@@ -453,7 +498,7 @@ class Store:
     def _version(self) -> int | None:
         """The schema version: SQLite's user_version (in the file header: read before any
         table), or, in an index from before it was used (schema 3 to 6), the meta row."""
-        version = self.db.execute("PRAGMA user_version").fetchone()[0]
+        version = self.db.execute("PRAGMA user_version").get
         if version:
             return version
         row = self.db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
@@ -485,7 +530,7 @@ class Store:
             raise _own(e, self.db, self.path) from None
 
     @contextlib.contextmanager
-    def write(self, wait: float | None = None) -> Iterator["Store"]:
+    def write(self, wait: float | None = None) -> Iterator[Store]:
         """`with store.write():` the one way to write: commits, or rolls back on an exception.
         It holds the write lock from its start (waiting up to the busy timeout, or `wait`
         seconds, for another writer: Busy after that), so what it reads stays true until it
@@ -512,7 +557,7 @@ class Store:
                 raise
 
     @contextlib.contextmanager
-    def read(self) -> Iterator["Store"]:
+    def read(self) -> Iterator[Store]:
         """Reads that see one state of the index (a read transaction), unless in one already."""
         with self._errors():
             if self.db.in_transaction:
@@ -525,7 +570,7 @@ class Store:
                 self.db.execute("COMMIT")
 
     @contextlib.contextmanager
-    def steps(self, max_bytes: int, max_seconds: float) -> Iterator["Steps"]:
+    def steps(self, max_bytes: int, max_seconds: float) -> Iterator[Steps]:
         """Long work (an index run over many files) as one write committed in steps (see
         Steps): committed at the end, rolled back on an exception."""
         with self._errors():
@@ -548,21 +593,20 @@ class Store:
 
     # -- tokens and terms ----------------------------------------------------------------------
 
-    def tokens(self, text: str) -> set[str]:
-        """The distinct tokens the keyword index stores for this text (lower case)."""
+    def _tokenize(self, text: str, reason: int) -> Iterable:
         if self._tokenizer is None:
             self._tokenizer = self.db.fts5_tokenizer("unicode61", _TOKENIZER_ARGS)
+        return self._tokenizer(text.encode("utf-8"), reason, None, include_offsets=False)
+
+    def tokens(self, text: str) -> set[str]:
+        """The distinct tokens the keyword index stores for this text (lower case)."""
         # White space separates tokens, so the distinct words give the same tokens as the whole
         # text, with far fewer to build.
         words = index_text("\n".join(set(text.split())))
-        return {t[0] for t in self._tokenizer(words.encode("utf-8"), apsw.FTS5_TOKENIZE_DOCUMENT,
-                                               None, include_offsets=False)}
+        return {t[0] for t in self._tokenize(words, apsw.FTS5_TOKENIZE_DOCUMENT)}
 
     def token_list(self, text: str) -> list[str]:
-        if self._tokenizer is None:
-            self._tokenizer = self.db.fts5_tokenizer("unicode61", _TOKENIZER_ARGS)
-        return [t[0] for t in self._tokenizer(index_text(text).encode("utf-8"), apsw.FTS5_TOKENIZE_QUERY,
-                                               None, include_offsets=False)]
+        return [t[0] for t in self._tokenize(index_text(text), apsw.FTS5_TOKENIZE_QUERY)]
 
     def add_terms(self, terms) -> None:
         """Add tokens to the vocabulary (`index_terms` makes them findable by substring)."""
@@ -572,7 +616,7 @@ class Store:
         """Put the terms added since the last call into the trigram index (ids only grow), once
         per transaction: per-call trigram inserts cost more than all the rest of indexing."""
         done = int(self.get_meta("terms_indexed", 0))
-        last = self.db.execute("SELECT COALESCE(max(id), 0) FROM terms").fetchone()[0]
+        last = self.db.execute("SELECT COALESCE(max(id), 0) FROM terms").get
         if last > done:
             self.db.execute("INSERT INTO terms_tri(rowid, term) SELECT id, term FROM terms "
                             "WHERE id > ?", (done,))
@@ -600,7 +644,7 @@ class Store:
         """Ids for a session's next n messages, `session << SHIFT | ordinal`, taken in the
         caller's transaction: a rollback gives them back."""
         first = self.db.execute("UPDATE sessions SET next_ord = next_ord + ? WHERE id = ? "
-                                "RETURNING next_ord", (n, session)).fetchone()[0] - n
+                                "RETURNING next_ord", (n, session)).get - n
         if first + n > 1 << SHIFT:
             raise StoreError(f"session {session} has more than {1 << SHIFT} messages")
         base = session << SHIFT
@@ -1048,11 +1092,11 @@ class Store:
             f"SELECT e.id {self._TO_EMBED} ORDER BY e.ts DESC, e.id DESC", (model,))]
 
     def count_pending(self, model: str) -> int:
-        return self.db.execute(f"SELECT count(*) {self._TO_EMBED}", (model,)).fetchone()[0]
+        return self.db.execute(f"SELECT count(*) {self._TO_EMBED}", (model,)).get
 
     def count_embedded(self, model: str) -> int:
         return self.db.execute("SELECT count(*) FROM embedded WHERE model = ?",
-                               (model,)).fetchone()[0]
+                               (model,)).get
 
     def exchange_texts(self, ids) -> dict[int, tuple[str | None, str]]:
         """exchange id -> (prompt or None, reply)."""
@@ -1153,7 +1197,7 @@ class Store:
             out[s] = self.db.execute(
                 "SELECT count(*) FROM messages WHERE id BETWEEN ? AND ? AND role = 'user' "
                 "AND sidechain = 0 AND text != ''",
-                (s << SHIFT, ((s + 1) << SHIFT) - 1)).fetchone()[0]
+                (s << SHIFT, ((s + 1) << SHIFT) - 1)).get
         return out
 
     # -- SIMILAR_TO edges (see _EDGE_SCHEMA) ----------------------------------------------------
@@ -1168,7 +1212,7 @@ class Store:
 
     def count_edges(self, model: str) -> int:
         return self.db.execute("SELECT count(*) FROM similar WHERE model = ?",
-                               (model,)).fetchone()[0]
+                               (model,)).get
 
     def set_edges(self, model: str, done: dict[int, bytes], edges) -> int:
         """Record the edges of the exchanges in `done` (exchange -> the text hash they were
@@ -1239,7 +1283,7 @@ class Store:
                 mains = {}  # unreadable: treat every session as one that may be gone
             n = 0
             for r in sessions:
-                row = SessionRow(*r[:-1], next(filter(None, r[7:10]), "Untitled Session"))
+                row = SessionRow._make((*r[:-1], next(filter(None, r[7:10]), "Untitled Session")))
                 if not row.archived and (not mains or (row.id in mains
                                                        and file_exists(mains[row.id]))):
                     continue  # its file is still there: the rebuild reads it
@@ -1303,7 +1347,7 @@ class Store:
     # -- status --------------------------------------------------------------------------------
 
     def counts(self) -> dict[str, int]:
-        q = lambda sql: self.db.execute(sql).fetchone()[0]  # noqa: E731
+        q = lambda sql: self.db.execute(sql).get  # noqa: E731
         return {
             "sessions": q("SELECT count(*) FROM sessions WHERE started_at IS NOT NULL "
                           "AND source != 'extract'"),
