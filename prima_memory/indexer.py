@@ -17,6 +17,7 @@ import time
 from collections import namedtuple
 
 from .sources import registry
+from .sources.listing import UNLISTED
 from .sources.text import NotNow
 from .store import FAILED, Busy, Store, is_store_error
 from .workspace import O_NOFOLLOW
@@ -62,7 +63,7 @@ def _head_hash(path: str, n: int, follow: bool = False) -> str | None:
 class _Listing:
     """A source's files in a run's scope: (path, extra) found, their stats where the listing
     took them (a streamed source's; the others' are taken file by file), what the index knows
-    of them, the folders listed (see registry.watch), and the problems status shows."""
+    of them, the folders listed (see listing.watch), and the problems status shows."""
 
     def __init__(self, found: list, stats: dict | None, known: dict, folders: list,
                  problems: list[str]) -> None:
@@ -79,7 +80,7 @@ class Indexer:
         self.progress = progress
         self._sessions: dict[tuple[str, str], _Session] = {}
         self._terms_seen: set[str] = set()
-        self._last_scan = None  # pending()'s look at the files, reused by the run that follows
+        self._last_scan: tuple | None = None  # pending()'s look at the files, reused by the run that follows
         # a quick scope's findings, recorded once its files are indexed (see quick_done)
         self._dirs: dict[str, int] = {}
         self._owed: list[str] = []
@@ -156,7 +157,7 @@ class Indexer:
         known = listing.known
         rep.files_seen += len(listing.found)
         present = {path for path, _extra in listing.found}
-        blind = tuple(f + os.sep for f, m in listing.folders if m == registry.UNLISTED)
+        blind = tuple(f + os.sep for f, m in listing.folders if m == UNLISTED)
         gone = [p for p, row in known.items() if p not in present and row.status != "missing"
                 and not p.startswith(blind)]  # (what a folder not listed holds is not gone)
         if gone or prune:  # (a write waits for any other writer: only if needed)
@@ -187,11 +188,11 @@ class Indexer:
                     if self._out_of_time():
                         rep.pending_files += len(todo) - i
                         break
-                    chunks = feed.chunks(i) if feed else read_chunks(*job, self.bulk)
+                    chunks = feed.chunks(i) if feed else read_chunks(job, self.bulk)
                     try:
                         done += self._index_file(src, job, st, session, chunks, rep, steps,
                                                  listing.problems, tick)
-                    except Exception as e:  # noqa: BLE001 - one odd file never stops the rest
+                    except Exception as e:
                         if is_store_error(e):
                             raise  # the index's trouble, not the file's
                         self._unreadable(src, job.path, st, e, listing)
@@ -259,7 +260,7 @@ class Indexer:
         rewritten one's session is read again from the start, and so is a session whose main
         file the index has no record of (recovered from an old index, or kept through a
         rebuild): read afresh rather than on top."""
-        store, stats = self.store, listing.stats
+        store, stats = self.store, listing.stats or {}
         rewritten = {p for p, st in stats.items()
                      if p in known and not _same(known[p], st)
                      and _rewritten(p, st, known[p], src.follows_links)}
@@ -301,7 +302,7 @@ class Indexer:
                 except OSError as e:
                     self._unreadable(src, path, None, e, listing)
                     continue
-                if _same(row, st):
+                if row is not None and _same(row, st):
                     if row.status == FAILED:
                         why = (_loads(store.file_state(path)) or {}).get("failed")
                         listing.problems.append(f"{path}: unreadable ({why}); not read again "
@@ -373,12 +374,13 @@ class Indexer:
             applied: set[int] = set()
             with store.write():  # (a savepoint of the steps: a step that fails leaves nothing)
                 if replaces:
-                    stale = {session} | {store.session_with_messages(src.name, d.session_id)
-                                         for d in deltas}
-                    for sid in stale - {None} - touched:
+                    stale = {sid for sid in (session, *(store.session_with_messages(
+                        src.name, d.session_id) for d in deltas)) if sid is not None}
+                    for sid in stale - touched:
                         old = store.session(sid)
                         store.clear_session(sid)
-                        self._sessions.pop((src.name, old.session_id), None)
+                        if old is not None:
+                            self._sessions.pop((src.name, old.session_id), None)
                         touched.add(sid)
                 for d in deltas:
                     if not (state or {}).get("cwd") \
@@ -558,7 +560,7 @@ class Indexer:
             store.index_terms()
         return True
 
-    def _session(self, d) -> "_Session":
+    def _session(self, d) -> _Session:
         key = (d.source, d.session_id)
         entry = self._sessions.get(key)
         if entry is None:
@@ -581,8 +583,8 @@ class Indexer:
             elif m.role == "assistant" and m.text:
                 got[4].append(m.text)  # a reply split over several lines is one message
         if entry.fresh:  # everything this session has was added by this run
-            known = {k: entry.recent.get(k) for k in merged if k in entry.keys}
-            missing = [k for k, v in known.items() if v is None]
+            known = {k: entry.recent[k] for k in merged if k in entry.keys and k in entry.recent}
+            missing = [k for k in merged if k in entry.keys and k not in entry.recent]
             if missing:
                 known.update(store.messages_by_key(sid, missing))
         else:
@@ -694,11 +696,11 @@ def _unknown_types(state) -> set[str]:
 Job = namedtuple("Job", "source path extra offset state mtime size")
 
 
-def read_chunks(source, path, extra, offset, state, mtime, size, bulk):
-    """Successive (records, end, state, problems) of a file from `offset`, BATCH_BYTES read at
-    a time (Source.read_chunks)."""
-    return source.read_chunks(path, extra, offset, state, BATCH_BYTES, mtime=mtime, size=size,
-                              bulk=bulk)
+def read_chunks(job: Job, bulk: bool):
+    """Successive (records, end, state, problems) of a job's file from its offset, BATCH_BYTES
+    read at a time (Source.read_chunks)."""
+    return job.source.read_chunks(job.path, job.extra, job.offset, job.state, BATCH_BYTES,
+                                  mtime=job.mtime, size=job.size, bulk=bulk)
 
 
 # A cold index parses in a second process while this one writes: two cores, half the time.
@@ -720,7 +722,7 @@ def _read_all(jobs, conn, bulk, lock_fd, parent_end) -> None:
     for i, job in enumerate(jobs):
         if job is not None:
             try:
-                for chunk in read_chunks(*job, bulk):
+                for chunk in read_chunks(job, bulk):
                     send((i, chunk))
             except OSError as e:
                 send((i, e))
@@ -785,7 +787,7 @@ class _ReaderProcess:
             job = job._replace(offset=item[1], state=item[2])  # resume point if the reader fails
             yield item
         if job.offset < job.size:  # the reader is gone: go on from what was applied
-            yield from read_chunks(*job, self.bulk)
+            yield from read_chunks(job, self.bulk)
         self.next = i + 1
 
     def skip(self, i: int) -> None:

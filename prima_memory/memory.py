@@ -1,7 +1,7 @@
 """One workspace's memory: opening its index safely, updating it under the lock, rebuilding it.
 
-CLI, hooks and (later) the MCP server go through here, so corruption handling, host mode and
-locking behave the same everywhere.
+The data API (api.py) and so the CLI, the hooks and the MCP server go through here, so
+corruption handling, host mode and locking behave the same everywhere.
 """
 from __future__ import annotations
 
@@ -14,6 +14,11 @@ from .logs import Log
 from .sources import registry
 from .store import (SCHEMA_VERSION, CantOpen, CorruptIndex, DiskFull, ForeignIndex, ReadOnly,
                     SchemaMismatch, Store, StoreError, is_corruption, move_aside, own_error)
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (2 ms of every hook)
+if TYPE_CHECKING:
+    from .embed import Embedder
+    from .locking import WriterLock
 
 # Which sources an update reads (Memory.update's `sources`).
 HOOK = (registry.CLAUDE_CODE,)  # what a hook reads: a machine-wide look at VS Code is not for it
@@ -41,10 +46,11 @@ class Memory:
         self.db_path = wsmod.index_path(ws)
         self.log = log or Log(self.dir if wsmod.is_real_dir(self.dir) else None)
         self._store: Store | None = None
-        self._lock = None
-        self._embedder = None
+        self._lock: WriterLock | None = None
+        self._embedder: Embedder | None = None
         self._no_model: Exception | None = None  # why the model would not load, once tried
-        self._key: bytes | None | bool = False  # the user's key, once read (False: not yet)
+        self._key: bytes | None = None  # the user's key, once read (see key)
+        self._key_read = False
         self._dir_checked = False  # ensure_data_dir ran (its lstats once, not per use)
         self._writable: bool | None = None  # files could be made in the folder, last looked
 
@@ -76,8 +82,9 @@ class Memory:
     def key(self) -> bytes | None:
         """The user's key (owner.py), or None when it can be neither read nor made: then indexes
         are opened unchecked, and the log says so once."""
-        if self._key is False:
-            from . import owner
+        if not self._key_read:
+            self._key_read = True
+            from . import owner  # (its key file is read once, by the first open)
             try:
                 self._key = owner.key()
             except OSError as e:

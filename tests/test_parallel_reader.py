@@ -55,7 +55,7 @@ def history(env):
 def _dies_after_first_chunk(jobs, conn, bulk, lock_fd, parent_end):
     for i, job in enumerate(jobs):
         if job is not None:
-            for chunk in indexer.read_chunks(*job, bulk):
+            for chunk in indexer.read_chunks(job, bulk):
                 conn.send((i, chunk))
                 if i >= 2:
                     os._exit(1)  # the reader dies mid-run, mid-file
@@ -68,7 +68,7 @@ def _dies_mid_message(jobs, conn, bulk, lock_fd, parent_end):
             os.write(conn.fileno(), struct.pack("!i", 100_000) + b"\x80\x04")
             os._exit(1)
         if job is not None:
-            for chunk in indexer.read_chunks(*job, bulk):
+            for chunk in indexer.read_chunks(job, bulk):
                 conn.send((i, chunk))
         conn.send((i, None))
 
@@ -79,7 +79,7 @@ def _fails_on_third_file(jobs, conn, bulk, lock_fd, parent_end):
             conn.send((i, RuntimeError("boom")))
             return
         if job is not None:
-            for chunk in indexer.read_chunks(*job, bulk):
+            for chunk in indexer.read_chunks(job, bulk):
                 conn.send((i, chunk))
         conn.send((i, None))
 

@@ -21,10 +21,11 @@ Claude Code is the one source with all three.
 from __future__ import annotations
 
 import os
-import stat
 import sys
-import time
 
+from .listing import unlisted, watch
+from .listing import files as _files
+from .listing import size as _size
 from .text import utf8_name
 
 
@@ -86,67 +87,6 @@ class Source:
     def whole(self, path: str) -> bool:
         """This file is read whole every time (never resumed from an offset)."""
         return self.mode == "snapshot"
-
-
-RACY_MS = 2000  # an mtime this recent may not change for a file added in the same clock tick
-
-
-def watch(folders: list | None, path: str) -> None:
-    """Note a folder's mtime (None: absent) before listing it: a file added after this still
-    changes what was noted. A just-changed folder (coarse file-system clocks) is noted as -1,
-    which matches nothing, so the next look lists it again, as git treats a racy index entry."""
-    if folders is not None:
-        try:
-            mtime = os.stat(path).st_mtime_ns
-        except OSError:
-            folders.append((path, None))
-            return
-        racy = time.time_ns() - mtime < _racy_ms() * 10**6
-        folders.append((path, -1 if racy else mtime))
-
-
-def _racy_ms() -> int:
-    try:  # PRIMA_RACY_MS: the window, for file systems known to be fine-grained (and tests)
-        return int(os.environ.get("PRIMA_RACY_MS", RACY_MS))
-    except ValueError:
-        return RACY_MS
-
-
-UNLISTED = "unlisted"
-
-
-def unlisted(folders: list | None, path: str, error: OSError) -> None:
-    """A folder that exists but cannot be listed (permissions): never taken as unchanged, since
-    fixing it changes no mtime, and the files the index knows there are not taken as gone."""
-    if folders is not None and not isinstance(error, (FileNotFoundError, NotADirectoryError)):
-        folders.append((path, UNLISTED))
-
-
-def _size(path: str) -> int:
-    """The size of the file at `path` itself once read, by lstat: 0 for what is no regular file
-    there now (a link, never followed, or a FIFO swapped in after the read)."""
-    st = os.lstat(path)
-    return st.st_size if stat.S_ISREG(st.st_mode) else 0
-
-
-def _files(root: str, accept, folders: list | None = None) -> list[str]:
-    """Regular files under root that `accept(name)`, links never followed (the directory
-    entries' own types: no stat per file)."""
-    out = []
-    watch(folders, root)
-    try:
-        entries = sorted(os.scandir(root), key=lambda e: e.name)
-    except OSError as e:
-        unlisted(folders, root, e)
-        return out
-    for e in entries:
-        if not utf8_name(e.name):
-            continue
-        if e.is_dir(follow_symlinks=False):
-            out += _files(e.path, accept, folders)
-        elif accept(e.name) and e.is_file(follow_symlinks=False):
-            out.append(e.path)
-    return out
 
 
 class ClaudeCode(Source):
@@ -320,7 +260,7 @@ class CopilotChat(Source):
         Code copies a chat when its workspace changes: the copy in another workspace wins). A
         chat out of scope is not listed, so one indexed before is dropped as gone."""
         from . import copilot
-        newest: dict[str, tuple[float, str, object]] = {}
+        newest: dict[str, tuple[float, str, str | None]] = {}
         for user in self.locations(ws):
             storage = os.path.join(user, "workspaceStorage")
             watch(folders, storage)  # a new workspace; a chat folder made later is noted absent
