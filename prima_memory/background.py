@@ -15,13 +15,14 @@ import sys
 import time
 
 from .errors import Failure
+from .settings import flag
 
 REBUILD_KEY = "rebuild"
 
 
 def enabled() -> bool:
     """PRIMA_BACKGROUND=0 (off, false, no): never start a background process."""
-    return os.environ.get("PRIMA_BACKGROUND", "").strip().lower() not in ("0", "off", "false", "no")
+    return flag("PRIMA_BACKGROUND")
 
 
 # The detached process runs this very package: `python -m` would look in the current folder

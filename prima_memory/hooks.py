@@ -15,6 +15,8 @@ import signal
 import sys
 import time
 
+from .settings import flag
+
 # (seconds to wait for the writer lock, indexing budget, hard deadline); hooks.json allows more
 LIMITS = {"session-start": (0.3, 1.0, 8), "stop": (3.0, 5.0, 20), "pre-compact": (3.0, 8.0, 25),
           "user-prompt-submit": (1.0, 2.0, 20)}
@@ -152,7 +154,7 @@ def _update(mem, lock_wait: float, index_budget: float, **kw):
 
 def enabled(name: str) -> bool:
     """PRIMA_BRIEFING=0 / PRIMA_CHECKPOINTS=0 (or off, false, no) turn a part off."""
-    return os.environ.get(name, "").strip().lower() not in ("0", "off", "false", "no")
+    return flag(name)
 
 
 def session_start(mem, data: dict, session_id, lock_wait, index_budget) -> str:
