@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 import re
 
-from .extracts import one_line
+from .wording import duration, one_line, short_path
 from .sources.registry import other_agent
 from .timeparse import local
 
@@ -53,15 +53,13 @@ def budget(env_name: str, default: int) -> int:
 
 
 def session_block(store, row, width: int) -> list[str]:
-    duration = int(((row.ended_at or 0) - (row.started_at or 0)) // 60)
-    span = f"{duration // 60}h {duration % 60:02d}m" if duration >= 60 else f"{duration}m"
-    head = f"- {local(row.started_at)} ({span}"
+    head = f"- {local(row.started_at)} ({duration((row.ended_at or 0) - (row.started_at or 0))}"
     head += f", branch {row.branch})" if row.branch else ")"
     label = other_agent(row.source, row.label)
     lines = [f"{head} {label}\"{one_line(row.title, 90)}\" [session {row.session_id}]"]
     files = store.changed_paths(row.id)
     if files:
-        shown = [_short_path(f, row.cwd)[-70:] for f in files[:4]]
+        shown = [short_path(f, row.cwd)[-70:] for f in files[:4]]
         more = f" (+{len(files) - 4} more)" if len(files) > 4 else ""
         lines.append(f"  files changed: {', '.join(shown)}{more}")
     if row.tags:
@@ -74,12 +72,6 @@ def session_block(store, row, width: int) -> list[str]:
     if replies:
         lines.append(f"  where it stopped: \"{one_line(replies[0][1], width + 100)}\"")
     return lines
-
-
-def _short_path(path: str, cwd: str | None) -> str:
-    if cwd and path.startswith(cwd.rstrip("/") + "/"):
-        return path[len(cwd.rstrip("/")) + 1:]
-    return path
 
 
 def render(store, *, exclude_session: str | None = None, chars: int | None = None) -> str:

@@ -6,8 +6,9 @@ import os
 import time
 
 from .briefing import budget, escape, frame
-from .extracts import extracts_dir, files_table, one_line, session_header, write_new
+from .extract_writer import extracts_dir, files_table, session_header, write_new
 from .timeparse import local
+from .wording import one_line
 from .workspace import data_dir, file_id, open_nofollow
 
 DEFAULT_CHARS = 6000

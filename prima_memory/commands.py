@@ -9,9 +9,9 @@ import sys
 from . import api
 from . import search as searchmod
 from . import workspace as wsmod
-from .extracts import one_line
 from .sources.registry import other_agent
 from .timeparse import local_iso
+from .wording import one_line
 
 
 def run(args) -> int:

@@ -300,7 +300,7 @@ def user_prompt_submit(mem, data: dict, session_id, lock_wait, index_budget) -> 
 def _recall_failed(why: str) -> str:
     """What Claude is told when /recall has no results to give (else it would guess why)."""
     from . import briefing
-    from .extracts import one_line
+    from .wording import one_line
     return briefing.frame(RECALL_FRAME, f"prima-memory: the search could not run "
                           f"({one_line(why, 300)}).\nTell the user; the prima-memory MCP tool "
                           "search_sessions searches the same memory.")

@@ -1,10 +1,13 @@
-"""Markdown extracts of substantial sessions, written once and never updated (the seed's rules)."""
+"""Writes prima-memory's markdown: the extract of each substantial session, written once and
+never updated (the seed's rules), and the file-writing rules checkpoints share. (The files are
+read back for a deep search by sources/extract_reader.py.)"""
 from __future__ import annotations
 
 import os
 import re
 import time
 
+from . import wording
 from .timeparse import local
 from .workspace import create_whole, data_dir, is_real_dir
 
@@ -67,20 +70,10 @@ def maybe_write(store, session: int, ws: str) -> str | None:
     return path
 
 
-def fmt_duration(seconds: float) -> str:
-    minutes = int(max(0, seconds) // 60)
-    return f"{minutes // 60}h {minutes % 60:02d}m" if minutes >= 60 else f"{minutes}m"
-
-
-def one_line(text: str | None, limit: int) -> str:
-    text = " ".join((text or "").split())
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
-
-
 def files_table(changes) -> list[str]:
     lines = ["| File | Tool | Explanation |", "|---|---|---|"]
     for path, tool, explanation, _ts in changes:
-        cell = one_line(explanation, 300).replace("|", "\\|") or "—"
+        cell = wording.one_line(explanation, 300).replace("|", "\\|") or "—"
         lines.append(f"| `{path}` | {tool} | {cell} |")
     return lines
 
@@ -90,7 +83,7 @@ def session_header(row) -> list[str]:
     return [
         f"- Session ID: `{row.session_id}`",
         f"- Date: {local(row.started_at)}",
-        f"- Duration: {fmt_duration(duration)}",
+        f"- Duration: {wording.duration(duration)}",
         f"- Project folder: {row.cwd or 'unknown'}",
         f"- Branch: {row.branch or '—'}",
         f"- Messages: {row.message_count}",
