@@ -288,7 +288,7 @@ class Memory:
             rep = indexer.run(budget=budget, only_session=only_session, prune=prune,
                               quick=quick and not rebuild)
             if extracts:  # for the sessions this run changed, or one killed before it
-                from .extracts import write_unfinished
+                from .extract_writer import write_unfinished
                 rep.extracts += write_unfinished(store, self.ws, self.log)
             if only_session and rep.pending_files:
                 self.owe(only_session)  # left for the next SessionStart to finish
@@ -311,7 +311,7 @@ class Memory:
             return rep  # nothing changed: no lock taken
         self._take_lock(lock_timeout)
         try:
-            from .extracts import write_unfinished
+            from .extract_writer import write_unfinished
             rep = Indexer(self.ws, store, self.log).index_sources(sources, rep)
             rep.extracts += write_unfinished(store, self.ws, self.log)
             return rep
