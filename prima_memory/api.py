@@ -26,6 +26,7 @@ from .workspace import path_variants
 
 TYPE_CHECKING = False  # (typing's own costs the hooks, which import this module, an import)
 if TYPE_CHECKING:
+    from .indexer import Report
     from .search import Filters
 
 LOCK_SECONDS = 10.0  # how long a request waits for another writer before answering as it stands
@@ -154,7 +155,8 @@ def meaning(mem: Memory, mode: str, warnings: list[str], budget: float | None = 
 # -- what the hooks ask ----------------------------------------------------------------------------
 
 def update(mem: Memory, *, lock_timeout: float, budget: float | None,
-           only_session: str | None = None, quick: bool = False, extracts: bool = True):
+           only_session: str | None = None, quick: bool = False,
+           extracts: bool = True) -> Report | None:
     """A hook's update of the index, within its budget (see Memory.update): the indexer's
     report, or None when the index is busy, read-only or its disk full, which is logged, not
     raised: the hook answers from what the index holds, and the next run catches up."""
@@ -370,7 +372,7 @@ DETAILS = ("summary", "turns", "full")
 
 def show(mem: Memory, session_id: str, range: str | None = None, detail: str = "full") -> dict:
     """One session at a depth: `summary` (its facts, changed files with Claude's reasons,
-    decisions, first and last request, last reply of some length), `turns` (and the main
+    decisions, first and last request, where it stopped: see session_view), `turns` (and the main
     thread's messages) or `full` (and the subagents' too). `range` slices the messages."""
     if detail not in DETAILS:
         raise UsageError(f"detail must be one of {', '.join(DETAILS)}, not {detail!r}")

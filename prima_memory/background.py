@@ -17,6 +17,10 @@ import time
 from .errors import Failure
 from .settings import flag
 
+TYPE_CHECKING = False  # (typing's own is an import the Stop hook, which imports this, skips)
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
 REBUILD_KEY = "rebuild"
 
 
@@ -182,7 +186,8 @@ def run_embedder(mem, lock_fd: int | None = None) -> tuple[int, int] | None:
             lock.release()
 
 
-def step(mem, budget: float | None, should_stop, *, wait: float = 0.0) -> tuple[int, int] | None:
+def step(mem, budget: float | None, should_stop: Callable[[], bool], *,
+         wait: float = 0.0) -> tuple[int, int] | None:
     """One step of the background work, the one sequence the background embedder and the MCP
     server's idle loop share: pending exchanges embedded, newest first, for up to `budget`
     seconds (None: until none is left or `should_stop()`); then, when none is left, their

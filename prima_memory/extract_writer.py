@@ -125,7 +125,7 @@ def render(view: SessionView) -> str:
 def write_unfinished(store, ws: str, log) -> list[str]:
     """Extracts for the sessions changed since they were last considered (by this run, or by one
     killed before it), whatever source they came from; returns the paths written."""
-    written = []
+    written: list[str] = []
     if not store.unfinished_sessions():
         return written  # no write transaction, which would wait for any other writer
     with store.transaction():  # one commit for a backfill's many extracts
