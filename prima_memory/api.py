@@ -186,7 +186,7 @@ def checkpoint(mem: Memory, session_id: str, trigger: str | None = None) -> str 
     """Write a checkpoint of the Claude Code session `session_id` (checkpoints.py); its path, or
     None when the index does not hold that session."""
     from . import checkpoints  # the writer: only PreCompact imports it
-    from .sources import claude_code
+    from .sources import claude_code  # (as the hook did: only PreCompact needs its name)
     store = mem.store()
     row = store.session_by_session_id(session_id, claude_code.SOURCE)  # Claude's own
     if row is None:
