@@ -1,5 +1,10 @@
 """One data API over a workspace's memory: each function returns plain data (what `--json`
-prints), and the CLI (commands.py) only renders it; the MCP server returns the same data.
+prints), and the CLI (commands.py) only renders it; the MCP server returns the same data, and
+the hooks bring the index up to date, brief and checkpoint through it. No front end reads the
+store, the indexer, the search or the embeddings but through here.
+
+A session is shown from its view (session_view.py): where it stopped, its first and last
+requests, its excerpts are defined there once.
 
 Errors are errors.PrimaError: UsageError for a wrong request, Failure for one that cannot be
 done now. `call` holds the policy for a damaged or busy index, the same for every caller.
@@ -11,12 +16,17 @@ import os
 import time
 
 
-from . import search as searchmod
+from . import session_view
 from .errors import Failure, UsageError
 from .memory import ALL, EXTRACTS, DiskFull, IndexBusy, IndexReadOnly, Memory
 from .store import SHIFT, Busy, StoreError, is_corruption
 from .timeparse import iso_utc, local, parse_when
 from .workspace import path_variants
+
+TYPE_CHECKING = False  # (typing's own costs the hooks, which import this module, an import)
+if TYPE_CHECKING:
+    from .indexer import Report
+    from .search import Filters
 
 LOCK_SECONDS = 10.0  # how long a request waits for another writer before answering as it stands
 EMBEDDER_WAIT = 2.0  # seconds a search waits for a running background embedder (newest first)
@@ -41,8 +51,39 @@ def guarded(mem: Memory, fn):
         return mem.guarded(lambda: fn(mem))
 
 
-def one_line(e: BaseException, limit: int = 300) -> str:
+def open_memory(ws: str) -> Memory:
+    """The workspace's memory, for a caller that holds it open itself (a hook, the MCP server)
+    and runs requests on it with `guarded`; `close()` it when done."""
+    return Memory(ws)
+
+
+def error_line(e: BaseException, limit: int = 300) -> str:
+    """An error as one line of at most `limit` characters (its type when it says nothing)."""
     return " ".join(str(e).split())[:limit] or type(e).__name__
+
+
+def clean_text(text: str) -> str:
+    """Text that UTF-8 can hold: a lone surrogate (a command-line byte that is not UTF-8, a cut
+    emoji) becomes U+FFFD."""
+    from .search import clean_text as clean  # the search module: not on the hooks' paths
+    return clean(text)
+
+
+def _query(text: str) -> str:
+    """A search's words as they are looked for; an empty query is a UsageError."""
+    query = clean_text(text)
+    if not query.strip():
+        raise UsageError("the query is empty")
+    return query
+
+
+def _begin(mem: Memory, *, fresh: bool = True, progress=None) -> list[str]:
+    """Every request's start: the index brought up to date (unless the caller did, `fresh=False`),
+    and the warnings its answer will carry, the first of them from that update."""
+    warnings: list[str] = []
+    if fresh:
+        refresh(mem, warnings, progress=progress)
+    return warnings
 
 
 # -- keeping the index current before an answer ---------------------------------------------------
@@ -78,7 +119,7 @@ def meaning(mem: Memory, mode: str, warnings: list[str], budget: float | None = 
         embedder = mem.embedder()
     except Exception as e:  # noqa: BLE001 - any failure to load means: keyword results, said so
         mem.log.warn(f"semantic search unavailable: {type(e).__name__}: {e}", once=True)
-        return None, one_line(e)
+        return None, error_line(e)
     store = mem.store()
     if background.rebuild_state(mem):
         warnings.append("a rebuild is running: searching the exchanges it has embedded so far")
@@ -97,7 +138,7 @@ def meaning(mem: Memory, mode: str, warnings: list[str], budget: float | None = 
         if is_corruption(e):
             raise
         mem.log.warn(f"embedding before the search failed: {type(e).__name__}: {e}")
-        warnings.append(f"new exchanges could not be embedded ({one_line(e)}): "
+        warnings.append(f"new exchanges could not be embedded ({error_line(e)}): "
                         "searching the ones embedded before")
         return embedder, None
     left = got[1] if got is not None else store.count_pending(key_of(embedder))
@@ -107,6 +148,60 @@ def meaning(mem: Memory, mode: str, warnings: list[str], budget: float | None = 
         if got is not None:  # None: the background embedder is on them already
             background.start_embedder(mem)
     return embedder, None
+
+
+def catch_up(mem: Memory) -> None:
+    """Index what changed in every source without waiting (the MCP server's idle work): a
+    busy lock means a hook is indexing already, and any other trouble waits for a request to
+    say it."""
+    try:
+        mem.update(sources=ALL, lock_timeout=0, quick=True)
+    except Failure:
+        pass
+
+
+# -- what the hooks ask ----------------------------------------------------------------------------
+
+def update(mem: Memory, *, lock_timeout: float, budget: float | None,
+           only_session: str | None = None, quick: bool = False,
+           extracts: bool = True) -> Report | None:
+    """A hook's update of the index, within its budget (see Memory.update): the indexer's
+    report, or None when the index is busy, read-only or its disk full, which is logged, not
+    raised: the hook answers from what the index holds, and the next run catches up."""
+    try:
+        return mem.update(lock_timeout=lock_timeout, budget=budget, only_session=only_session,
+                          quick=quick, extracts=extracts)
+    except IndexBusy:
+        mem.log.info("hook: index busy, leaving the update to the next run")
+    except IndexReadOnly as e:
+        mem.log.info(f"hook: {e}")
+    except DiskFull as e:  # the briefing still answers from what the index holds
+        mem.log.warn(f"hook: {e}")
+    return None
+
+
+def briefing(mem: Memory, *, exclude_session: str | None = None, chars: int | None = None) -> str:
+    """The SessionStart briefing: the latest sessions but `exclude_session` (the one starting),
+    within `chars` (briefing.py), or "" when there is none."""
+    from . import briefing as text  # the renderer: only SessionStart imports it
+    store = mem.store()
+    rows = [r for r in store.recent_sessions(text.MAX_SESSIONS + 1)
+            if r.session_id != exclude_session][:text.MAX_SESSIONS]
+    return text.render([session_view.build(store, r, paths=True) for r in rows], chars=chars)
+
+
+def checkpoint(mem: Memory, session_id: str, trigger: str | None = None) -> str | None:
+    """Write a checkpoint of the Claude Code session `session_id` (checkpoints.py); its path, or
+    None when the index does not hold that session."""
+    from . import checkpoints  # the writer: only PreCompact imports it
+    from .sources import claude_code  # (as the hook did: only PreCompact needs its name)
+    store = mem.store()
+    row = store.session_by_session_id(session_id, claude_code.SOURCE)  # Claude's own
+    if row is None:
+        return None
+    view = session_view.build(store, row, requests=True, changes=True,
+                              exchanges=checkpoints.EXCHANGES)
+    return checkpoints.write(view, mem.ws, trigger)
 
 
 # -- sessions as data -----------------------------------------------------------------------------
@@ -144,10 +239,11 @@ def session_json(row, ws: str) -> dict:
 
 
 def filters(since: str | None = None, until: str | None = None, branch: str | None = None,
-            tag: str | None = None, source: str | None = None) -> searchmod.Filters:
+            tag: str | None = None, source: str | None = None) -> Filters:
+    from .search import Filters  # the search module: not imported by the hooks' paths
     start = _when(since) if since else None
     end = _when(until, end_of_day=True) if until else None
-    return searchmod.Filters(since=start, until=end, branch=branch, tag=tag, source=source)
+    return Filters(since=start, until=end, branch=branch, tag=tag, source=source)
 
 
 def _when(text: str, end_of_day: bool = False) -> float:
@@ -166,18 +262,15 @@ def _when(text: str, end_of_day: bool = False) -> float:
 # -- the requests ---------------------------------------------------------------------------------
 
 def search(mem: Memory, query: str, *, mode: str = "combined", limit: int = 10,
-           filters: searchmod.Filters | None = None, deep: bool = False, context: int = 0,
+           filters: Filters | None = None, deep: bool = False, context: int = 0,
            progress=None, fresh: bool = True, embed_budget: float | None = None) -> dict:
     """Sessions matching the query, best first, with the seed's warnings first; `context`: the
     turn that matched best and that many turns each side of it. `fresh=False`: the caller
     brought the index up to date itself (a hook, within its budget); `embed_budget`: seconds
     at most of embedding new exchanges first (the rest are left to the background)."""
-    query = searchmod.clean_text(query)
-    if not query.strip():
-        raise UsageError("the query is empty")
-    warnings: list[str] = []
-    if fresh:
-        refresh(mem, warnings, progress=progress)
+    from . import search as searchmod  # not imported by the hooks' paths
+    query = _query(query)
+    warnings = _begin(mem, fresh=fresh, progress=progress)
     if deep:
         try:
             mem.update(sources=EXTRACTS, lock_timeout=LOCK_SECONDS, extracts=False)
@@ -223,19 +316,21 @@ def _turn(m, *, matched: bool) -> dict:
 def recent(mem: Memory, n: int = 10, *, fresh: bool = True) -> dict:
     """The latest n sessions, each with its changed files and first and last request
     (`fresh=False`: see search)."""
-    warnings: list[str] = []
-    if fresh:
-        refresh(mem, warnings)
+    warnings = _begin(mem, fresh=fresh)
     store = mem.store()
     sessions = []
     for row in store.recent_sessions(n):
-        user = [m for m in store.messages(row.id) if m[1] == "user" and not m[3]]
+        view = session_view.build(store, row, requests=True, paths=True)
         d = session_json(row, mem.ws)
-        d.update(files_changed=store.changed_paths(row.id),
-                 first_user_message=user[0][4] if user else None,
-                 last_user_message=user[-1][4] if user else None)
+        d.update(files_changed=view.changed_paths,
+                 first_user_message=_text(view.first_request),
+                 last_user_message=_text(view.last_request))
         sessions.append(d)
     return {"workspace": mem.ws, "warnings": warnings, "sessions": sessions}
+
+
+def _text(said: session_view.Said | None) -> str | None:
+    return said.text if said is not None else None
 
 
 def parse_range(text: str | None) -> slice:
@@ -285,27 +380,26 @@ DETAILS = ("summary", "turns", "full")
 
 def show(mem: Memory, session_id: str, range: str | None = None, detail: str = "full") -> dict:
     """One session at a depth: `summary` (its facts, changed files with Claude's reasons,
-    decisions, first and last request, last reply of some length), `turns` (and the main
+    decisions, first and last request, where it stopped: see session_view), `turns` (and the main
     thread's messages) or `full` (and the subagents' too). `range` slices the messages."""
     if detail not in DETAILS:
         raise UsageError(f"detail must be one of {', '.join(DETAILS)}, not {detail!r}")
     sl = parse_range(range)
-    warnings: list[str] = []
-    refresh(mem, warnings)
+    warnings = _begin(mem)
     store = mem.store()
     row = one_session(mem, session_id)
+    summary = detail == "summary"
+    view = session_view.build(store, row, requests=summary, changes=True)
     d = session_json(row, mem.ws)
-    d.update(files_changed=[{"path": p, "tool": t, "explanation": e, "at": iso_utc(ts)}
-                            for p, t, e, ts in store.file_changes(row.id)],
+    d.update(files_changed=[{"path": c.path, "tool": c.tool, "explanation": c.explanation,
+                             "at": iso_utc(c.at)} for c in view.changes],
              decisions=row.decisions.splitlines() if row.decisions else [])
-    msgs = list(enumerate(store.messages(row.id)))
-    if detail == "summary":
-        asked = [text for _i, (_id, role, _ts, side, text) in msgs if role == "user" and not side]
-        said = store.last_messages(row.id, "assistant", 1, min_chars=40)
-        d.update(first_request=asked[0] if asked else None,
-                 last_request=asked[-1] if asked else None,
-                 last_substantial_reply=said[0][1] if said else None)
+    if summary:
+        d.update(first_request=_text(view.first_request),
+                 last_request=_text(view.last_request),
+                 last_substantial_reply=_text(view.stopped))
     else:
+        msgs = list(enumerate(store.messages(row.id)))
         if detail == "turns":
             msgs = [(i, m) for i, m in msgs if not m[3]]
         d["messages"] = [{"index": i, "role": role, "at": iso_utc(ts), "sidechain": bool(side),
@@ -348,8 +442,7 @@ def files(mem: Memory, path: str | None = None, skip: int = 0) -> dict:
     if skip < 0:
         raise UsageError(f"skip must be 0 or more, not {skip}")
     rel = workspace_path(mem.ws, path) if path is not None else None
-    warnings: list[str] = []
-    refresh(mem, warnings)
+    warnings = _begin(mem)
     store = mem.store()
     rows = [(shown_path(mem.ws, p, cwd), p, tool, why, ts, sid)
             for p, tool, why, ts, sid, cwd in store.file_history(
@@ -433,7 +526,7 @@ def recover_from(mem: Memory, path: str) -> dict:
     except IndexBusy as e:
         raise Failure(f"{e}; try again in a moment") from None
     except StoreError as e:
-        raise Failure(f"nothing recovered: {one_line(e)}") from None
+        raise Failure(f"nothing recovered: {error_line(e)}") from None
     return {"workspace": mem.ws, "from": path, "recovered": n}
 
 
@@ -442,7 +535,7 @@ def logged(mem: Memory, what: str, fn):
     try:
         return fn()
     except Exception as e:
-        mem.log.error(f"background {what} failed: {type(e).__name__}: {one_line(e)}")
+        mem.log.error(f"background {what} failed: {type(e).__name__}: {error_line(e)}")
         raise
 
 
@@ -462,7 +555,7 @@ def embed(mem: Memory, *, worker: bool = False, lock_fd: int | None = None,
         try:
             mem.embedder()
         except Exception as e:  # noqa: BLE001
-            raise Failure(f"the embedding model cannot load: {one_line(e)}") from None
+            raise Failure(f"the embedding model cannot load: {error_line(e)}") from None
         got = mem.embed(None, wait=LOCK_SECONDS, progress=progress)
         if got is None or mem.link(None, wait=LOCK_SECONDS) is None:
             raise Failure("another process is embedding this index; try again in a moment")
@@ -539,7 +632,7 @@ def semantic_status(mem: Memory) -> dict:
         model = embedmod.model_name(where)
         model, build = embedmod.check()
     except embedmod.ModelUnavailable as e:
-        why = one_line(e)
+        why = error_line(e)
     if build is None:  # which vectors the counts are of: those the model would make
         try:
             build = embedmod.expected_build()
@@ -571,11 +664,8 @@ def similar(mem: Memory, query: str, *, limit: int = 10) -> dict:
     (linear, zero at 365 days) + 0.1 min(1, session turns / 50), one per session, each with the
     exchanges of other sessions its SIMILAR_TO edges join it to (cosine >= 0.85)."""
     from . import background, semantic
-    query = searchmod.clean_text(query)
-    if not query.strip():
-        raise UsageError("the query is empty")
-    warnings: list[str] = []
-    refresh(mem, warnings)
+    query = _query(query)
+    warnings = _begin(mem)
     embedder, why_not = meaning(mem, "semantic", warnings)
     if embedder is None:
         raise Failure(f"find_similar needs the embedding model, which cannot load ({why_not}); "
@@ -653,8 +743,7 @@ def digest(mem: Memory, since: str | None = None, until: str | None = None) -> d
     """A period's digest from the index alone, no model: its sessions by (local) day with their
     titles, tags and branch, the files changed most, the decisions marked (DECIDED, SAVE ...)
     and where each session stopped. Default: the last seven days."""
-    warnings: list[str] = []
-    refresh(mem, warnings)
+    warnings = _begin(mem)
     f = filters(since or "7d", until)
     store = mem.store()
     facts = sorted(store.session_facts(f.since, f.until), key=lambda r: -(r[2] or r[1] or 0))
@@ -668,16 +757,15 @@ def digest(mem: Memory, since: str | None = None, until: str | None = None) -> d
         row = rows.get(sid)
         if row is None:
             continue
-        for path in store.changed_paths(row.id):
+        view = session_view.build(store, row, paths=True)
+        for path in view.changed_paths:
             changed.setdefault(path, set()).add(row.session_id)
-        asked = store.last_messages(row.id, "user", 1)
-        said = store.last_messages(row.id, "assistant", 1, min_chars=40)  # not "Done."
         d = {"session_id": row.session_id, "title": row.title, "source": row.source,
              "label": row.label,
              "started_at": iso_utc(row.started_at), "ended_at": iso_utc(row.ended_at),
              "branch": row.branch or None, "tags": row.tag_list, "author": row.author,
-             "last_request": asked[0][1] if asked else None,
-             "last_substantial_reply": said[0][1] if said else None}
+             "last_request": _text(view.last_request),
+             "last_substantial_reply": _text(view.stopped)}
         days.setdefault(local(row.started_at, "%Y-%m-%d"), []).append(d)
         decisions += [{"session_id": row.session_id, "title": row.title, "line": line}
                       for line in row.decisions.splitlines() if line.strip()]

@@ -15,13 +15,18 @@ import sys
 import time
 
 from .errors import Failure
+from .settings import flag
+
+TYPE_CHECKING = False  # (typing's own is an import the Stop hook, which imports this, skips)
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 REBUILD_KEY = "rebuild"
 
 
 def enabled() -> bool:
     """PRIMA_BACKGROUND=0 (off, false, no): never start a background process."""
-    return os.environ.get("PRIMA_BACKGROUND", "").strip().lower() not in ("0", "off", "false", "no")
+    return flag("PRIMA_BACKGROUND")
 
 
 # The detached process runs this very package: `python -m` would look in the current folder
@@ -181,6 +186,21 @@ def run_embedder(mem, lock_fd: int | None = None) -> tuple[int, int] | None:
             lock.release()
 
 
+def step(mem, budget: float | None, should_stop: Callable[[], bool], *,
+         wait: float = 0.0) -> tuple[int, int] | None:
+    """One step of the background work, the one sequence the background embedder and the MCP
+    server's idle loop share: pending exchanges embedded, newest first, for up to `budget`
+    seconds (None: until none is left or `should_stop()`); then, when none is left, their
+    SIMILAR_TO edges computed for up to `budget`. Returns (exchanges embedded, work left:
+    exchanges still to embed, else to link), or None when another process holds the embed
+    lock for longer than `wait` (it is doing this work)."""
+    got = mem.embed(budget, wait=wait, should_stop=should_stop)
+    if got is None or got[1]:
+        return got
+    linked = mem.link(budget, wait=wait, should_stop=should_stop)
+    return got[0], linked[1] if linked else 0  # (None: another process links them)
+
+
 def _embed_all(mem) -> tuple[int, int] | None:
     """Embed and link until nothing is pending, yielding to a rebuild. A Stop meanwhile found
     this process alive and started none: what it indexed is looked for before the end."""
@@ -206,22 +226,19 @@ def _embed_all(mem) -> tuple[int, int] | None:
     total, looked = 0, False
     stop = lambda: held(mem, "rebuild")  # noqa: E731
     while True:
-        got = mem.embed(None, wait=EMBED_WAIT, should_stop=stop)
+        got = step(mem, None, stop, wait=EMBED_WAIT)
         if got is None:  # another process is embedding, for longer than a step
             return None if not total else (total, store.count_pending(key))
-        done, left = got
+        done, _left = got
         total += done
-        if left:  # a rebuild began: it embeds the rest
-            return total, left
+        pending = store.count_pending(key)
+        if stop() or not pending:  # a rebuild began (it does the rest), or all is done
+            return total, pending
         if done:
             looked = False
-            continue  # a Stop during the run may have added more
+            continue  # a Stop during the run added more
         if looked:  # what the last look found would not embed now (a reply still growing)
-            return total, store.count_pending(key)
-        # then the SIMILAR_TO edges of what was embedded, and a last look
-        if mem.link(None, wait=EMBED_WAIT, should_stop=stop) is None or stop() \
-                or not store.count_pending(key):
-            return total, 0
+            return total, pending
         looked = True
 
 

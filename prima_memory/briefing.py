@@ -1,12 +1,14 @@
-"""The SessionStart briefing: recent work in this workspace, as quoted data, within a budget."""
+"""The SessionStart briefing: recent work in this workspace, as quoted data, within a budget.
+Rendered from session views (session_view.py), which api.briefing reads."""
 from __future__ import annotations
 
 import os
 import re
 
-from .extracts import one_line
+from .wording import duration, one_line, short_path
 from .sources.registry import other_agent
 from .timeparse import local
+from .session_view import SessionView
 
 DEFAULT_CHARS = 2500
 HARD_CAP = 9000  # Claude Code moves anything past 10,000 characters into a file
@@ -52,49 +54,38 @@ def budget(env_name: str, default: int) -> int:
     return max(200, min(HARD_CAP, value))
 
 
-def session_block(store, row, width: int) -> list[str]:
-    duration = int(((row.ended_at or 0) - (row.started_at or 0)) // 60)
-    span = f"{duration // 60}h {duration % 60:02d}m" if duration >= 60 else f"{duration}m"
-    head = f"- {local(row.started_at)} ({span}"
+def session_block(view: SessionView, width: int) -> list[str]:
+    row = view.row
+    head = f"- {local(row.started_at)} ({duration((row.ended_at or 0) - (row.started_at or 0))}"
     head += f", branch {row.branch})" if row.branch else ")"
     label = other_agent(row.source, row.label)
     lines = [f"{head} {label}\"{one_line(row.title, 90)}\" [session {row.session_id}]"]
-    files = store.changed_paths(row.id)
+    files = view.changed_paths
     if files:
-        shown = [_short_path(f, row.cwd)[-70:] for f in files[:4]]
+        shown = [short_path(f, row.cwd)[-70:] for f in files[:4]]
         more = f" (+{len(files) - 4} more)" if len(files) > 4 else ""
         lines.append(f"  files changed: {', '.join(shown)}{more}")
     if row.tags:
         lines.append(f"  tags: {', '.join(row.tag_list[:8])}")
-    asked = store.last_messages(row.id, "user", 1)
-    if asked:
-        lines.append(f"  last request: \"{one_line(asked[0][1], width)}\"")
-    replies = store.last_messages(row.id, "assistant", 1, min_chars=200) \
-        or store.last_messages(row.id, "assistant", 1)
-    if replies:
-        lines.append(f"  where it stopped: \"{one_line(replies[0][1], width + 100)}\"")
+    if view.last_request:
+        lines.append(f"  last request: \"{one_line(view.last_request.text, width)}\"")
+    if view.stopped:
+        lines.append(f"  where it stopped: \"{one_line(view.stopped.text, width + 100)}\"")
     return lines
 
 
-def _short_path(path: str, cwd: str | None) -> str:
-    if cwd and path.startswith(cwd.rstrip("/") + "/"):
-        return path[len(cwd.rstrip("/")) + 1:]
-    return path
-
-
-def render(store, *, exclude_session: str | None = None, chars: int | None = None) -> str:
-    """The briefing, or "" when there is nothing to tell. Never longer than `chars`.
-    (Everything in the index was redacted before it was stored.)"""
+def render(views: list[SessionView], *, chars: int | None = None) -> str:
+    """The briefing of these sessions (the latest first), or "" when there is nothing to tell.
+    Never longer than `chars`. (Everything in the index was redacted before it was stored.)"""
     chars = budget("PRIMA_BRIEFING_CHARS", DEFAULT_CHARS) if chars is None else min(chars, HARD_CAP)
-    rows = [r for r in store.recent_sessions(MAX_SESSIONS + 1) if r.session_id != exclude_session]
-    if not rows:
+    if not views:
         return ""
     tail = footer()
     fixed = len(frame(HEADER, "\n" + tail))
     out: list[str] = []
-    for row in rows[:MAX_SESSIONS]:
+    for view in views[:MAX_SESSIONS]:
         for width in (200, 120, 60):  # shorten a session before dropping it
-            block = escape("\n".join(session_block(store, row, width)))
+            block = escape("\n".join(session_block(view, width)))
             if fixed + sum(len(b) + 1 for b in out) + len(block) <= chars:
                 out.append(block)
                 break

@@ -1,4 +1,7 @@
-"""`prima-memory` command line: thin wrappers over memory, search and the store (DESIGN §7)."""
+"""The `prima-memory` entry point: parses the command line (DESIGN §7) and hands the command
+to commands.py, which asks the data API and renders its answer; `hook EVENT` and `mcp` skip
+argparse and go straight to hooks.py and mcp_server.py. Errors become one line and an exit
+status: 2 for a wrong request, 1 for anything else."""
 from __future__ import annotations
 
 import os
@@ -186,6 +189,13 @@ def main(argv: list[str] | None = None) -> int:
     if not args.command:
         print("prima-memory: error: a command is required (see prima-memory --help)", file=sys.stderr)
         return EXIT_USAGE
+    if args.command == "mcp":  # (normally a direct call, above; this is its safety net)
+        from . import mcp_server
+        from .workspace import resolve_workspace
+        return mcp_server.serve(resolve_workspace(getattr(args, "workspace", None)))
+    if args.command == "hook":
+        from . import hooks
+        return hooks.run(args.event, getattr(args, "workspace", None))
     from . import commands
     try:
         return commands.run(args)

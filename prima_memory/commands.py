@@ -1,5 +1,7 @@
-"""The command line's side of each command: read the arguments, ask the data API (api.py), and
-render its answer as human text or as the one JSON document `--json` asks for."""
+"""Runs each command of the command line: `cmd_<name>(mem, args)` asks the data API (api.py) and
+renders its answer as human text, or prints it as the one JSON document `--json` asks for. Also
+the text of /prima-memory:recall (`recall`), which the UserPromptSubmit hook prints for Claude.
+Nothing here reads the index but through api; cli.py parses the arguments and calls `run`."""
 from __future__ import annotations
 
 import json
@@ -7,11 +9,10 @@ import os
 import sys
 
 from . import api
-from . import search as searchmod
 from . import workspace as wsmod
-from .extracts import one_line
 from .sources.registry import other_agent
 from .timeparse import local_iso
+from .wording import one_line
 
 
 def run(args) -> int:
@@ -19,16 +20,10 @@ def run(args) -> int:
         if k == "workspace":
             continue  # a folder name is whatever bytes it is
         if isinstance(v, str):
-            setattr(args, k, searchmod.clean_text(v))
+            setattr(args, k, api.clean_text(v))
         elif isinstance(v, list):
-            setattr(args, k, [searchmod.clean_text(x) if isinstance(x, str) else x for x in v])
+            setattr(args, k, [api.clean_text(x) if isinstance(x, str) else x for x in v])
     ws = wsmod.resolve_workspace(getattr(args, "workspace", None))
-    if args.command == "mcp":  # a long-lived server: it holds its memory open itself
-        from . import mcp_server
-        return mcp_server.serve(ws)
-    if args.command == "hook":  # (cli.main runs hooks before argparse; this is its safety net)
-        from . import hooks
-        return hooks.run(args.event, getattr(args, "workspace", None))
     handler = globals()[f"cmd_{args.command}"]
     return api.call(ws, lambda mem: handler(mem, args))
 
@@ -37,7 +32,7 @@ def emit(args, data: dict, text: str) -> None:
     if args.json:
         text = json.dumps(data, indent=2, ensure_ascii=False)
     # a path whose bytes are not UTF-8 holds surrogates, which no terminal or JSON reader takes
-    text = searchmod.clean_text(text)
+    text = api.clean_text(text)
     sys.stdout.write(text if text.endswith("\n") or not text else text + "\n")
     sys.stdout.flush()
 
@@ -123,7 +118,7 @@ def recall(mem, query: str, *, limit: int = 8, fresh: bool = True,
     """What /recall shows Claude: (the data, its text), a combined search, compact, within
     RECALL_CHARS; with no words, the latest sessions instead. `fresh`, `embed_budget`: see
     api.search (the hook brings the index up to date within its own budget)."""
-    query = searchmod.clean_text(" ".join(query.split()))
+    query = api.clean_text(" ".join(query.split()))
     if not query:
         data = api.recent(mem, 5, fresh=fresh)
         return ({"query": "", "mode": "recent", "warnings": data["warnings"] + [RECALL_HELP],

@@ -5,6 +5,9 @@ Whatever happens (bad stdin, a missing or corrupt index, a busy lock, a missing 
 exception, running out of time) a hook exits 0, prints nothing but its context block (the
 briefing, a checkpoint, /recall's results or why there are none), and logs the problem. It never
 exits 2 (that would block Claude Code). Only the /recall search loads the embedding model.
+
+Each hook works through the data API (api.py): it updates the index, renders the briefing and
+writes the checkpoint there, as any other front end reads it.
 """
 from __future__ import annotations
 
@@ -74,8 +77,8 @@ def run(event: str, workspace: str | None = None) -> int:
         except wsmod.WorkspaceError as e:
             failed = str(e)
             return 0  # host mode: not a Claude Code workspace, stay silent
-        from .memory import Memory
-        mem = Memory(ws)
+        from . import api  # past the fast paths above: they must not pay for the index
+        mem = api.open_memory(ws)
         if problem:
             mem.store()  # opens the log file too
             mem.log.warn(f"hook {event}: {problem}; going on without it")
@@ -137,34 +140,24 @@ def _log(mem, ws: str | None, msg: str) -> None:
         pass
 
 
-def _update(mem, lock_wait: float, index_budget: float, **kw):
-    from .memory import DiskFull, IndexBusy, IndexReadOnly
-    try:
-        return mem.update(lock_timeout=lock_wait, budget=index_budget, **kw)
-    except IndexBusy:
-        mem.log.info("hook: index busy, leaving the update to the next run")
-    except IndexReadOnly as e:
-        mem.log.info(f"hook: {e}")
-    except DiskFull as e:  # the briefing still answers from what the index holds
-        mem.log.warn(f"hook: {e}")
-    return None
-
-
 def enabled(name: str) -> bool:
     """PRIMA_BRIEFING=0 / PRIMA_CHECKPOINTS=0 (or off, false, no) turn a part off."""
-    return os.environ.get(name, "").strip().lower() not in ("0", "off", "false", "no")
+    from .settings import flag  # past the fast paths: a prompt that is not /recall skips it
+    return flag(name)
 
 
 def session_start(mem, data: dict, session_id, lock_wait, index_budget) -> str:
-    from . import briefing, checkpoints
+    from . import api  # (loaded by run already; not at the top: the fast paths skip it)
     if data.get("source") == "compact" and session_id and enabled("PRIMA_CHECKPOINTS"):
+        from . import checkpoints  # (reading the file back needs no index)
         path = checkpoints.latest(mem.ws, session_id)
         if path:
             return checkpoints.inject(path)
-    _update(mem, lock_wait, index_budget, extracts=False, quick=True)  # extracts: Stop writes them
+    # extracts=False: Stop writes them
+    api.update(mem, lock_timeout=lock_wait, budget=index_budget, extracts=False, quick=True)
     if not mem.exists() or not enabled("PRIMA_BRIEFING"):
         return ""
-    return briefing.render(mem.store(), exclude_session=session_id)
+    return api.briefing(mem, exclude_session=session_id)
 
 
 TRANSCRIPT_WAIT = 0.5  # seconds Stop waits for a transcript Claude Code has not written yet
@@ -213,7 +206,8 @@ def _holds_a_reply(path: str) -> bool:
 def stop(mem, data: dict, session_id, lock_wait, index_budget) -> str:
     if not _await_transcript(mem, data.get("transcript_path")) and session_id:
         mem.owe(session_id)
-    rep = _update(mem, lock_wait, index_budget, only_session=session_id)
+    from . import api  # (loaded by run already; not at the top: the fast paths skip it)
+    rep = api.update(mem, lock_timeout=lock_wait, budget=index_budget, only_session=session_id)
     last = data.get("last_assistant_message")
     noted = False
     if session_id and isinstance(last, str) and last.strip():
@@ -238,17 +232,15 @@ def _start_embedder(mem) -> None:
 
 
 def pre_compact(mem, data: dict, session_id, lock_wait, index_budget) -> str:
-    from . import checkpoints
-    from .sources import claude_code
+    from . import api  # (loaded by run already; not at the top: the fast paths skip it)
     if not session_id or not enabled("PRIMA_CHECKPOINTS"):
         return ""
-    _update(mem, lock_wait, index_budget, only_session=session_id)
-    row = mem.store().session_by_session_id(session_id, claude_code.SOURCE)  # Claude's own
-    if row is None:
+    api.update(mem, lock_timeout=lock_wait, budget=index_budget, only_session=session_id)
+    trigger = data.get("trigger") if isinstance(data.get("trigger"), str) else None
+    path = api.checkpoint(mem, session_id, trigger)
+    if path is None:
         mem.log.warn(f"pre-compact: session {session_id} is not in the index; no checkpoint")
         return ""
-    trigger = data.get("trigger") if isinstance(data.get("trigger"), str) else None
-    path = checkpoints.write(mem.store(), row, mem.ws, trigger)
     mem.log.info(f"checkpoint written: {path}")
     return ""
 
@@ -288,9 +280,10 @@ def user_prompt_submit(mem, data: dict, session_id, lock_wait, index_budget) -> 
     words = recall_words(data.get("prompt"))
     if words is None:
         return ""
-    from . import briefing
+    # only /recall renders a search: the other prompts never import these
+    from . import api, briefing
     from .commands import recall
-    _update(mem, lock_wait, index_budget, extracts=False, quick=True)
+    api.update(mem, lock_timeout=lock_wait, budget=index_budget, extracts=False, quick=True)
     _data, text = recall(mem, words, fresh=False, embed_budget=RECALL_EMBED)
     return briefing.frame(RECALL_FRAME, text)
 
@@ -298,7 +291,7 @@ def user_prompt_submit(mem, data: dict, session_id, lock_wait, index_budget) -> 
 def _recall_failed(why: str) -> str:
     """What Claude is told when /recall has no results to give (else it would guess why)."""
     from . import briefing
-    from .extracts import one_line
+    from .wording import one_line
     return briefing.frame(RECALL_FRAME, f"prima-memory: the search could not run "
                           f"({one_line(why, 300)}).\nTell the user; the prima-memory MCP tool "
                           "search_sessions searches the same memory.")

@@ -295,7 +295,7 @@ class Memory:
                     and any(src.streamed for src in sources):
                 indexer.quick_done(complete=True)  # (run only for the extracts: nothing new)
             if extracts:  # for the sessions this run changed, or one killed before it
-                from .extracts import write_unfinished
+                from .extract_writer import write_unfinished
                 rep.extracts += write_unfinished(store, self.ws, self.log)
             if only_session and rep.pending_files:
                 self.owe(only_session)  # left for the next SessionStart to finish

@@ -416,8 +416,8 @@ def test_writing_whole_keeps_the_old_guards(tmp_path, monkeypatch):
     """(guards of the fix above) what is at the name is never followed, replaced or clobbered,
     even when it comes between the look and the write; no temporary file outlives a write; a
     temporary file a killed run left is neither an extract nor a checkpoint."""
-    from prima_memory import checkpoints, extracts, workspace
-    from prima_memory.sources import extracts as extract_source
+    from prima_memory import checkpoints, extract_writer, workspace
+    from prima_memory.sources import extract_reader
     ws = tmp_path / "ws"
     folder = ws / ".prima-memory" / "extracts" / "p"
     folder.mkdir(parents=True)
@@ -427,20 +427,20 @@ def test_writing_whole_keeps_the_old_guards(tmp_path, monkeypatch):
     (folder / "dangling.md").symlink_to(tmp_path / "nowhere")
     (folder / "kept.md").write_text("complete")
     for name in ("link.md", "dangling.md", "kept.md"):
-        assert extracts.write_new(str(folder / name), "new text") is False
+        assert extract_writer.write_new(str(folder / name), "new text") is False
     with monkeypatch.context() as m:  # another writer takes the name after the look
-        m.setattr(extracts.os.path, "lexists", lambda p: False)
-        assert extracts.write_new(str(folder / "kept.md"), "new text") is False
-        assert extracts.write_new(str(folder / "link.md"), "new text") is False
+        m.setattr(extract_writer.os.path, "lexists", lambda p: False)
+        assert extract_writer.write_new(str(folder / "kept.md"), "new text") is False
+        assert extract_writer.write_new(str(folder / "link.md"), "new text") is False
     assert victim.read_text() == "secret" and not (tmp_path / "nowhere").exists()
     assert (folder / "kept.md").read_text() == "complete" and (folder / "link.md").is_symlink()
     sid = "e0e0e0e0-0000-4000-8000-000000000099"
     left = folder / f"{workspace.TEMP_PREFIX}123-abc"
     left.write_text(f"# Checkpoint: half of {sid}")  # what a killed run leaves
     names = sorted(p.name for p in folder.iterdir())
-    assert extracts.write_new(str(folder / "new.md"), "whole") is True
+    assert extract_writer.write_new(str(folder / "new.md"), "whole") is True
     assert sorted(p.name for p in folder.iterdir()) == sorted(names + ["new.md"])
     assert (folder / "new.md").read_text() == "whole"
-    assert not extracts._day_taken(str(folder), "2026-01-01", sid)
+    assert not extract_writer._day_taken(str(folder), "2026-01-01", sid)
     assert checkpoints.latest(str(ws), sid) is None
-    assert str(left) not in extract_source.discover(str(ws))
+    assert str(left) not in extract_reader.discover(str(ws))

@@ -184,7 +184,7 @@ def test_a_hostile_session_id_creates_nothing_anywhere(env, bad):
 def test_a_session_id_read_from_a_transcript_never_leaves_the_extracts_folder(env):
     """Flat agent files name their session inside: a crafted one can carry any id. The index
     keeps it as data; a file name built from it stays inside the extracts folder."""
-    from prima_memory import checkpoints
+    from prima_memory import api, checkpoints
     from prima_memory.memory import Memory
     evil = "../../../../evil"
     t = Transcript(env.project_dir / "agent-deadbeef.jsonl", evil, str(env.ws), start=OLD,
@@ -196,7 +196,7 @@ def test_a_session_id_read_from_a_transcript_never_leaves_the_extracts_folder(en
     try:
         row = mem.store().session_by_session_id(evil, "claude-code")
         assert row is not None and row.session_id == evil
-        path = checkpoints.write(mem.store(), row, str(env.ws))
+        path = api.checkpoint(mem, evil)
     finally:
         mem.close()
     extracts = (env.data / "extracts").resolve()

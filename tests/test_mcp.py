@@ -615,7 +615,7 @@ def test_a_fault_of_ours_is_a_one_line_tool_error_and_logged(env, monkeypatch):
     from prima_memory import api, mcp_protocol, mcp_server
     _history(env)
     monkeypatch.setattr(api, "recent", lambda *a, **k: {}["no such key"])
-    memory = mcp_server.Memory(str(env.ws))
+    memory = mcp_server.ServedMemory(str(env.ws))
     server = mcp_protocol.Server("prima-memory", "0", "", mcp_server.tools(memory),
                                  on_fault=lambda e: mcp_server.fault(memory, e))
     got = server.call("recent_sessions", {"n": 1})
@@ -755,7 +755,7 @@ def test_the_count_of_waiting_calls_loses_no_update(env):
     second_wrote = threading.Event()
     first, writes = [], []
 
-    class Held(mcp_server.Memory):
+    class Held(mcp_server.ServedMemory):
         @property
         def waiting(self):
             value = self.__dict__.get("_waiting", 0)

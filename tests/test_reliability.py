@@ -1134,7 +1134,7 @@ def test_a_transaction_that_reads_then_writes_waits_for_another_writer(env):
     marked done in one transaction. Another process writing meanwhile (a background embedder,
     the MCP server's idle work) used to fail it at once with "database is locked": SQLite cannot
     wait to turn a reading transaction into a writing one. Now it waits for the writer."""
-    from prima_memory.extracts import write_unfinished
+    from prima_memory.extract_writer import write_unfinished
     from prima_memory.logs import Log
     from prima_memory.store import Store
     t = env.transcript(S1, start=START)

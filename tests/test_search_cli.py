@@ -199,10 +199,16 @@ def test_quickstart_without_history_shows_a_demo_as_one_json_document(env):
     assert not (env.ws / ".prima-memory").exists(), "the demo never writes into this folder"
 
 
+WHY_REDIS = ("\nIt keeps the sessions across restarts of the web servers, its eviction can be "
+             "tuned per key, and the team already runs it for the job queue, so there is no new "
+             "service to watch at night.")
+
+
 def test_a_digest_of_a_period_from_the_index_alone(env):
     now = time.time()
     a = env.transcript("dddd0001-0000-4000-8000-000000000001", start=now - 3 * DAY, branch="main")
-    a.exchange("Move the cache to Redis", "DECIDED: Redis for the session cache, not memcached.")
+    a.exchange("Move the cache to Redis", "DECIDED: Redis for the session cache, not memcached."
+               + WHY_REDIS)
     a.tool("Edit", {"file_path": str(env.ws / "src" / "cache.py"), "old_string": "a",
                     "new_string": "b"}, text="Point the cache at Redis.")
     a.exchange("Now the eviction policy", "Set allkeys-lru.")
@@ -217,8 +223,10 @@ def test_a_digest_of_a_period_from_the_index_alone(env):
     first = d["days"][-1]["sessions"][0]  # days newest first: the older session is last
     assert first["title"] == "Move the cache to Redis" and first["branch"] == "main"
     assert first["last_request"] == "Now the eviction policy"
-    # where it stopped: the last request, and the last reply of some length ("Done." is not)
-    assert first["last_substantial_reply"] == "DECIDED: Redis for the session cache, not memcached."
+    # where it stopped: the last request, and the last reply of some length (over
+    # session_view.SUBSTANTIAL characters: "Set allkeys-lru." is not)
+    assert first["last_substantial_reply"] == ("DECIDED: Redis for the session cache, not "
+                                               "memcached." + WHY_REDIS)
     assert d["files_most_changed"][0] == {"path": str(env.ws / "src" / "cache.py"), "sessions": 2}
     assert [x["line"] for x in d["decisions"]] == [
         "DECIDED: Redis for the session cache, not memcached."]
@@ -232,7 +240,9 @@ def test_a_digest_of_a_period_from_the_index_alone(env):
 def test_show_at_each_detail(env):
     sid = "eeee0001-0000-4000-8000-000000000001"
     t = env.transcript(sid, start=OLD)
-    t.exchange("Profile the importer", "It spends its time in the CSV parser, rebuilding rows.")
+    t.exchange("Profile the importer", "It spends its time in the CSV parser, rebuilding rows."
+               + " Each row is built again from its fields for every column that is read, so a"
+               " wide file costs the square of its width; one buffer reused per row fixes it.")
     t.tool("Edit", {"file_path": str(env.ws / "imp.py"), "old_string": "a", "new_string": "b"},
            text="Reuse one row buffer.")
     t.exchange("Ship it", "Done.")

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from prima_memory.sources import codex, copilot, extracts, history, shared_log
+from prima_memory.sources import codex, copilot, extract_reader, history, shared_log
 from prima_memory.sources.text import MAX_TEXT, scrubber
 
 BODY = "Q7w9E2r4T6y8U0i1P3o5A7s9D1f3G5h7J9k2"  # 36 characters: a ghp_ token's length
@@ -114,7 +114,7 @@ def test_a_long_extract_title_keeps_no_piece_of_a_token(tmp_path):
     folder.mkdir(parents=True)
     title = "Deploy notes " + "w" * (200 - 13 - 20) + " " + TOKEN  # cut at 200: 19 kept
     (folder / "2026-03-01-deploy.md").write_text(f"## {title}\n\nSome body text.\n")
-    d = extracts.read(str(tmp_path), str(folder / "2026-03-01-deploy.md"))
+    d = extract_reader.read(str(tmp_path), str(folder / "2026-03-01-deploy.md"))
     assert d is not None and d.custom_title.startswith("Deploy notes")
     assert _leaks(_all_text(d)) == [], d.custom_title[-60:]
 

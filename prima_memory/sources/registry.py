@@ -313,15 +313,15 @@ class Extracts(Source):
     name, label, mode, extracted = "extract", "[extract]", "snapshot", False
 
     def locations(self, ws: str) -> list[str]:
-        from . import extracts
+        from . import extract_reader as extracts
         return [extracts.root(ws)]
 
     def discover(self, ws: str, folders: list | None = None) -> list[tuple[str, object]]:
-        from . import extracts
+        from . import extract_reader as extracts
         return [(p, ws) for p in extracts.discover(ws, folders)]
 
     def read(self, path, extra, offset, state):
-        from . import extracts
+        from . import extract_reader as extracts
         d = extracts.read(extra, path)  # None for a link, never followed
         return ([d] if d else []), _size(path), state, []
 

@@ -1,10 +1,15 @@
-"""Markdown extracts of substantial sessions, written once and never updated (the seed's rules)."""
+"""Writes prima-memory's markdown: the extract of each substantial session, written once and
+never updated (the seed's rules), and the file-writing rules checkpoints share. (The files are
+read back for a deep search by sources/extract_reader.py.)"""
 from __future__ import annotations
 
 import os
 import re
 import time
 
+from . import wording
+from .session_view import Change, SessionView, build
+from .sources.registry import other_agent, source_named
 from .timeparse import local
 from .workspace import create_whole, data_dir, is_real_dir
 
@@ -61,27 +66,18 @@ def maybe_write(store, session: int, ws: str) -> str | None:
     if _day_taken(folder, day, row.session_id):
         return None
     path = os.path.join(folder, time.strftime("%Y-%m-%d-%H%M", start) + "-session-extract.md")
-    if not write_new(path, render(store, row)):
+    view = build(store, row, changes=True, excerpts=EXCERPTS, exchanges=EXCHANGES)
+    if not write_new(path, render(view)):
         return None
     store.set_extract(session, path)  # in the caller's transaction
     return path
 
 
-def fmt_duration(seconds: float) -> str:
-    minutes = int(max(0, seconds) // 60)
-    return f"{minutes // 60}h {minutes % 60:02d}m" if minutes >= 60 else f"{minutes}m"
-
-
-def one_line(text: str | None, limit: int) -> str:
-    text = " ".join((text or "").split())
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
-
-
-def files_table(changes) -> list[str]:
+def files_table(changes: list[Change]) -> list[str]:
     lines = ["| File | Tool | Explanation |", "|---|---|---|"]
-    for path, tool, explanation, _ts in changes:
-        cell = one_line(explanation, 300).replace("|", "\\|") or "—"
-        lines.append(f"| `{path}` | {tool} | {cell} |")
+    for c in changes:
+        cell = wording.one_line(c.explanation, 300).replace("|", "\\|") or "—"
+        lines.append(f"| `{c.path}` | {c.tool} | {cell} |")
     return lines
 
 
@@ -90,7 +86,7 @@ def session_header(row) -> list[str]:
     return [
         f"- Session ID: `{row.session_id}`",
         f"- Date: {local(row.started_at)}",
-        f"- Duration: {fmt_duration(duration)}",
+        f"- Duration: {wording.duration(duration)}",
         f"- Project folder: {row.cwd or 'unknown'}",
         f"- Branch: {row.branch or '—'}",
         f"- Messages: {row.message_count}",
@@ -99,35 +95,37 @@ def session_header(row) -> list[str]:
     ]
 
 
-def render(store, row) -> str:
-    from .sources.registry import other_agent, source_named
+EXCERPTS = 5  # the last substantial replies an extract quotes
+EXCHANGES = 10  # and its last exchanges
+
+
+def render(view: SessionView) -> str:
+    """The extract of a view built with its changes, EXCERPTS excerpts and EXCHANGES exchanges."""
+    row = view.row
     src = source_named(row.source)
     agent = src.agent if src is not None else "Agent"
     title = f"{other_agent(row.source, row.label)}{row.title}"  # "[Codex] …" for another agent
     out = ["# Session extract", "", *session_header(row), "", f"## {title}", "",
            "## Files changed", ""]
-    changes = store.file_changes(row.id)
-    out += files_table(changes) if changes else ["No files changed."]
+    out += files_table(view.changes) if view.changes else ["No files changed."]
     out += ["", f"## {agent}'s last substantial replies (most recent first)", ""]
-    long_replies = [m for m in store.messages(row.id)
-                    if m[1] == "assistant" and not m[3] and len(m[4]) > 200][-5:]
-    for _id, _role, ts, _side, text in reversed(long_replies):
-        out += [f"### {local(ts)}", "", text.strip(), ""]
-    if not long_replies:
+    for said in view.excerpts[:EXCERPTS]:  # (newest first)
+        out += [f"### {local(said.at)}", "", said.text.strip(), ""]
+    if not view.excerpts:
         out += ["None.", ""]
     out += ["## Last ten exchanges", ""]
-    for _id, ts, prompt, reply in store.exchanges(row.id)[-10:]:
-        out += [f"### {local(ts)}", ""]
-        if prompt:
-            out += ["**User:**", "", prompt.strip(), ""]
-        out += [f"**{agent}:**", "", (reply or "").strip() or "(tool use only)", ""]
+    for e in view.exchanges[-EXCHANGES:]:
+        out += [f"### {local(e.at)}", ""]
+        if e.prompt:
+            out += ["**User:**", "", e.prompt.strip(), ""]
+        out += [f"**{agent}:**", "", (e.reply or "").strip() or "(tool use only)", ""]
     return "\n".join(out).rstrip() + "\n"
 
 
 def write_unfinished(store, ws: str, log) -> list[str]:
     """Extracts for the sessions changed since they were last considered (by this run, or by one
     killed before it), whatever source they came from; returns the paths written."""
-    written = []
+    written: list[str] = []
     if not store.unfinished_sessions():
         return written  # no write transaction, which would wait for any other writer
     with store.write():  # one commit for a backfill's many extracts

@@ -1,0 +1,18 @@
+"""Settings read from the environment, parsed one way everywhere.
+
+Standard library only and cheap: the hooks read these before anything else is imported.
+"""
+from __future__ import annotations
+
+import os
+
+OFF = frozenset({"0", "off", "false", "no"})
+
+
+def flag(name: str, default: bool = True) -> bool:
+    """An on/off switch: `name` set to 0, off, false or no (any case, spaces ignored) is off;
+    any other value is on; unset or blank is `default`."""
+    value = os.environ.get(name, "").strip().lower()
+    if not value:
+        return default
+    return value not in OFF
