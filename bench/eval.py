@@ -1,4 +1,4 @@
-"""Retrieval evaluation: how often each search mode puts the right past session first.
+r"""Retrieval evaluation: how often each search mode puts the right past session first.
 
     .venv/bin/python bench/eval.py [--out bench/out/eval] [--modes keyword,semantic,combined]
                                    [--variants production,reference] [--jobs 2] [--fresh]
@@ -335,7 +335,8 @@ def main() -> int:
         with ThreadPoolExecutor(max(1, args.jobs)) as pool:
             for mode in modes:
                 t = time.perf_counter()
-                outs = list(pool.map(lambda q: run_search(ws, env, q["query"], mode), queries))
+                outs = list(pool.map(lambda q, ws=ws, env=env, mode=mode:
+                                     run_search(ws, env, q["query"], mode), queries))
                 var["modes"][mode] = [score(q, o, topic_of, texts) for q, o in zip(queries, outs)]
                 f = figures(var["modes"][mode])
                 print(f"{name} {mode}: R@1 {f['r1']:.3f} R@5 {f['r5']:.3f} MRR {f['mrr']:.3f} "
@@ -344,8 +345,8 @@ def main() -> int:
                 # whether keyword search reaches a no-shared target at all (it matches inside
                 # longer words, so "room" finds "bedroom"): the same search with no real limit
                 ns = [q for q in queries if q["kind"] == "no-shared"]
-                outs = list(pool.map(lambda q: run_search(ws, env, q["query"], "keyword",
-                                                          limit=len(sessions)), ns))
+                outs = list(pool.map(lambda q, ws=ws, env=env: run_search(
+                    ws, env, q["query"], "keyword", limit=len(sessions)), ns))
                 results["keyword_reach_variant"] = name
                 results["keyword_reach_limit"] = len(sessions)
                 results["keyword_reach"] = [

@@ -835,7 +835,7 @@ def _make_plans(rng, n, now_ms, images):
         T = 0
         for rounds in p.prompts:
             for rd in rounds:
-                for kind, nom, sub in rd:
+                for _kind, nom, sub in rd:
                     p.V += nom
                     T += 1
                     if sub:

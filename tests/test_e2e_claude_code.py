@@ -814,7 +814,7 @@ def test_claude_runs_the_show_line_recall_printed(cc):
     show, _resume = _way_back(_recall_answer(cc), writer)
     cc.api.rule("run the line that prints the parser session",
                 {"tool": "Bash", "input": {"command": show, "description": "Print the session"}})
-    out = cc.claude("Please run the line that prints the parser session", "--allowedTools", "Bash")
+    cc.claude("Please run the line that prints the parser session", "--allowedTools", "Bash")
     results = [t for r in cc.api.requests for t in r.tool_results()]
     assert len(results) == 1 and not results[0]["is_error"], results
     assert "command not found" not in results[0]["text"]

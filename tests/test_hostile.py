@@ -347,13 +347,13 @@ def test_an_index_of_schema_4_is_folded_in_place(env):
 def test_any_query_length_is_answered(env):
     env.transcript(A, start=OLD).exchange("Fix the zanzibarite parser", "Fixed it.")
     env.run("index")
-    for query in ("zanzibarite " + "x" * 60_000, "zanzibarite " + "word " * 12_000,
-                  "zanzibarite" * 6000):
-        p = env.run("search", query, "--mode", "keyword", "--json", check=False)
+    for long_query in ("zanzibarite " + "x" * 60_000, "zanzibarite " + "word " * 12_000,
+                       "zanzibarite" * 6000):
+        p = env.run("search", long_query, "--mode", "keyword", "--json", check=False)
         assert p.returncode == 0, p.stderr[-500:]
         data = json.loads(p.stdout)
         assert any("cut" in w for w in data["warnings"]), data["warnings"]
-        p = env.run("recall", input=query, check=False)
+        p = env.run("recall", input=long_query, check=False)
         assert p.returncode == 0 and "note: the query was cut" in p.stdout, p.stderr[-500:]
 
 

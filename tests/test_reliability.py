@@ -586,7 +586,7 @@ def test_records_with_fields_of_unexpected_types(env):
         {"type": "summary", "summary": ["list"]},
         {"type": "custom-title", "customTitle": {"x": 1}},
     ]
-    t = _around(env, [json.dumps(o).encode() for o in weird])
+    _around(env, [json.dumps(o).encode() for o in weird])
     p = env.run("index", "--json", check=False)
     assert p.returncode == 0, p.stderr
     got = texts(env, S1)
@@ -1114,7 +1114,7 @@ def test_many_processes_at_once_while_a_transcript_grows(env):
     failed = [(p.args[3], p.returncode, err.decode()[-300:]) for p, (_, err) in zip(procs, outs)
               if p.returncode != 0]
     assert not failed, failed
-    for p, (out, _) in zip(procs, outs):
+    for out, _ in outs:
         json.loads(out)  # every process printed one whole JSON document
 
     env.run("index")
