@@ -16,9 +16,10 @@ import os
 import time
 
 
-from . import session_view
+from . import hints, session_view
 from .errors import Failure, UsageError
 from .memory import ALL, EXTRACTS, DiskFull, IndexBusy, IndexReadOnly, Memory
+from .sources.registry import SOURCES, source_named
 from .store import SHIFT, Busy, StoreError, is_corruption
 from .timeparse import iso_utc, local, parse_when
 from .workspace import path_variants
@@ -26,6 +27,7 @@ from .workspace import path_variants
 TYPE_CHECKING = False  # (typing's own costs the hooks, which import this module, an import)
 if TYPE_CHECKING:
     from .indexer import Report
+    from .store import SessionRow
     from .search import Filters
 
 LOCK_SECONDS = 10.0  # how long a request waits for another writer before answering as it stands
@@ -91,6 +93,7 @@ def _begin(mem: Memory, *, fresh: bool = True, progress=None) -> list[str]:
 def refresh(mem: Memory, warnings: list[str], *, progress=None) -> None:
     """Bring the index up to date before answering, so a session written a second ago is found.
     Not while a rebuild reads the files: it holds the index, and answers from what it has read."""
+    # not on the hooks' paths, which import this module
     from . import background
     state = background.rebuild_state(mem)
     if state and state.get("phase") == "reading":
@@ -113,6 +116,7 @@ def meaning(mem: Memory, mode: str, warnings: list[str], budget: float | None = 
     rebuild runs: it owns the index."""
     if mode == "keyword":
         return None, None
+    # not on the hooks' paths, which import this module
     from . import background
     from .semantic import Settings, key_of
     try:
@@ -134,7 +138,7 @@ def meaning(mem: Memory, mode: str, warnings: list[str], budget: float | None = 
     try:
         # a background embedder already works newest first: wait for it only a moment
         got = mem.embed(budget, wait=min(budget, EMBEDDER_WAIT))
-    except Exception as e:  # noqa: BLE001 - search what is embedded rather than fail
+    except Exception as e:
         if is_corruption(e):
             raise
         mem.log.warn(f"embedding before the search failed: {type(e).__name__}: {e}")
@@ -210,8 +214,6 @@ def way_back(row, ws: str) -> dict:
     """How to return to a session, as shell commands that run as printed from any folder: print
     it (`show`), or continue it in its agent from its own folder (`resume`; the workspace when
     the folder it was recorded in is gone)."""
-    from . import hints
-    from .sources.registry import source_named
     out = {"show": hints.show(row.session_id, ws)}
     src = source_named(row.source)
     if src is not None and src.resume:
@@ -289,7 +291,7 @@ def search(mem: Memory, query: str, *, mode: str = "combined", limit: int = 10,
             d["context"] = [_turn(m, matched=m[0] == h.message_id)
                             for m in mem.store().messages_around(h.message_id, context)]
         results.append(d)
-    out = {"query": query, "mode": mode, "warnings": search_warnings + warnings,
+    out: dict = {"query": query, "mode": mode, "warnings": search_warnings + warnings,
            "results": results}
     if not results and not filters:  # the last search step (the seed's table): the session
         # history summaries, which no filter applies to
@@ -457,11 +459,13 @@ def files(mem: Memory, path: str | None = None, skip: int = 0) -> dict:
                 warnings.append(f"no changed path is or ends in {rel!r}: showing the paths "
                                 "that contain it")
         rows = exact
-    titles: dict[int, object] = {}
+    titles: dict[int, SessionRow] = {}
     changes = []
     total = len(rows)
     for shown, p, tool, explanation, ts, sid in rows[skip:]:
         row = titles.get(sid) or store.session(sid)
+        if row is None:
+            continue  # (dropped since the paths were read)
         titles[sid] = row
         changes.append({"path": p, "relative": shown, "tool": tool, "explanation": explanation,
                         "at": iso_utc(ts), "session_id": row.session_id, "title": row.title})
@@ -473,6 +477,7 @@ def index(mem: Memory, *, rebuild: bool = False, background: bool = False, prune
           worker: bool = False, progress=None, embed_progress=None) -> dict:
     """Bring the index up to date; `rebuild` reads every file again and embeds (in a detached
     process with `background`, returning at once with its state)."""
+    # not on the hooks' paths, which import this module
     from . import background as bg
     if background and not rebuild:
         raise UsageError("--background goes with --rebuild")
@@ -544,6 +549,7 @@ def embed(mem: Memory, *, worker: bool = False, lock_fd: int | None = None,
     """What the background embedder does, now (`worker`: as it, holding the embedder lock
     `lock_fd` its starter handed down): the index brought up to date, pending exchanges
     embedded, their SIMILAR_TO edges computed."""
+    # not on the hooks' paths, which import this module
     from . import background
     warnings: list[str] = []
     if worker:
@@ -565,6 +571,7 @@ def embed(mem: Memory, *, worker: bool = False, lock_fd: int | None = None,
 
 def status(mem: Memory) -> dict:
     """Sources, counts, what is pending (files, exchanges), background work, recent warnings."""
+    # not on the hooks' paths, which import this module
     from . import background
     store = mem.store()
     counts = store.counts()
@@ -573,7 +580,6 @@ def status(mem: Memory) -> dict:
     rebuild = background.rebuild_state(mem)
     size_on_disk = sum(os.path.getsize(mem.db_path + s) for s in ("", "-wal")
                        if os.path.exists(mem.db_path + s))
-    from .sources.registry import SOURCES
     none = {"sessions": 0, "archived": 0}
     sources = []
     for src in SOURCES:
@@ -588,6 +594,7 @@ def status(mem: Memory) -> dict:
                         **by_source.get(src.name, none),
                         "warnings": json.loads(store.get_meta(f"warnings:{src.name}") or "[]"),
                         "unknown_record_types": unknown_types(store, src)})
+    # only when no conversation matched
     from .sources import history
     state = history.folder(mem.ws)
     sources.append({"source": "session-history", "label": history.LABEL,
@@ -623,6 +630,7 @@ def semantic_status(mem: Memory) -> dict:
     """Embedded and pending exchanges, and the background embedder, without loading the model:
     "available" says whether it would load, from the files and packages a load needs (and the
     ONNX build's checksum), not merely that its folder is there."""
+    # not on the hooks' paths, which import this module
     from . import background, embed as embedmod
     from .semantic import vector_key
     store = mem.store()
@@ -663,6 +671,7 @@ def similar(mem: Memory, query: str, *, limit: int = 10) -> dict:
     """find_similar: past exchanges most like the query, ranked by 0.7 similarity + 0.2 recency
     (linear, zero at 365 days) + 0.1 min(1, session turns / 50), one per session, each with the
     exchanges of other sessions its SIMILAR_TO edges join it to (cosine >= 0.85)."""
+    # not on the hooks' paths, which import this module
     from . import background, semantic
     query = _query(query)
     warnings = _begin(mem)
@@ -721,6 +730,7 @@ def _linked(store, model: str, exchange: int) -> list[dict]:
 def rebuild_background(mem: Memory) -> dict:
     """Start a rebuild in the background and return at once with its state; the one already
     running, if any, is reported instead of a second started."""
+    # not on the hooks' paths, which import this module
     from . import background
     state, pid = background.rebuild_state(mem), background.spawned_rebuild()
     if state is None and pid is None:

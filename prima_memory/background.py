@@ -15,6 +15,8 @@ import sys
 import time
 
 from .errors import Failure
+from .locking import LockTimeout
+from .memory import ALL, IndexReadOnly
 from .settings import flag
 
 TYPE_CHECKING = False  # (typing's own is an import the Stop hook, which imports this, skips)
@@ -44,7 +46,7 @@ def spawn(ws: str, *args: str, lock_fd: int | None = None) -> int:
     cmd = [sys.executable, "-c", _BOOT.format(root=root), "--workspace", ws, *args]
     if hasattr(os, "posix_spawn"):  # a hook's way: `subprocess` alone costs it 5-10 ms to import
         null = os.devnull
-        actions = []
+        actions: list[tuple] = []
         if lock_fd is not None:
             # dup2 to another number gives the child a copy that survives exec, while this
             # process's own stays close-on-exec: nothing else it starts gets the lock. First,
@@ -59,6 +61,7 @@ def spawn(ws: str, *args: str, lock_fd: int | None = None) -> int:
         pid = os.posix_spawn(sys.executable, cmd, os.environ, file_actions=actions, setsid=True)
         _children.append(pid)
         return pid
+    # where posix_spawn is missing; 5-10 ms a hook need not pay
     import subprocess
     if lock_fd is not None:
         cmd += ["--lock-fd", str(lock_fd)]
@@ -103,7 +106,6 @@ def spawned_rebuild() -> int | None:
 
 def held(mem, name: str) -> bool:
     """Whether a live process holds the lock of job `name`."""
-    from .locking import LockTimeout
     lock = mem.side_lock(name)
     try:
         lock.acquire(timeout=0)
@@ -131,7 +133,6 @@ def start_embedder(mem) -> int | None:
     The embedder lock is taken here, without waiting, and handed to the child, which holds it
     until it exits (the kernel lets it go however it ends): 30 Stops at once start one. A Stop
     that finds it taken starts nothing; the embedder alive looks once more before it exits."""
-    from .locking import LockTimeout
     store = mem.store()
     if not enabled() or store.readonly or held(mem, "embed") or held(mem, "rebuild"):
         return None
@@ -168,7 +169,6 @@ def run_embedder(mem, lock_fd: int | None = None) -> tuple[int, int] | None:
     """The background embedder's life, holding the embedder lock throughout: the descriptor its
     starter handed down (`lock_fd`, see start_embedder) or the lock taken now. None when another
     embedder is alive."""
-    from .locking import LockTimeout
     lock = mem.side_lock(EMBEDDER)
     if lock_fd is None or not lock.adopt(lock_fd):
         try:
@@ -213,7 +213,7 @@ def _embed_all(mem) -> tuple[int, int] | None:
         mem.log.info(f"background embedder: other sources not indexed: {e}")
     try:
         mem.embedder()
-    except Exception as e:  # noqa: BLE001 - remembered, so Stop does not start one in vain
+    except Exception as e:
         mem.log.warn(f"background embedder: the model cannot load: {e}")
         with store.write():
             store.set_meta(NO_MODEL_KEY, time.time())
@@ -221,6 +221,7 @@ def _embed_all(mem) -> tuple[int, int] | None:
     if store.get_meta(NO_MODEL_KEY):
         with store.write():
             store.set_meta(NO_MODEL_KEY, None)
+    # semantic work only
     from .semantic import key_of
     key = key_of(mem.embedder())
     total, looked = 0, False
@@ -283,8 +284,6 @@ def rebuild(mem, *, progress=None, embed_progress=None, lock_timeout: float = 10
     rebuild lock throughout and the embed lock once embedding starts (a background embedder
     stops between batches when it sees the rebuild). Returns (index report, embedded, pending)
     where pending is None when the model could not load."""
-    from .locking import LockTimeout
-    from .memory import ALL, IndexReadOnly
     if mem.store().readonly:
         raise IndexReadOnly(mem.db_path, mem.store().readonly_why)
     lock = mem.side_lock("rebuild")
@@ -303,6 +302,7 @@ def rebuild(mem, *, progress=None, embed_progress=None, lock_timeout: float = 10
         except Exception as e:  # noqa: BLE001 - the text index is rebuilt whatever the model does
             mem.log.warn(f"rebuild: semantic index not rebuilt: {e}")
             return rep, 0, None
+        # semantic work only
         from .semantic import key_of
         key = key_of(embedder)
         state.update(phase="embedding", total=mem.store().count_pending(key))

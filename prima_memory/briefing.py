@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 
+from .hints import cli
 from .wording import duration, one_line, short_path
 from .sources.registry import other_agent
 from .timeparse import local
@@ -26,7 +27,6 @@ MCP_LINE = ("Mid-task, ask prima-memory's MCP tools: search_sessions, find_simil
 def footer() -> str:
     """How to search: the slash command, or a shell command that runs as printed in the
     workspace, where Claude's Bash tool starts (hints.py; no --workspace: the briefing is short)."""
-    from .hints import cli
     return (f"To search past sessions: /prima-memory:recall <words> (in a shell: {cli()} search "
             f"\"<words>\").\n{MCP_LINE}")
 

@@ -4,11 +4,11 @@ argparse and go straight to hooks.py and mcp_server.py. Errors become one line a
 status: 2 for a wrong request, 1 for anything else."""
 from __future__ import annotations
 
-import os
 import sys
 
 from . import __version__
 from .errors import PrimaError, UsageError
+from .settings import flag
 
 EXIT_ERROR, EXIT_USAGE = 1, 2
 
@@ -25,7 +25,7 @@ def _parser():
     # Before or after the command alike: a subcommand's own default must not undo the option
     # given before it (argparse lets it), hence SUPPRESS, and False set after parsing (the
     # parents' actions are shared: a default set on one parser is every parser's).
-    common = argparse.ArgumentParser(add_help=False)
+    common = _Parser(add_help=False)
     common.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
                         help="print one JSON document")
     common.add_argument("--workspace", metavar="DIR", default=argparse.SUPPRESS,
@@ -114,6 +114,7 @@ MAX_CONTEXT = 20
 def _whole(lo: int, hi: int):
     """An argparse type: a whole number from lo to hi."""
     def parse(text: str) -> int:
+        # argparse only when a command is parsed (see _parser)
         from argparse import ArgumentTypeError
         try:
             n = int(text)
@@ -170,10 +171,12 @@ def main(argv: list[str] | None = None) -> int:
     argv = _attach_slices(sys.argv[1:] if argv is None else argv)
     direct = _direct_call(argv)
     if direct is not None and direct[0] == ["mcp"]:
+        # only the front end that runs: Claude Code waits for the hooks and the MCP server
         from . import mcp_server
         from .workspace import resolve_workspace
         return mcp_server.serve(resolve_workspace(direct[1]))
     if direct is not None:
+        # only the front end that runs: Claude Code waits for the hooks and the MCP server
         from . import hooks
         event = direct[0][1]
         if event not in hooks.EVENTS:
@@ -190,12 +193,15 @@ def main(argv: list[str] | None = None) -> int:
         print("prima-memory: error: a command is required (see prima-memory --help)", file=sys.stderr)
         return EXIT_USAGE
     if args.command == "mcp":  # (normally a direct call, above; this is its safety net)
+        # only the front end that runs: Claude Code waits for the hooks and the MCP server
         from . import mcp_server
         from .workspace import resolve_workspace
         return mcp_server.serve(resolve_workspace(getattr(args, "workspace", None)))
     if args.command == "hook":
+        # only the front end that runs: Claude Code waits for the hooks and the MCP server
         from . import hooks
         return hooks.run(args.event, getattr(args, "workspace", None))
+    # only the front end that runs: Claude Code waits for the hooks and the MCP server
     from . import commands
     try:
         return commands.run(args)
@@ -208,6 +214,6 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as e:  # the contract: one line, never a traceback
         msg = str(e) if isinstance(e, (PrimaError, OSError)) else f"{type(e).__name__}: {e}"
         print(f"prima-memory: error: {' '.join(msg.split())}", file=sys.stderr)
-        if os.environ.get("PRIMA_DEBUG"):
+        if flag("PRIMA_DEBUG", default=False):
             raise
         return EXIT_ERROR

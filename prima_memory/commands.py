@@ -10,6 +10,8 @@ import sys
 
 from . import api
 from . import workspace as wsmod
+from .hints import cli, quote
+from .progress import Progress
 from .sources.registry import other_agent
 from .timeparse import local_iso
 from .wording import one_line
@@ -41,7 +43,6 @@ def _progress(args, **kw):
     """A progress bar on a terminal (never with --json, never in a detached worker)."""
     if args.json or getattr(args, "worker", False):
         return None
-    from .progress import Progress
     return Progress.for_terminal(**kw)
 
 
@@ -279,7 +280,6 @@ def cmd_index(mem, args) -> int:
 
 def render_index(data: dict, *, rebuild: bool = False) -> str:
     if "rebuild" in data:
-        from .hints import cli
         return (f"rebuild started in the background (pid {data['rebuild']['pid']}); "
                 f"`{cli()} status` shows its progress")
     text = (f"indexed {data['files_read']} of {data['files_seen']} files "
@@ -369,6 +369,7 @@ def render_status(d: dict) -> str:
 
 
 def cmd_quickstart(mem, args) -> int:
+    # quickstart only: its sample history
     from .demo import quickstart
     data = quickstart(mem, demo=args.demo)
     found = data["search"]
@@ -377,7 +378,6 @@ def cmd_quickstart(mem, args) -> int:
               render_status(data["status"]), "", f"== search {found['query']!r} =="]
     lines += [f"{i}. {r['title']}  [score {r['score']:g}]  session {r['session_id']}"
               for i, r in enumerate(found["results"], 1)]
-    from .hints import cli, quote
     lines += ["", "Try:", f"  {cli()} recent", f"  {cli()} search {quote(found['query'])}"]
     if found["results"] and not data["note"]:  # (the demo's sessions are not in this folder)
         lines.append(f"  {found['results'][0]['show']}")

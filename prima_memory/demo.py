@@ -14,6 +14,10 @@ from pathlib import Path
 
 import orjson
 
+from . import api
+from .background import start_embedder
+from .hints import cli
+from .memory import Memory
 from .sources.claude_code import encode_project_dir, project_dirs
 
 # 12 sessions made once by the benchmarks' generator (bench/demo_sample.py makes it again)
@@ -37,9 +41,6 @@ def _demo_paths() -> tuple[str, str]:
 def quickstart(mem, *, demo: bool = False) -> dict:
     """Index the workspace (or, where it has no Claude Code history, the packaged demo one), and
     return what a new user should see: the index report, the status and a sample search."""
-    from . import api
-    from .background import start_embedder
-    from .memory import Memory
 
     note = None
     if demo or not project_dirs(mem.ws):
@@ -49,7 +50,6 @@ def quickstart(mem, *, demo: bool = False) -> dict:
         os.environ.pop("PRIMA_EXPECTED_HOST", None)
         if not project_dirs(ws):
             copy_sample(config, ws)
-        from .hints import cli
         note = (f"No Claude Code history for {mem.ws}: showing a demo history in {ws}. (Run "
                 f"`{cli()} --workspace <your project> quickstart`, or install.sh from inside "
                 "a project, to index your own.)")

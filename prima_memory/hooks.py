@@ -44,6 +44,7 @@ def read_input(timeout: float = 2.0) -> tuple[dict, str | None]:
             if not chunk:
                 break
             chunks.append(chunk)
+        # only for input that is not UTF-8
         from .sources.jsonl import mend_surrogates
         raw = mend_surrogates(b"".join(chunks)).decode("utf-8", "replace")
         if not raw.strip():
@@ -129,6 +130,7 @@ def _log(mem, ws: str | None, msg: str) -> None:
     be opened: Log needs only the standard library); without one, nowhere (a hook's stderr is
     Claude Code's, not ours)."""
     try:
+        # past the fast paths: a hook with nothing to do loads nothing
         from .logs import Log
         from .workspace import data_dir, is_real_dir
         log = mem.log if mem is not None and mem.log.path else None
@@ -188,6 +190,7 @@ def _await_transcript(mem, path) -> bool:
 def _holds_a_reply(path: str) -> bool:
     """An assistant record near the transcript's end (Claude Code writes "type" after the
     message; its JSON is compact, other writers' may not be)."""
+    # past the fast paths: a hook with nothing to do loads nothing
     from .workspace import open_nofollow
     try:
         fd = open_nofollow(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
@@ -221,6 +224,7 @@ def stop(mem, data: dict, session_id, lock_wait, index_budget) -> str:
 def _start_embedder(mem) -> None:
     """New exchanges: embed them in a detached process, so a /recall soon after finds them by
     meaning without waiting. The hook itself never loads the model."""
+    # past the fast paths: a hook with nothing to do loads nothing
     from . import background
     try:
         pid = background.start_embedder(mem)
@@ -290,6 +294,7 @@ def user_prompt_submit(mem, data: dict, session_id, lock_wait, index_budget) -> 
 
 def _recall_failed(why: str) -> str:
     """What Claude is told when /recall has no results to give (else it would guess why)."""
+    # past the fast paths: a hook with nothing to do loads nothing
     from . import briefing
     from .wording import one_line
     return briefing.frame(RECALL_FRAME, f"prima-memory: the search could not run "

@@ -16,6 +16,7 @@ import zlib
 import time
 from collections import namedtuple
 
+from .records import Message, SessionDelta
 from .sources import registry
 from .sources.listing import UNLISTED
 from .sources.text import NotNow
@@ -535,7 +536,7 @@ class Indexer:
     def note_reply(self, session_id: str, text: str) -> bool:
         """Keep a reply the transcript does not show yet as the session's provisional message.
         True when it was kept (a new exchange)."""
-        from .records import Message, SessionDelta
+        # its rules take 10 ms to compile: only for a reply the Stop hook keeps
         from .redact import scrub
         text = scrub(text.strip())
         store = self.store
@@ -744,6 +745,7 @@ class _ReaderProcess:
     exit, holding the parent's stdout open)."""
 
     def __init__(self, jobs, bulk: bool, lock_fd: int | None):
+        # a cold index only: 10+ ms of import
         import multiprocessing
         fork = multiprocessing.get_context("fork")
         self.jobs, self.bulk = jobs, bulk

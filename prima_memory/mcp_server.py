@@ -21,8 +21,12 @@ import os
 import threading
 import time
 
-from . import mcp_protocol as proto
+from . import __version__, mcp_protocol as proto
 from .errors import PrimaError
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from .memory import Memory
 
 ANSWER_CHARS = 8000  # an answer's size in characters, whatever was asked
 IDLE_AFTER = 2.0  # seconds without a request before the idle work starts
@@ -45,7 +49,7 @@ class ServedMemory:
 
     def __init__(self, ws: str):
         self.ws = ws
-        self._mem = None
+        self._mem: Memory | None = None
         self._making = threading.Lock()
         self.lock = threading.Lock()
         self.waiting = 0  # requests waiting for the lock: idle work stops between its steps
@@ -54,7 +58,7 @@ class ServedMemory:
         self.last_request = time.monotonic()
         self.stopping = threading.Event()
         self.no_model = False  # the model would not load: the idle work does not try again
-        self._inode = None
+        self._inode: int | None = None
 
     @property
     def mem(self):
@@ -66,6 +70,7 @@ class ServedMemory:
         return self._mem
 
     def call(self, fn):
+        # after the handshake: Claude Code waits for it (see above)
         from . import api
         with self._counting:
             self.waiting += 1
@@ -82,6 +87,7 @@ class ServedMemory:
         """Another process may have moved a damaged index aside and made a new one, or the
         folder may be gone or a link now: answer from what is there (made anew, a link set
         aside), not from the old file this process still has open."""
+        # after the handshake: Claude Code waits for it (see above)
         from .workspace import is_real_dir
         try:
             inode = os.stat(self.mem.db_path).st_ino if is_real_dir(self.mem.dir) else None
@@ -189,6 +195,7 @@ def lean(data, ws: str, top: bool = True, roots: tuple[str, ...] | None = None):
     PATH_FIELDS) relative to it. The answer's own lists stay, empty or not: "results": [] says no
     session matched."""
     if roots is None:
+        # after the handshake: Claude Code waits for it (see above)
         from .workspace import path_variants
         roots = tuple(path_variants(ws))  # either spelling: linked, or a name not UTF-8
     if isinstance(data, list):
@@ -364,6 +371,7 @@ def tools(memory: ServedMemory) -> list[proto.Tool]:
            "mode": _choice(("combined", "keyword", "semantic"), "combined"),
            "since": WHEN, "until": WHEN}, required=["query"])
     def search_sessions(a: dict) -> str:
+        # after the handshake: Claude Code waits for it (see above)
         from . import api
         data = guarded_tool(memory, lambda mem: api.search(
             mem, a["query"], mode=a["mode"], limit=a["limit"], context=1,
@@ -380,6 +388,7 @@ def tools(memory: ServedMemory) -> list[proto.Tool]:
                                '"-10:"', 40), default="full"),
            "detail": _choice(("summary", "turns", "full"), "summary")}, required=["session_id"])
     def recall_session(a: dict) -> str:
+        # after the handshake: Claude Code waits for it (see above)
         from . import api
         rng = None if a["range"] == "full" else a["range"]
         data = guarded_tool(memory, lambda mem: api.show(mem, a["session_id"], rng, a["detail"]))
@@ -400,6 +409,7 @@ def tools(memory: ServedMemory) -> list[proto.Tool]:
     @tool("recent_sessions", """The latest sessions in this workspace, newest first, each with
           its first and last request and the files it changed.""", {"n": _count("sessions")})
     def recent_sessions(a: dict) -> str:
+        # after the handshake: Claude Code waits for it (see above)
         from . import api
         data = guarded_tool(memory, lambda mem: api.recent(mem, a["n"]))
         return bounded(data, "Ask for fewer (n), or read one with recall_session.")
@@ -410,6 +420,7 @@ def tools(memory: ServedMemory) -> list[proto.Tool]:
           of other sessions that are nearly the same (cosine >= 0.85).""",
           {"query": QUERY, "limit": _count("exchanges")}, required=["query"])
     def find_similar(a: dict) -> str:
+        # after the handshake: Claude Code waits for it (see above)
         from . import api
         data = guarded_tool(memory, lambda mem: api.similar(mem, a["query"], limit=a["limit"]))
         return bounded(data, "Ask with a smaller limit, or read one with recall_session.")
@@ -423,6 +434,7 @@ def tools(memory: ServedMemory) -> list[proto.Tool]:
                     "description": "leave out the newest this many changes, to read older ones "
                                    "(default 0)"}}, required=["path"])
     def get_file_history(a: dict) -> str:
+        # after the handshake: Claude Code waits for it (see above)
         from . import api
         data = guarded_tool(memory, lambda mem: api.files(mem, a["path"], a["skip"]))
 
@@ -439,6 +451,7 @@ def tools(memory: ServedMemory) -> list[proto.Tool]:
           {"since": _text("from: a date (2026-11-23), a time ago (7d, 2w) or yesterday", 40, 1),
            "until": WHEN}, required=["since"])
     def summarize_period(a: dict) -> str:
+        # after the handshake: Claude Code waits for it (see above)
         from . import api
         data = guarded_tool(memory, lambda mem: api.digest(mem, a["since"], a["until"]))
         return bounded(data, "Ask for a shorter period.")
@@ -450,6 +463,7 @@ def tools(memory: ServedMemory) -> list[proto.Tool]:
           annotations={"readOnlyHint": False, "destructiveHint": False, "idempotentHint": True,
                        "openWorldHint": False})
     def rebuild_index(a: dict) -> str:
+        # after the handshake: Claude Code waits for it (see above)
         from . import api
         return dumps(guarded_tool(memory, api.rebuild_background))
 
@@ -459,7 +473,6 @@ def tools(memory: ServedMemory) -> list[proto.Tool]:
 def serve(ws: str) -> int:
     """Serve on stdin/stdout until the client closes stdin, stops the server with a signal, or
     dies."""
-    from . import __version__
     proto.end_on_signals()
     proto.end_with_parent()
     memory = ServedMemory(ws)

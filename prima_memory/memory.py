@@ -10,6 +10,8 @@ import time
 
 from . import workspace as wsmod
 from .errors import Failure
+from .indexer import Indexer, Report
+from .locking import LockTimeout, WriterLock
 from .logs import Log
 from .sources import registry
 from .store import (SCHEMA_VERSION, CantOpen, CorruptIndex, DiskFull, ForeignIndex, ReadOnly,
@@ -18,7 +20,6 @@ from .store import (SCHEMA_VERSION, CantOpen, CorruptIndex, DiskFull, ForeignInd
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (2 ms of every hook)
 if TYPE_CHECKING:
     from .embed import Embedder
-    from .locking import WriterLock
 
 # Which sources an update reads (Memory.update's `sources`).
 HOOK = (registry.CLAUDE_CODE,)  # what a hook reads: a machine-wide look at VS Code is not for it
@@ -239,14 +240,12 @@ class Memory:
 
     def lock(self):
         if self._lock is None:
-            from .locking import WriterLock
             self._ensure_dir()
             self._lock = WriterLock(os.path.join(self.dir, "index.lock"))
         return self._lock
 
     def _take_lock(self, timeout: float) -> None:
         """The writer lock, or IndexBusy after `timeout` seconds; release with lock().release()."""
-        from .locking import LockTimeout
         try:
             self.lock().acquire(timeout=timeout)
         except LockTimeout:
@@ -263,7 +262,6 @@ class Memory:
         run finished (or one killed before it did). Raises IndexBusy if the lock is not free
         within lock_timeout. HOOK by default: a machine-wide look at VS Code's folders is not
         for a hook's budget."""
-        from .indexer import Indexer, Report
         store = self.store()
         if store.readonly:
             raise IndexReadOnly(self.db_path, store.readonly_why)
@@ -318,7 +316,6 @@ class Memory:
     def note_last_reply(self, session_id: str, text: str, *, lock_timeout: float) -> bool:
         """Claude's last reply as the Stop hook saw it, for a transcript that lags behind: kept
         as one provisional message until the transcript's own lines bring it."""
-        from .indexer import Indexer
         store = self.store()
         if store.readonly:
             return False
@@ -337,6 +334,7 @@ class Memory:
         """The embedding model, loaded once per process (raises embed.ModelUnavailable), or
         `loaded` if none is yet (one loaded by another thread)."""
         if self._embedder is None:
+            # semantic work only: the model, numpy
             from . import embed
             if loaded is None and self._no_model is not None:
                 raise self._no_model  # not tried again in this process (the MCP server's)
@@ -353,6 +351,7 @@ class Memory:
         """Whether exchanges wait to be embedded or linked, known without loading the model (a
         second of CPU), so that it is loaded for work only. True when the model's name cannot be
         had: loading it says why."""
+        # semantic work only: the model, numpy
         from . import embed
         from .semantic import key_of, vector_key
         try:
@@ -366,14 +365,12 @@ class Memory:
     def side_lock(self, name: str):
         """The lock of a background job ("embed", "rebuild"): held for the job's whole life, so
         a holder that died frees it and its recorded state is known to be stale."""
-        from .locking import WriterLock
         self._ensure_dir()
         return WriterLock(os.path.join(self.dir, f"{name}.lock"))
 
     def under_lock(self, name: str, wait: float, fn):
         """fn() holding job `name`'s lock, waited for up to `wait` seconds; None when another
         process holds it."""
-        from .locking import LockTimeout
         lock = self.side_lock(name)
         try:
             lock.acquire(timeout=wait)
@@ -389,6 +386,7 @@ class Memory:
         """Embed pending exchanges, newest first, for up to `budget` seconds, under the embed
         lock (waiting up to `wait` for a background embedder to finish first). Returns
         (embedded, still pending), or None when another process holds the lock."""
+        # semantic work only: the model, numpy
         from .semantic import Embedding, key_of
         store = self.store()
         if store.readonly:
@@ -406,6 +404,7 @@ class Memory:
         """Compute the SIMILAR_TO edges of exchanges embedded since, for up to `budget`
         seconds, under the embed lock. Returns (linked, still pending), or None when another
         process holds the lock."""
+        # semantic work only: the model, numpy
         from .semantic import key_of, link
         store = self.store()
         embedder = self.embedder()
@@ -417,5 +416,4 @@ class Memory:
 
     def pending(self) -> tuple[int, int]:
         """(files, bytes) changed on disk since they were indexed, without indexing them."""
-        from .indexer import Indexer
         return Indexer(self.ws, self.store(), self.log).pending()

@@ -45,8 +45,9 @@ Design
 
 from __future__ import annotations
 
-import os
 import re
+
+from .settings import flag
 
 __all__ = ["redact", "redact_enabled", "scrub"]
 
@@ -579,12 +580,9 @@ def redact(text: str) -> str:
     return _splice(text, spans) if spans else text
 
 
-_OFF = frozenset(("0", "false", "no", "off"))
-
-
 def redact_enabled() -> bool:
     """False only when PRIMA_REDACT is 0 / false / no / off (any case)."""
-    return os.environ.get("PRIMA_REDACT", "").strip().lower() not in _OFF
+    return flag("PRIMA_REDACT")
 
 
 def scrub(text: str) -> str:

@@ -16,8 +16,10 @@ from __future__ import annotations
 import hashlib
 import math
 import os
+import random
 import time
 
+from .settings import flag
 from .store import SHIFT, Store
 
 CUT = 2000  # the seed's characters per exchange
@@ -27,11 +29,16 @@ BUDGET = 20.0  # seconds of embedding before a search: the seed's lazy update
 BATCH = 16  # exchanges per write: a search waits at most one batch past its budget
 
 
+def _numpy():
+    import numpy  # heavy (tens of ms) and only in the semantic extra: for vectors alone
+    return numpy
+
+
 class Settings:
     """What decides how exchanges become vectors and how they are kept (from the environment)."""
 
     def __init__(self, environ=os.environ):
-        self.seed_exact = environ.get("PRIMA_SEED_EXACT", "") not in ("", "0")
+        self.seed_exact = flag("PRIMA_SEED_EXACT", default=False, environ=environ)
         self.windows = not self.seed_exact
         self.floor = (SEED_FLOOR if self.seed_exact
                       else _number(environ.get("PRIMA_SEMANTIC_FLOOR"), FLOOR, 0.0, 1.0))
@@ -117,9 +124,8 @@ class Embedding:
         legacy = vector_key(self.embedder.model, self.settings)
         if legacy == self.model or legacy not in self.store.legacy_vector_keys():
             return
-        import random
 
-        import numpy as np
+        np = _numpy()
         variant = self.embedder.variant
         ids = self.store.pending_exchanges(self.model)
         ids = random.sample(ids, min(len(ids), ADOPT_LOOK))  # the sample spans the history
@@ -210,7 +216,7 @@ class Held:
         self._cols[3] = values
 
     def append(self, ids, windows, mat, times=None) -> None:
-        import numpy as np
+        np = _numpy()
         if not len(ids):  # (the buffers first read are read-only: nothing is written to them)
             return
         need = self.n + len(ids)
@@ -252,7 +258,7 @@ def _matrix(store: Store, model: str, dim: int):
 def _refresh(store: Store, model: str, dim: int, old: Held | None) -> Held:
     """The vectors now: read whole the first time, then only the exchanges embedded (or
     embedded anew) since, the ones whose link went dropped: a new session costs its own rows."""
-    import numpy as np
+    np = _numpy()
     gen = store.vectors_generation()
     hashes = store.embedded_hashes(model)
     if old is not None:
@@ -272,7 +278,7 @@ def _refresh(store: Store, model: str, dim: int, old: Held | None) -> Held:
 
 
 def _read_matrix(rows, dim: int):
-    import numpy as np
+    np = _numpy()
     size = 4 * dim
     ids, windows, blobs = [], [], []
     for exchange, n, vec in rows:
@@ -288,7 +294,7 @@ def _read_matrix(rows, dim: int):
 
 def _row_times(store: Store, ids):
     """When each row's exchange was written (NaN if unknown)."""
-    import numpy as np
+    np = _numpy()
     ts = store.message_times(set(ids.tolist()))
     return np.asarray([np.nan if ts.get(x) is None else ts[x] for x in ids.tolist()],
                       dtype=np.float64)
@@ -303,7 +309,7 @@ def search(store: Store, embedder, query: str, *, limit: int, admit=None,
            floor: float = FLOOR, settings: Settings | None = None) -> list[Match]:
     """Sessions by their best exchange's similarity to the query (0..1), best first; matches
     under `floor` are dropped. `admit(session) -> bool` applies the filters."""
-    import numpy as np
+    np = _numpy()
     ids, windows, mat = _matrix(store, key_of(embedder, settings), getattr(embedder, "dim", 384))
     if not len(ids):
         return []
@@ -360,7 +366,7 @@ def similar(store: Store, embedder, query: str, *, limit: int, admit=None,
     """The exchanges most like the query, by find_similar's score, best first: one per session
     (its best; the rest of a session is read with it). Exchanges under `floor` similarity are
     not candidates. Exact: every exchange is scored, turns counted only where they can decide."""
-    import numpy as np
+    np = _numpy()
     now = time.time() if now is None else now
     model = key_of(embedder, settings)
     held = _timed(store, model, getattr(embedder, "dim", 384))
@@ -412,7 +418,7 @@ def link(store: Store, model: str, dim: int = 384, *, budget: float | None = Non
     other from scratch again. Two exchanges are as similar as their most similar windows; pairs
     within one session are not edges (it is read whole anyway). Returns (exchanges linked now,
     still pending). The result equals computing every pair from scratch."""
-    import numpy as np
+    np = _numpy()
     todo = store.unlinked_exchanges(model)
     if not todo:
         return 0, 0
@@ -440,7 +446,7 @@ def link(store: Store, model: str, dim: int = 384, *, budget: float | None = Non
 def _edges(ids, sessions, mat, rows) -> list[tuple[int, int, float]]:
     """(a, b, cosine), a < b, of the rows' exchanges against every exchange of another session:
     the best window pair of each."""
-    import numpy as np
+    np = _numpy()
     sims = mat[rows] @ mat.T
     r, c = np.nonzero((sims >= EDGE) & (sessions[rows][:, None] != sessions[None, :]))
     if not len(r):

@@ -5,14 +5,11 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "prima_memory"
 
 # Both hold only once every branch of issue #19 is merged (store, indexer, api and the front ends
 # are rewritten elsewhere); strict, so the marker goes as soon as they pass.
-UNTIL_MERGED = pytest.mark.xfail(strict=True, reason="issue #19: holds once every branch is merged")
-
 
 def modules(root: Path = PACKAGE) -> dict[str, Path]:
     """Every module of the package by dotted name ("prima_memory.sources.codex")."""
@@ -127,7 +124,6 @@ def test_the_cycle_finder_finds_cycles(tmp_path):
     assert cycles(edges) == [["prima_memory.a", "prima_memory.sub.b"]]
 
 
-@UNTIL_MERGED
 def test_no_import_cycles():
     assert cycles(graph()) == []
 
@@ -162,7 +158,6 @@ def test_the_import_check_finds_unexplained_imports(tmp_path):
     assert unexplained_function_imports(pkg) == ["prima_memory/m.py:3: import json"]
 
 
-@UNTIL_MERGED
 def test_imports_inside_functions_say_why():
     # an import belongs at the top of its module unless it is heavy, optional or deliberately late
     # (the hooks' start-up time); then a comment says which

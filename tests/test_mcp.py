@@ -17,11 +17,11 @@ import anyio
 import pytest
 
 pytest.importorskip("mcp")
-from mcp import ClientSession  # noqa: E402
-from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
+from mcp import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from prima_memory import mcp_server  # noqa: E402
-from prima_memory.mcp_server import ANSWER_CHARS, lean  # noqa: E402
+from prima_memory import mcp_server
+from prima_memory.mcp_server import ANSWER_CHARS, lean
 
 DAY = 86400
 OLD = time.time() - 20 * DAY

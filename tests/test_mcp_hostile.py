@@ -18,10 +18,10 @@ import time
 import pytest
 
 pytest.importorskip("mcp")
-from conftest import Env  # noqa: E402
-from test_mcp import BACKUP, OLD, UPLOAD, _history  # noqa: E402
+from conftest import Env
+from test_mcp import BACKUP, OLD, UPLOAD, _history
 
-from prima_memory.mcp_server import ANSWER_CHARS  # noqa: E402
+from prima_memory.mcp_server import ANSWER_CHARS
 
 OPAQUE = "Error executing tool"  # all the SDK says of an exception that is not a ToolError
 

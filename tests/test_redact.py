@@ -14,7 +14,7 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from prima_memory.redact import redact, redact_enabled, scrub  # noqa: E402
+from prima_memory.redact import redact, redact_enabled, scrub
 
 B62 = "aB3dE5fG7hJ9kL1mN2pQ4rS6tU8vW0xYz"  # mixed-case + digits filler
 

@@ -13,6 +13,7 @@ import re
 
 from ..records import Message, SessionDelta
 from ..workspace import data_dir, is_real_dir, read_plain
+from .listing import unlisted, watch
 from .text import head, scrubber, utf8_name
 
 SOURCE = "extract"
@@ -27,7 +28,6 @@ def root(ws: str) -> str:
 def discover(ws: str, folders: list | None = None) -> list[str]:
     """The markdown files under the extracts folder, never through a linked folder.
     `folders`: see registry.Source.discover."""
-    from .registry import unlisted, watch
     top = root(ws)
     watch(folders, top)
     if not is_real_dir(top):

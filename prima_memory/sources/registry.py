@@ -23,6 +23,9 @@ from __future__ import annotations
 import os
 import sys
 
+from ..workspace import is_within
+from ..settings import flag
+from . import claude_code
 from .listing import unlisted, watch
 from .listing import files as _files
 from .listing import size as _size
@@ -97,13 +100,11 @@ class ClaudeCode(Source):
 
     def locations(self, ws: str) -> list[str]:
         """Its project folders, or where the usual one would be (for status)."""
-        from .claude_code import claude_config_dir, encode_project_dir, project_dirs
-        return project_dirs(ws) or [os.path.join(claude_config_dir(), "projects",
-                                                  encode_project_dir(ws))]
+        return claude_code.project_dirs(ws) or [os.path.join(
+            claude_code.claude_config_dir(), "projects", claude_code.encode_project_dir(ws))]
 
     def files(self, ws: str, log=None, only_dirs=None, known=None):
-        from .claude_code import discover
-        return discover(ws, log, only_dirs, known)
+        return claude_code.discover(ws, log, only_dirs, known)
 
     def discover(self, ws: str, folders: list | None = None) -> list[tuple[str, object]]:
         return [(sf.path, sf) for sf in self.files(ws)]  # (Indexer.run: its own scopes)
@@ -112,16 +113,13 @@ class ClaudeCode(Source):
         return extra.sidechain  # a subagent's transcript
 
     def session_files(self, ws: str, session_id: str):
-        from .claude_code import session_files
-        return session_files(ws, session_id)
+        return claude_code.session_files(ws, session_id)
 
     def file(self, path: str):
-        from .claude_code import source_file
-        return source_file(path)
+        return claude_code.source_file(path)
 
     def read_chunk(self, sf, offset, state, mtime=None, max_bytes=None, bulk=False):
-        from .claude_code import read
-        return read(sf, offset, state, mtime, max_bytes=max_bytes, bulk=bulk)
+        return claude_code.read(sf, offset, state, mtime, max_bytes=max_bytes, bulk=bulk)
 
     def read(self, path, extra, offset, state):
         delta, end, state, problems = self.read_chunk(extra, offset, state)
@@ -141,26 +139,22 @@ class ClaudeCode(Source):
             offset = end
 
     def knows(self, kind: str) -> bool:
-        from .claude_code import KNOWN_TYPES
-        return kind in KNOWN_TYPES
+        return kind in claude_code.KNOWN_TYPES
 
     def in_scope(self, delta, ws: str) -> bool:
         """Claude Code's folder names collide (my_project, my-project): the records' cwd is the
         truth, so another folder's session is never indexed here. A cwd that encodes
         differently is a moved project: it stays."""
-        from .claude_code import collides
-        return not (delta.cwd and collides(delta.cwd, ws))
+        return not (delta.cwd and claude_code.collides(delta.cwd, ws))
 
     def claims_cwdless(self, path: str, ws: str, cache: dict | None = None) -> bool:
         """Whether a transcript whose lines record no cwd is this workspace's: by its folder
         (see claude_code.claims_cwdless). `cache`: folder -> answer, for one run."""
-        from .claude_code import claims_cwdless
-        return claims_cwdless(path, ws, cache)
+        return claude_code.claims_cwdless(path, ws, cache)
 
     def skips_reply(self, state: dict | None) -> bool:
         """A reply the Stop hook saw is not memory: Claude's answer to our own command."""
-        from .claude_code import answering_command
-        return answering_command(state)
+        return claude_code.answering_command(state)
 
 
 def _records(delta) -> list:
@@ -178,6 +172,7 @@ class Codex(Source):
         return [os.path.join(self.home(), d) for d in ("sessions", "archived_sessions")]
 
     def knows(self, kind: str) -> bool:
+        # only once this source is read (never by a hook)
         from .codex import KNOWN_TYPES
         return kind in KNOWN_TYPES
 
@@ -189,12 +184,12 @@ class Codex(Source):
         return [(p, None) for p in paths if not (p.endswith(".zst") and p[:-4] in plain)]
 
     def read(self, path, extra, offset, state):
-        from . import codex
+        from . import codex  # only once this source is read (never by a hook)
         return codex.read(path, offset, state)
 
     def read_chunks(self, path, extra, offset, state, max_bytes, *, mtime=None, size=None,
                     bulk=False):
-        from . import codex
+        from . import codex  # only once this source is read (never by a hook)
         return codex.read_chunks(path, offset, state, max_bytes=max_bytes)
 
     def whole(self, path: str) -> bool:
@@ -202,7 +197,6 @@ class Codex(Source):
 
     def in_scope(self, delta, ws: str) -> bool:
         """The seed: this workspace or a folder inside it, or no folder recorded."""
-        from ..workspace import is_within
         return not delta.cwd or is_within(os.path.normpath(delta.cwd), ws)
 
 
@@ -229,11 +223,10 @@ ALL_WORKSPACES = "PRIMA_VSCODE_ALL_WORKSPACES"
 
 def every_vscode_workspace() -> bool:
     """PRIMA_VSCODE_ALL_WORKSPACES=1: the seed's rule, every VS Code workspace's chats."""
-    return os.environ.get(ALL_WORKSPACES, "").strip().lower() in ("1", "true", "yes", "on")
+    return flag(ALL_WORKSPACES, default=False)
 
 
 def _chat_here(folder: str | None, ws: str) -> bool:
-    from ..workspace import is_within
     return not folder or every_vscode_workspace() or is_within(os.path.normpath(folder), ws)
 
 
@@ -259,7 +252,7 @@ class CopilotChat(Source):
         """Chat files of this workspace (see in_scope), the newest copy of each session id (VS
         Code copies a chat when its workspace changes: the copy in another workspace wins). A
         chat out of scope is not listed, so one indexed before is dropped as gone."""
-        from . import copilot
+        from . import copilot  # only once this source is read (never by a hook)
         newest: dict[str, tuple[float, str, str | None]] = {}
         for user in self.locations(ws):
             storage = os.path.join(user, "workspaceStorage")
@@ -283,7 +276,7 @@ class CopilotChat(Source):
         return [(p, project) for _m, p, project in chats if _chat_here(project, ws)]
 
     def read(self, path, extra, offset, state):
-        from . import copilot
+        from . import copilot  # only once this source is read (never by a hook)
         deltas, problems = copilot.read(path)
         for d in deltas:
             d.cwd = extra  # the workspace folder, shown as the session's project
@@ -294,15 +287,15 @@ class SharedLog(Source):
     name, label, mode = "shared-log", "[shared log · author]", "snapshot"
 
     def locations(self, ws: str) -> list[str]:
-        from . import shared_log
+        from . import shared_log  # only once this source is read (never by a hook)
         return [shared_log.folder(ws)]
 
     def discover(self, ws: str, folders: list | None = None) -> list[tuple[str, object]]:
-        from . import shared_log
+        from . import shared_log  # only once this source is read (never by a hook)
         return [(p, project) for project, p in shared_log.discover(ws, folders)]
 
     def read(self, path, extra, offset, state):
-        from . import shared_log
+        from . import shared_log  # only once this source is read (never by a hook)
         d, problems = shared_log.read(path, extra)
         return ([d] if d else []), _size(path), state, problems
 
@@ -313,14 +306,17 @@ class Extracts(Source):
     name, label, mode, extracted = "extract", "[extract]", "snapshot", False
 
     def locations(self, ws: str) -> list[str]:
+        # only once this source is read (never by a hook)
         from . import extract_reader as extracts
         return [extracts.root(ws)]
 
     def discover(self, ws: str, folders: list | None = None) -> list[tuple[str, object]]:
+        # only once this source is read (never by a hook)
         from . import extract_reader as extracts
         return [(p, ws) for p in extracts.discover(ws, folders)]
 
     def read(self, path, extra, offset, state):
+        # only once this source is read (never by a hook)
         from . import extract_reader as extracts
         d = extracts.read(extra, path)  # None for a link, never followed
         return ([d] if d else []), _size(path), state, []
