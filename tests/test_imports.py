@@ -8,9 +8,6 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "prima_memory"
 
-# Both hold only once every branch of issue #19 is merged (store, indexer, api and the front ends
-# are rewritten elsewhere); strict, so the marker goes as soon as they pass.
-
 def modules(root: Path = PACKAGE) -> dict[str, Path]:
     """Every module of the package by dotted name ("prima_memory.sources.codex")."""
     found = {}
@@ -122,6 +119,20 @@ def test_the_cycle_finder_finds_cycles(tmp_path):
                                     for node, _ in imports(ast.parse(path.read_text()))] or [set()])
     assert edges["prima_memory.c"] == set()  # only for the type checker: never runs
     assert cycles(edges) == [["prima_memory.a", "prima_memory.sub.b"]]
+
+
+FRONT_ENDS = ("cli", "commands", "hooks", "mcp_server")
+BEHIND_THE_API = ("store", "indexer", "semantic", "search", "memory")
+
+
+def test_front_ends_go_through_the_data_api():
+    # the CLI, the hooks and the MCP server ask api.py; what lies behind it can change alone
+    edges = graph()
+    reach = {f: sorted(t.rsplit(".", 1)[-1] for t in edges[f"prima_memory.{f}"]
+                       if t.rsplit(".", 1)[-1] in BEHIND_THE_API) for f in FRONT_ENDS}
+    assert reach == {f: [] for f in FRONT_ENDS}
+    assert all("prima_memory.api" in edges[f"prima_memory.{f}"] for f in FRONT_ENDS
+               if f != "cli")  # (cli parses, then hands over to commands)
 
 
 def test_no_import_cycles():
