@@ -138,7 +138,7 @@ def meaning(mem: Memory, mode: str, warnings: list[str], budget: float | None = 
     try:
         # a background embedder already works newest first: wait for it only a moment
         got = mem.embed(budget, wait=min(budget, EMBEDDER_WAIT))
-    except Exception as e:
+    except Exception as e:  # search what is embedded rather than fail
         if is_corruption(e):
             raise
         mem.log.warn(f"embedding before the search failed: {type(e).__name__}: {e}")

@@ -16,7 +16,7 @@ import time
 
 from .errors import Failure
 from .locking import LockTimeout
-from .memory import ALL, IndexReadOnly
+from .memory import ALL, OTHERS, IndexReadOnly
 from .settings import flag
 
 TYPE_CHECKING = False  # (typing's own is an import the Stop hook, which imports this, skips)
@@ -207,13 +207,12 @@ def _embed_all(mem) -> tuple[int, int] | None:
     lower_priority()
     store = mem.store()
     try:  # the other agents' sessions too: out of the hook, so a look at VS Code's folders is fine
-        from .memory import OTHERS  # (memory: loaded by the caller, not at this import)
         mem.update(sources=OTHERS)
     except Failure as e:  # busy or read-only
         mem.log.info(f"background embedder: other sources not indexed: {e}")
     try:
         mem.embedder()
-    except Exception as e:
+    except Exception as e:  # remembered, so Stop does not start one in vain
         mem.log.warn(f"background embedder: the model cannot load: {e}")
         with store.write():
             store.set_meta(NO_MODEL_KEY, time.time())

@@ -193,7 +193,7 @@ class Indexer:
                     try:
                         done += self._index_file(src, job, st, session, chunks, rep, steps,
                                                  listing.problems, tick)
-                    except Exception as e:
+                    except Exception as e:  # one odd file never stops the rest
                         if is_store_error(e):
                             raise  # the index's trouble, not the file's
                         self._unreadable(src, job.path, st, e, listing)
