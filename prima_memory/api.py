@@ -1,7 +1,8 @@
 """One data API over a workspace's memory: each function returns plain data (what `--json`
 prints), and the CLI (commands.py) only renders it; the MCP server returns the same data, and
-the hooks bring the index up to date, brief and checkpoint through it. No front end reads the
-store, the indexer, the search or the embeddings but through here.
+the hooks bring the index up to date, brief and checkpoint through it. No front end imports the
+store, the indexer, the search or the embeddings: they ask here, holding the Memory opened here
+(its locks, and the background work that Stop and the MCP server start).
 
 A session is shown from its view (session_view.py): where it stopped, its first and last
 requests, its excerpts are defined there once.
@@ -19,7 +20,7 @@ import time
 from . import hints, session_view
 from .errors import Failure, UsageError
 from .memory import ALL, EXTRACTS, DiskFull, IndexBusy, IndexReadOnly, Memory
-from .sources.registry import SOURCES, source_named
+from .sources.registry import CLAUDE_CODE, SOURCES, source_named
 from .store import SHIFT, Busy, StoreError, is_corruption
 from .timeparse import iso_utc, local, parse_when
 from .workspace import path_variants
@@ -175,7 +176,7 @@ def update(mem: Memory, *, lock_timeout: float, budget: float | None,
     try:
         return mem.update(lock_timeout=lock_timeout, budget=budget, only_session=only_session,
                           quick=quick, extracts=extracts)
-    except IndexBusy:
+    except (IndexBusy, Busy):
         mem.log.info("hook: index busy, leaving the update to the next run")
     except IndexReadOnly as e:
         mem.log.info(f"hook: {e}")
@@ -198,9 +199,8 @@ def checkpoint(mem: Memory, session_id: str, trigger: str | None = None) -> str 
     """Write a checkpoint of the Claude Code session `session_id` (checkpoints.py); its path, or
     None when the index does not hold that session."""
     from . import checkpoints  # the writer: only PreCompact imports it
-    from .sources import claude_code  # (as the hook did: only PreCompact needs its name)
     store = mem.store()
-    row = store.session_by_session_id(session_id, claude_code.SOURCE)  # Claude's own
+    row = store.session_by_session_id(session_id, CLAUDE_CODE.name)  # Claude's own
     if row is None:
         return None
     view = session_view.build(store, row, requests=True, changes=True,
@@ -273,7 +273,7 @@ def search(mem: Memory, query: str, *, mode: str = "combined", limit: int = 10,
     from . import search as searchmod  # not imported by the hooks' paths
     query = _query(query)
     warnings = _begin(mem, fresh=fresh, progress=progress)
-    if deep:
+    if deep and not mem.store().readonly:  # (read-only: refresh has said so once)
         try:
             mem.update(sources=EXTRACTS, lock_timeout=LOCK_SECONDS, extracts=False)
         except (IndexBusy, IndexReadOnly, DiskFull) as e:

@@ -8,7 +8,6 @@ import sys
 
 from . import __version__
 from .errors import PrimaError, UsageError
-from .settings import flag
 
 EXIT_ERROR, EXIT_USAGE = 1, 2
 
@@ -214,6 +213,7 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as e:  # the contract: one line, never a traceback
         msg = str(e) if isinstance(e, (PrimaError, OSError)) else f"{type(e).__name__}: {e}"
         print(f"prima-memory: error: {' '.join(msg.split())}", file=sys.stderr)
+        from .settings import flag  # (not at the top: the hooks' fast paths never need it)
         if flag("PRIMA_DEBUG", default=False):
             raise
         return EXIT_ERROR

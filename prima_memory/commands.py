@@ -1,7 +1,8 @@
 """Runs each command of the command line: `cmd_<name>(mem, args)` asks the data API (api.py) and
 renders its answer as human text, or prints it as the one JSON document `--json` asks for. Also
 the text of /prima-memory:recall (`recall`), which the UserPromptSubmit hook prints for Claude.
-Nothing here reads the index but through api; cli.py parses the arguments and calls `run`."""
+Nothing here imports the store, the indexer or the search: it asks api. cli.py parses the
+arguments and calls `run`."""
 from __future__ import annotations
 
 import json

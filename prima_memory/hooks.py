@@ -44,7 +44,7 @@ def read_input(timeout: float = 2.0) -> tuple[dict, str | None]:
             if not chunk:
                 break
             chunks.append(chunk)
-        # only for input that is not UTF-8
+        # every input passes here; late only so that importing this module loads nothing more
         from .sources.jsonl import mend_surrogates
         raw = mend_surrogates(b"".join(chunks)).decode("utf-8", "replace")
         if not raw.strip():

@@ -150,7 +150,8 @@ class Indexer:
         note those gone (archived, or their sessions dropped: the source's `mode`); read again
         from the start what was rewritten; then read each changed file on from where the index
         stopped (_index_file), committed in steps. A file that cannot be read is noted and the
-        rest go on; what status shows of the source is kept (see _listed)."""
+        rest go on; the folders listed are noted for sources_changed (see _listed), and the
+        problems status shows of the source are kept."""
         store = self.store
         listing = self._list(src, only_session, quick)
         if listing is None:
@@ -196,6 +197,10 @@ class Indexer:
                     except Exception as e:  # one odd file never stops the rest
                         if is_store_error(e):
                             raise  # the index's trouble, not the file's
+                        # its step was rolled back: what this run remembered of it goes too
+                        # (a session's row id, terms never added)
+                        self._sessions.clear()
+                        self._terms_seen.clear()
                         self._unreadable(src, job.path, st, e, listing)
                     if feed:
                         feed.skip(i)  # whatever the reader still holds of this file

@@ -5,6 +5,7 @@ corruption handling, host mode and locking behave the same everywhere.
 """
 from __future__ import annotations
 
+import functools
 import os
 import time
 
@@ -26,6 +27,22 @@ HOOK = (registry.CLAUDE_CODE,)  # what a hook reads: a machine-wide look at VS C
 ALL = registry.SOURCES  # every agent's sessions (a search, an index, the background)
 OTHERS = registry.OTHERS  # all but the hooks' (the background embedder, after a hook's run)
 EXTRACTS = (registry.EXTRACTS,)  # prima-memory's own extracts, for a deep search
+
+
+def _store_errors(fn):
+    """A Memory method whose plain reads of the index (outside the store's write, read and
+    steps, which translate their own) raise the store's errors too, so that callers that
+    answer from the index as it stands on a full disk or a busy index (DiskFull, Busy) do."""
+    @functools.wraps(fn)
+    def run(self, *args, **kw):
+        try:
+            return fn(self, *args, **kw)
+        except Exception as e:
+            own = own_error(e, self._store)
+            if own is e:
+                raise
+            raise own from None
+    return run
 
 
 class IndexBusy(Failure):
@@ -84,7 +101,6 @@ class Memory:
         """The user's key (owner.py), or None when it can be neither read nor made: then indexes
         are opened unchecked, and the log says so once."""
         if not self._key_read:
-            self._key_read = True
             from . import owner  # (its key file is read once, by the first open)
             try:
                 self._key = owner.key()
@@ -93,6 +109,7 @@ class Memory:
                               f"{owner.key_path()} ({e}): indexes are used without that check",
                               once=True)
                 self._key = None
+            self._key_read = True
         return self._key
 
     def writable(self) -> bool:
@@ -251,6 +268,7 @@ class Memory:
         except LockTimeout:
             raise IndexBusy(f"another prima-memory process is updating {self.db_path}") from None
 
+    @_store_errors
     def update(self, *, sources=HOOK, lock_timeout: float = 10.0, budget: float | None = None,
                only_session: str | None = None, prune: bool = False, rebuild: bool = False,
                progress=None, extracts: bool = True, quick: bool = False):
@@ -313,6 +331,7 @@ class Memory:
         except StoreError:  # busy: the sweep comes to it in time anyway
             pass
 
+    @_store_errors
     def note_last_reply(self, session_id: str, text: str, *, lock_timeout: float) -> bool:
         """Claude's last reply as the Stop hook saw it, for a transcript that lags behind: kept
         as one provisional message until the transcript's own lines bring it."""
@@ -381,6 +400,7 @@ class Memory:
         finally:
             lock.release()
 
+    @_store_errors
     def embed(self, budget: float | None, *, wait: float = 0.0, progress=None,
               should_stop=None, settings=None) -> tuple[int, int] | None:
         """Embed pending exchanges, newest first, for up to `budget` seconds, under the embed
@@ -399,6 +419,7 @@ class Memory:
                                                                     should_stop=should_stop)
         return self.under_lock("embed", wait, run)
 
+    @_store_errors
     def link(self, budget: float | None, *, wait: float = 0.0, should_stop=None,
              settings=None) -> tuple[int, int] | None:
         """Compute the SIMILAR_TO edges of exchanges embedded since, for up to `budget`

@@ -211,10 +211,16 @@ def _own(e: BaseException, db, path: str) -> BaseException:
     return StoreError(f"{path}: {type(e).__name__}: {e}")
 
 
+class TooManyMessages(ValueError):
+    """A session whose file holds more messages than an id can number: that file's doing (a
+    hostile or broken file), not the index's, so the file is marked failed and the run goes on."""
+
+
 def is_store_error(e: BaseException) -> bool:
-    """`e` is the index's trouble (a driver error not yet translated, or one of ours), not a
-    source file's: the indexer lets it end the run rather than mark a file unreadable."""
-    return isinstance(e, (StoreError, apsw.Error))
+    """`e` is the index's trouble (a driver error not yet translated, one of ours, or text read
+    back from a damaged index), not a source file's: the indexer lets it end the run rather than
+    mark a file unreadable."""
+    return isinstance(e, (StoreError, apsw.Error)) or is_corruption(e)
 
 
 def own_error(e: BaseException, store: Store | None = None) -> BaseException:
@@ -646,7 +652,7 @@ class Store:
         first = self.db.execute("UPDATE sessions SET next_ord = next_ord + ? WHERE id = ? "
                                 "RETURNING next_ord", (n, session)).get - n
         if first + n > 1 << SHIFT:
-            raise StoreError(f"session {session} has more than {1 << SHIFT} messages")
+            raise TooManyMessages(f"session {session} has more than {1 << SHIFT} messages")
         base = session << SHIFT
         return range(base | first, base | (first + n))
 
@@ -1371,7 +1377,7 @@ class Store:
 class Steps:
     """One transaction over many files: a commit per file costs more than the parsing. The
     caller reports each file's bytes once its lines, offset and state are written; every
-    `max_bytes` or `max_seconds` the batch commits, with the touched sessions' counts and the new
+    `max_bytes` or `max_seconds` it commits, with the touched sessions' counts and the new
     terms sealed first, so a kill at any point leaves a consistent index the next run continues."""
 
     def __init__(self, store: Store, max_bytes: int, max_seconds: float):
