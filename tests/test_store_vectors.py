@@ -106,7 +106,7 @@ def test_new_message_ids_roll_back_with_their_transaction(tmp_path):
 def test_a_session_past_its_id_range_is_refused(tmp_path):
     st = Store(str(tmp_path / "index.db"))
     sid, _ex = _session(st)
-    with pytest.raises(storemod.StoreError), st.write():
+    with pytest.raises(storemod.TooManyMessages), st.write():
         st.new_message_ids(sid, 1 << SHIFT)
     assert st.db.execute("SELECT next_ord FROM sessions WHERE id = ?", (sid,)).fetchone()[0] == 2
 
