@@ -222,7 +222,9 @@ def way_back(row, ws: str) -> dict:
     return out
 
 
-def session_json(row, ws: str) -> dict:
+def session_json(row, ws: str, origin=None) -> dict:
+    """A session as data; `origin`: the session it was forked or resumed from (the one holding
+    the messages its first lines copy), if any."""
     return {
         "session_id": row.session_id,
         "title": row.title,
@@ -236,6 +238,8 @@ def session_json(row, ws: str) -> dict:
         "author": row.author,
         "archived": bool(row.archived),
         "message_count": row.message_count,
+        "origin": None if origin is None else {"session_id": origin.session_id,
+                                               "title": origin.title},
         **way_back(row, ws),
     }
 
@@ -283,8 +287,9 @@ def search(mem: Memory, query: str, *, mode: str = "combined", limit: int = 10,
                                           filters=filters, deep=deep,
                                           embedder=embedder, why_not=why_not)
     results = []
+    origins = mem.store().origins(h.row.id for h in hits)
     for h in hits:
-        d = session_json(h.row, mem.ws)
+        d = session_json(h.row, mem.ws, origins.get(h.row.id))
         d.update(title=h.title, score=h.score, files_changed=h.files, snippet=h.snippet,
                  matches=h.matches, message_id=h.message_id)
         if context and h.message_id is not None:
@@ -321,9 +326,11 @@ def recent(mem: Memory, n: int = 10, *, fresh: bool = True) -> dict:
     warnings = _begin(mem, fresh=fresh)
     store = mem.store()
     sessions = []
-    for row in store.recent_sessions(n):
+    rows = store.recent_sessions(n)
+    origins = store.origins(r.id for r in rows)
+    for row in rows:
         view = session_view.build(store, row, requests=True, paths=True)
-        d = session_json(row, mem.ws)
+        d = session_json(row, mem.ws, origins.get(row.id))
         d.update(files_changed=view.changed_paths,
                  first_user_message=_text(view.first_request),
                  last_user_message=_text(view.last_request))
@@ -392,7 +399,7 @@ def show(mem: Memory, session_id: str, range: str | None = None, detail: str = "
     row = one_session(mem, session_id)
     summary = detail == "summary"
     view = session_view.build(store, row, requests=summary, changes=True)
-    d = session_json(row, mem.ws)
+    d = session_json(row, mem.ws, store.origins([row.id]).get(row.id))
     d.update(files_changed=[{"path": c.path, "tool": c.tool, "explanation": c.explanation,
                              "at": iso_utc(c.at)} for c in view.changes],
              decisions=row.decisions.splitlines() if row.decisions else [])

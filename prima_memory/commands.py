@@ -202,7 +202,11 @@ def cmd_show(mem, args) -> int:
     d = data["session"]
     lines = [f"{d['title']}", f"session {d['session_id']}  {d['label']}  "
              f"{local_iso(d['started_at'])} – {local_iso(d['ended_at'])}  branch {d['branch'] or '—'}",
-             f"project {d['project'] or '—'}", ""]
+             f"project {d['project'] or '—'}"]
+    if d["origin"]:
+        lines.append(f"forked from {d['origin']['session_id']} ({one_line(d['origin']['title'], 80)}),"
+                     " which holds the messages copied from it")
+    lines.append("")
     if data["detail"] == "summary":
         for key, label in (("first_request", "first asked"), ("last_request", "last asked"),
                            ("last_substantial_reply", "last reply")):

@@ -90,6 +90,8 @@ class Indexer:
         self.bulk = False  # a big run: worth orjson's import time
         self.deadline: float | None = None
         self.lock_fd: int | None = None  # the writer lock's descriptor, closed in a reader child
+        self._mtime: int | None = None  # the time of the file being read (see _copies)
+        self.handed: set[int] = set()  # sessions whose copies went to the one that had them first
 
     # -- public ----------------------------------------------------------------------------------
 
@@ -368,6 +370,7 @@ class Indexer:
         store = self.store
         path, offset, before = job.path, job.offset, job.state
         start = offset
+        self._mtime = st.st_mtime_ns
         replaces = offset == 0 and not src.spans_files
         touched: set[int] = set()  # sessions this read wrote: never cleared again by it
         status, held, stop = "ok", False, False
@@ -413,6 +416,9 @@ class Indexer:
                     session = self._apply(d)
                     touched.add(session)
                     applied.add(session)
+                    applied |= self.handed  # (their counts change too)
+                    rep.sessions_touched |= self.handed
+                    self.handed.clear()
                     if not src.extracted:
                         store.mark_finished(session)
                     rep.sessions_touched.add(session)
@@ -573,6 +579,7 @@ class Indexer:
             row = self.store.session_for(d.source, d.session_id, d.label)
             entry = _Session(row.id, set(row.tag_list),
                              row.decisions, fresh=not self.store.has_messages(row.id))
+            entry.titled = row.title_first is not None
             self._sessions[key] = entry
         return entry
 
@@ -595,7 +602,11 @@ class Indexer:
                 known.update(store.messages_by_key(sid, missing))
         else:
             known = store.messages_by_key(sid, merged)
-        new = sum(k not in known for k in merged)
+        copied = self._copies(d, sid, [k for k in merged if k not in known]) \
+            if d.shared_keys else set()
+        if d.shared_keys and (copied or not entry.titled):
+            self._own_title(d, entry, copied)
+        new = sum(k not in known and k not in copied for k in merged)
         ids = iter(store.new_message_ids(sid, new) if new else ())
         inserts, updates, texts_seen = [], [], []
         prompts: dict[str, int] = {}  # this delta's prompts: replies pair with them
@@ -603,6 +614,8 @@ class Indexer:
             # A reply split over lines is redacted whole, as it is stored: each line alone can
             # hold half a secret ("the db password is" / "hunter2...").
             text = "\n".join(texts) if len(texts) < 2 else _scrub("\n".join(texts))
+            if key in copied:
+                continue
             if key in known:
                 if role != "assistant" or not text:
                     continue
@@ -640,9 +653,10 @@ class Indexer:
         if new_terms:
             store.add_terms(new_terms)
             self._terms_seen |= new_terms
-        if d.file_changes:
-            store.add_file_changes([(sid, fc.path, fc.tool, fc.explanation, fc.ts, fc.message_key)
-                                    for fc in d.file_changes])
+        changes = [(sid, fc.path, fc.tool, fc.explanation, fc.ts, fc.message_key)
+                   for fc in d.file_changes if fc.message_key not in copied]
+        if changes:
+            store.add_file_changes(changes)
         tag_text = None
         if not d.tags <= entry.tags:
             entry.tags |= d.tags
@@ -658,10 +672,59 @@ class Indexer:
                              tags=tag_text, decisions=dec_text)
         return sid
 
+    @staticmethod
+    def _own_title(d, entry: _Session, copied: set[str]) -> None:
+        """A fork's title is its own first prompt, not the copied one (its origin's)."""
+        from . import titles  # (only where copies are found, or a session has no title yet)
+        if copied:
+            d.first_prompt = None
+        if d.first_prompt is None:
+            own = next((m.text for m in d.messages if m.role == "user" and not m.sidechain
+                        and m.text and m.key not in copied), None)
+            d.first_prompt = titles.clean_first_prompt(own) if own else None
+        entry.titled = entry.titled or d.first_prompt is not None
+
+    def _copies(self, d, sid: int, keys: list[str]) -> set[str]:
+        """Of a delta's new message keys, those another session had first: copies (a fork or a
+        resume writes the earlier session's lines again), not stored again; this session is
+        that one's fork. Where this session had them first (a fork indexed before its origin,
+        as a cold index reads the newest files first), the holder's copies come over to it."""
+        store = self.store
+        held = store.holders(d.source, sid, [k for k in keys if k != PROVISIONAL_KEY]) \
+            if keys else {}
+        if not held:
+            return set()
+        start, mtime = store.precedence(sid)
+        firsts = [t for t in (start, d.first_ts) if t is not None]
+        mine = _order(min(firsts) if firsts else None, mtime if mtime is not None else self._mtime)
+        by: dict[int, list[str]] = {}
+        for key, holder in held.items():
+            by.setdefault(holder, []).append(key)
+        copied: set[str] = set()
+        for holder, ks in sorted(by.items()):
+            if mine < _order(*store.precedence(holder)):
+                self.log.info(f"session {holder}: {len(ks)} messages were copied from session "
+                              f"{sid}, read now: they are kept there")
+                store.hand_over(holder, sid, ks)
+                self.handed.add(holder)
+                self._sessions.clear()  # what the run remembered of the holder is gone
+            else:
+                copied.update(ks)
+                store.set_origin(sid, holder)
+        return copied
+
     def _finish_sessions(self, rep: Report) -> None:
         if rep.sessions_touched:
             with self.store.write():
                 self.store.tidy(bulk=rep.bytes_read > BULK_BYTES)
+
+
+def _order(start: float | None, mtime_ns: int | None) -> tuple[float, float]:
+    """What decides which of two sessions had a message first: the earlier start, then the
+    main file last written earlier (a resumed session stopped before its continuation); an
+    unknown one comes last."""
+    inf = float("inf")
+    return (inf if start is None else start, inf if mtime_ns is None else mtime_ns)
 
 
 def _scrub(text: str) -> str:
@@ -823,6 +886,7 @@ class _Session:
         self.tags = tags
         self.decisions = decisions
         self.fresh = fresh  # had no messages when this run first touched it
+        self.titled = False  # has its first prompt's title
         self.keys: set[str] = set()  # keys added by this run (kept only for fresh sessions)
         self.recent: dict[str, tuple[int, str]] = {}  # the last few messages: a reply may go on
 

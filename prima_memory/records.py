@@ -53,6 +53,9 @@ class SessionDelta:
         self.file_changes: list[FileChange] = []
         self.decisions: list[str] = []  # lines carrying DECIDED / SAVE markers
         self.tags: set[str] = set()
+        # the messages' keys name them across sessions: a fork or a resume that copies a message
+        # keeps its key, and the index stores it once (Claude Code's uuids and message ids)
+        self.shared_keys = False
 
     def seen(self, ts: float | None) -> None:
         if ts is None:

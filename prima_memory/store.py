@@ -30,8 +30,10 @@ BUSY_MS = 5000  # how long a statement waits for another writer, unless told oth
 # matching; 6: indexes for message counts, recent files, latest and unfinished sessions, and
 # the version in user_version; 7: vectors, content-addressed, and the exchanges they embed;
 # 8: SIMILAR_TO edges between exchanges; 9: vectors keyed by the build that made them too (the
-# keys in use until then are listed, for the embedder to adopt or drop: semantic.Embedding.adopt)
-SCHEMA_VERSION = 9
+# keys in use until then are listed, for the embedder to adopt or drop: semantic.Embedding.adopt);
+# 10: a message copied into another session (a fork, a resume) is stored once: messages looked up
+# by key, and each session's origin
+SCHEMA_VERSION = 10
 SHIFT = 24  # ordinals per session: 16M fragments, far past any real transcript
 _TOKENIZER_ARGS = ["remove_diacritics", "0"]
 
@@ -81,6 +83,10 @@ CREATE TRIGGER IF NOT EXISTS embedded_ad_edges AFTER DELETE ON embedded BEGIN
   DELETE FROM similar WHERE model = old.model AND b = old.exchange; END;
 """
 
+# A session's message keys name the message wherever it is copied (Claude Code's uuids and
+# message ids): a fork or a resume writes the earlier session's lines again under a new session.
+_KEY_INDEX = "CREATE INDEX IF NOT EXISTS messages_key ON messages(key);"
+
 _SCHEMA = f"""
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT);
 CREATE TABLE sessions(
@@ -93,6 +99,7 @@ CREATE TABLE sessions(
   message_count INTEGER NOT NULL DEFAULT 0, files_count INTEGER NOT NULL DEFAULT 0,
   next_ord INTEGER NOT NULL DEFAULT 0, archived INTEGER NOT NULL DEFAULT 0, extract_path TEXT,
   unfinished INTEGER NOT NULL DEFAULT 0,  -- changed since its extract was last considered
+  origin INTEGER,  -- the session whose messages this one's first lines copy (a fork, a resume)
   UNIQUE(source, session_id));
 CREATE TABLE messages(
   id INTEGER PRIMARY KEY, session INTEGER NOT NULL, key TEXT NOT NULL, role TEXT NOT NULL,
@@ -108,6 +115,7 @@ CREATE TABLE files(
   size INTEGER, mtime_ns INTEGER, inode INTEGER, head_len INTEGER, head_hash TEXT,
   offset INTEGER NOT NULL DEFAULT 0, state TEXT, status TEXT NOT NULL DEFAULT 'ok');
 CREATE INDEX files_session ON files(session);
+{_KEY_INDEX}
 -- a SessionStart looks again at the files changed lately, not at every file; its briefing reads
 -- the latest sessions, and each run the few left unfinished, without a scan of all of them
 CREATE INDEX files_mtime ON files(mtime_ns);
@@ -136,6 +144,9 @@ CREATE VIEW exchanges AS
 INSERT INTO meta(key, value) VALUES ('schema_version', '{SCHEMA_VERSION}');
 PRAGMA user_version = {SCHEMA_VERSION};
 """
+
+# A fork with nothing of its own yet (its messages are all its origin's) is no conversation to list
+_OWN = "(origin IS NULL OR message_count > 0)"
 
 _LEGACY_KEYS = "legacy_vectors"  # meta: vector keys from before schema 9, not yet adopted
 
@@ -691,6 +702,43 @@ class Store:
             "SELECT key, id, text FROM messages WHERE session = ? AND key IN ({})", keys,
             (session,))}
 
+    def holders(self, source: str, session: int, keys) -> dict[str, int]:
+        """key -> the other session of `source` that holds the message of that key (a message
+        is stored once: see Indexer._copies)."""
+        return dict(self._chunked(
+            "SELECT m.key, m.session FROM messages m JOIN sessions s ON s.id = m.session "
+            "WHERE m.key IN ({}) AND m.session != ? AND s.source = ?", keys, (),
+            (session, source)))
+
+    def precedence(self, session: int) -> tuple[float | None, int | None]:
+        """(start, its main file's time): of two sessions holding the same messages, the one
+        that had them first has the smaller (the resumed one started, or stopped, earlier)."""
+        row = self.db.execute(
+            "SELECT started_at, (SELECT min(mtime_ns) FROM files WHERE session = s.id "
+            "AND sidechain = 0) FROM sessions s WHERE id = ?", (session,)).fetchone()
+        return (row[0], row[1]) if row else (None, None)
+
+    def hand_over(self, holder: int, to: int, keys) -> None:
+        """`to` had these messages first: the holder's copies go (it keeps its own), and the
+        holder is now a fork of `to`."""
+        for sql in ("DELETE FROM messages WHERE session = ? AND key IN ({})",
+                    "DELETE FROM file_changes WHERE session = ? AND message_key IN ({})"):
+            list(self._chunked(sql, keys, (holder,)))
+        self.db.execute("UPDATE sessions SET origin = ? WHERE id = ?", (to, holder))
+        self.db.execute("UPDATE sessions SET origin = NULL WHERE id = ? AND origin = ?",
+                        (to, holder))
+
+    def set_origin(self, session: int, origin: int) -> None:
+        self.db.execute("UPDATE sessions SET origin = ? WHERE id = ? AND origin IS NULL",
+                        (origin, session))
+
+    def origins(self, ids) -> dict[int, SessionRow]:
+        """session -> the session it was forked or resumed from, for those of `ids` that were."""
+        pairs = dict(self._chunked("SELECT id, origin FROM sessions WHERE origin IS NOT NULL "
+                                   "AND id IN ({})", ids))
+        rows = {r.id: r for r in self.sessions_by_id(set(pairs.values()))}
+        return {s: rows[o] for s, o in pairs.items() if o in rows}
+
     def session_with_messages(self, source: str, session_id: str) -> int | None:
         row = self.db.execute(
             "SELECT s.id FROM sessions s WHERE s.source = ? AND s.session_id = ? AND EXISTS "
@@ -734,7 +782,7 @@ class Store:
         db.execute("""UPDATE sessions SET cwd = NULL, branch = NULL, title_custom = NULL,
                         title_summary = NULL, title_first = NULL, started_at = NULL,
                         ended_at = NULL, tags = '', decisions = '', message_count = 0,
-                        files_count = 0 WHERE id = ?""", (session,))
+                        files_count = 0, origin = NULL WHERE id = ?""", (session,))
         db.execute("UPDATE files SET offset = 0, state = NULL, size = NULL WHERE session = ?",
                    (session,))
 
@@ -752,6 +800,9 @@ class Store:
         return n
 
     def delete_session(self, sid: int) -> None:
+        # its forks skipped the messages it held: they are read again, and keep them now
+        for (fork,) in list(self.db.execute("SELECT id FROM sessions WHERE origin = ?", (sid,))):
+            self.clear_session(fork)
         for sql in ("DELETE FROM messages WHERE session = ?", "DELETE FROM file_changes WHERE session = ?",
                     "DELETE FROM files WHERE session = ?", "DELETE FROM sessions WHERE id = ?"):
             self.db.execute(sql, (sid,))
@@ -783,7 +834,7 @@ class Store:
         db.executemany("UPDATE sessions SET cwd = NULL, branch = NULL, title_custom = NULL, "
                        "title_summary = NULL, title_first = NULL, started_at = NULL, "
                        "ended_at = NULL, tags = '', decisions = '', message_count = 0, "
-                       "files_count = 0, next_ord = 0 WHERE id = ?", ((i,) for i in live))
+                       "files_count = 0, next_ord = 0, origin = NULL WHERE id = ?", ((i,) for i in live))
 
     def tidy(self, bulk: bool) -> None:
         """Merge the keyword index's segments: a query probes every segment, so after a bulk load
@@ -934,7 +985,7 @@ class Store:
 
     def recent_sessions(self, n: int) -> list[SessionRow]:
         """The latest conversations (prima-memory's own extracts are not among them)."""
-        return self._session_where("started_at IS NOT NULL AND source != 'extract'", (),
+        return self._session_where(f"started_at IS NOT NULL AND source != 'extract' AND {_OWN}", (),
                                    f"ORDER BY ended_at DESC LIMIT {int(n)}")
 
     def messages(self, session: int) -> list[tuple]:
@@ -1023,7 +1074,7 @@ class Store:
         """(id, started_at, ended_at, files_count) of each session that a search may return:
         overlapping since..until, on the branch, carrying the tag, from the source; the
         extracts' own records only when asked (a deep search)."""
-        where, args = ["started_at IS NOT NULL"], []
+        where, args = ["started_at IS NOT NULL", _OWN], []
         if not extracts and source != "extract":
             where.append("source != 'extract'")
         for value, test in ((since, "COALESCE(ended_at, started_at) >= ?"),
@@ -1465,8 +1516,25 @@ def _to_v9(store: Store) -> None:
     store._list_legacy_keys()
 
 
+def _to_v10(store: Store) -> None:
+    """A message copied into another session is stored once. The Claude Code sessions that
+    share messages are read again (their vectors are kept by text), and the one that had them
+    first keeps them (Indexer._copies)."""
+    db = store.db
+    if "origin" not in {r[1] for r in db.execute("PRAGMA table_info(sessions)")}:
+        db.execute("ALTER TABLE sessions ADD COLUMN origin INTEGER")
+    db.execute(_KEY_INDEX)
+    # (Claude Code's are the only keys that name a message across sessions: SessionDelta.shared_keys)
+    for (session,) in list(db.execute(
+            "SELECT DISTINCT m.session FROM messages m JOIN sessions s ON s.id = m.session "
+            "WHERE s.source = 'claude-code' AND EXISTS (SELECT 1 FROM messages o "
+            "JOIN sessions t ON t.id = o.session WHERE o.key = m.key AND o.session != m.session "
+            "AND t.source = 'claude-code')")):
+        store.clear_session(session)
+
+
 # version -> the step that brings an index of that version to the next; older ones are rebuilt
-_MIGRATIONS = {3: _to_v4, 4: _to_v5, 5: _to_v6, 6: _to_v7, 7: _to_v8, 8: _to_v9}
+_MIGRATIONS = {3: _to_v4, 4: _to_v5, 5: _to_v6, 6: _to_v7, 7: _to_v8, 8: _to_v9, 9: _to_v10}
 
 
 # The sessions' columns with every text one read as bytes (see _lenient), for recovery.

@@ -7,6 +7,7 @@ import os
 import re
 import subprocess
 import sys
+import zlib
 from pathlib import Path
 
 import pytest
@@ -45,9 +46,14 @@ class Transcript:
         return datetime.datetime.fromtimestamp(self.t, datetime.timezone.utc).strftime(
             "%Y-%m-%dT%H:%M:%S.") + f"{int(self.t * 1000) % 1000:03d}Z"
 
+    @property
+    def _tag(self) -> str:
+        """Unique to the session: a uuid or message id found in two sessions is a copy."""
+        return f"{zlib.crc32(self.session_id.encode()):08x}"
+
     def _uuid(self) -> str:
         self.n += 1
-        return f"{self.session_id[:8]}-{self.agent_id or 'main'}-{self.n:06d}"
+        return f"{self._tag}-{self.agent_id or 'main'}-{self.n:06d}"
 
     def raw(self, obj: dict | str) -> None:
         line = obj if isinstance(obj, str) else json.dumps(obj)
@@ -73,7 +79,7 @@ class Transcript:
 
     def assistant(self, blocks: list[dict], msg_id: str | None = None, step: float = 5.0) -> str:
         """One reply, written one content block per line, all lines sharing message.id."""
-        msg_id = msg_id or f"msg_{self.session_id[:6]}{self.agent_id or ''}{self.n:05d}"
+        msg_id = msg_id or f"msg_{self._tag}{self.agent_id or ''}{self.n:05d}"
         for block in blocks:
             d = self._base("assistant", step)
             d["requestId"] = "req_" + msg_id[4:]

@@ -306,6 +306,7 @@ def read(sf: SourceFile, offset: int, state: dict | None, mtime: float | None = 
                     return None
                 session_id = sid
             delta = SessionDelta(session_id=session_id, source=SOURCE, label=LABEL)
+            delta.shared_keys = True
         return delta
 
     for obj in reader:
