@@ -406,7 +406,7 @@ def show(mem: Memory, session_id: str, range: str | None = None, detail: str = "
     if summary:
         d.update(first_request=_text(view.first_request),
                  last_request=_text(view.last_request),
-                 last_substantial_reply=_text(view.stopped))
+                 stopped_at=_text(view.stopped), unanswered=view.unanswered)
     else:
         msgs = list(enumerate(store.messages(row.id)))
         if detail == "turns":
@@ -781,8 +781,8 @@ def digest(mem: Memory, since: str | None = None, until: str | None = None) -> d
              "label": row.label,
              "started_at": iso_utc(row.started_at), "ended_at": iso_utc(row.ended_at),
              "branch": row.branch or None, "tags": row.tag_list, "author": row.author,
-             "last_request": _text(view.last_request),
-             "last_substantial_reply": _text(view.stopped)}
+             "stopped_at": _text(view.stopped), "last_request": _text(view.last_request),
+             "unanswered": view.unanswered}
         days.setdefault(local(row.started_at, "%Y-%m-%d"), []).append(d)
         decisions += [{"session_id": row.session_id, "title": row.title, "line": line}
                       for line in row.decisions.splitlines() if line.strip()]

@@ -9,7 +9,7 @@ from .hints import cli
 from .wording import duration, one_line, short_path
 from .sources.registry import other_agent
 from .timeparse import local
-from .session_view import SessionView
+from .session_view import SessionView, stopped_line
 
 DEFAULT_CHARS = 2500
 HARD_CAP = 9000  # Claude Code moves anything past 10,000 characters into a file
@@ -70,7 +70,7 @@ def session_block(view: SessionView, width: int) -> list[str]:
     if view.last_request:
         lines.append(f"  last request: \"{one_line(view.last_request.text, width)}\"")
     if view.stopped:
-        lines.append(f"  where it stopped: \"{one_line(view.stopped.text, width + 100)}\"")
+        lines.append(f"  where it stopped: \"{stopped_line(view.stopped.text, width + 100)}\"")
     return lines
 
 

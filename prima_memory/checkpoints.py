@@ -8,7 +8,7 @@ import time
 
 from .briefing import budget, escape, frame
 from .extract_writer import extracts_dir, files_table, session_header, write_new
-from .session_view import SessionView
+from .session_view import SessionView, stopped_line
 from .timeparse import local
 from .wording import one_line
 from .workspace import data_dir, file_id, open_nofollow
@@ -31,7 +31,7 @@ def render(view: SessionView, trigger: str | None = None) -> str:
     if view.last_request:
         out.append(f"Last request: {one_line(view.last_request.text, 600)}")
     if view.stopped:
-        out.append(f"Last substantial reply: {one_line(view.stopped.text, 1200)}")
+        out.append(f"Stopped at: {stopped_line(view.stopped.text, 1200)}")
     out += ["", "## What was asked", ""]
     shown = prompts if len(prompts) <= 25 else prompts[:5] + prompts[-20:]
     for i, m in enumerate(shown, 1):

@@ -13,6 +13,7 @@ from . import api
 from . import workspace as wsmod
 from .hints import cli, quote
 from .progress import Progress
+from .session_view import stopped_line
 from .sources.registry import other_agent
 from .timeparse import local_iso
 from .wording import one_line
@@ -208,10 +209,13 @@ def cmd_show(mem, args) -> int:
                      " which holds the messages copied from it")
     lines.append("")
     if data["detail"] == "summary":
-        for key, label in (("first_request", "first asked"), ("last_request", "last asked"),
-                           ("last_substantial_reply", "last reply")):
+        for key, label in (("first_request", "first asked"), ("last_request", "last asked")):
             if d[key]:
-                lines.append(f"{label}: {one_line(d[key], 300)}")
+                lines.append(f"{label}: {one_line(d[key], 300)}"
+                             + (" (no reply after it)" if key == "last_request"
+                                and d["unanswered"] else ""))
+        if d["stopped_at"]:
+            lines.append(f"stopped at: {stopped_line(d['stopped_at'], 300)}")
         for c in d["files_changed"]:
             lines.append(f"changed {c['path']} ({c['tool']})"
                          + (f": {one_line(c['explanation'], 160)}" if c["explanation"] else ""))
@@ -253,8 +257,11 @@ def cmd_digest(mem, args) -> int:
                          + (f"  ({d['branch']})" if d["branch"] else "")
                          + (f"  [{', '.join(d['tags'])}]" if d["tags"] else "")
                          + f"  session {d['session_id']}")
-            if d["last_request"]:
-                lines.append(f"    stopped at: {one_line(d['last_request'], 160)}")
+            if d["stopped_at"]:
+                lines.append(f"    stopped at: {stopped_line(d['stopped_at'], 160)}")
+            if d["unanswered"] and d["last_request"]:  # after the last reply: shown on its own
+                lines.append(f"    last request, no reply after it: "
+                             f"{one_line(d['last_request'], 160)}")
     if data["files_most_changed"]:
         lines += ["", "## Files changed most"]
         lines += [f"- {f['path']} ({f['sessions']} sessions)" for f in data["files_most_changed"]]

@@ -8,7 +8,7 @@ import re
 import time
 
 from . import wording
-from .session_view import Change, SessionView, build
+from .session_view import Change, SessionView, build, stopped_line
 from .sources.registry import other_agent, source_named
 from .timeparse import local
 from .workspace import create_whole, data_dir, is_real_dir
@@ -108,6 +108,9 @@ def render(view: SessionView) -> str:
     out = ["# Session extract", "", *session_header(row), "", f"## {title}", "",
            "## Files changed", ""]
     out += files_table(view.changes) if view.changes else ["No files changed."]
+    # (beyond the seed's parts: where the session stopped, as the briefing says it)
+    out += ["", "## Where it stopped", "",
+            stopped_line(view.stopped.text, 1200) if view.stopped else "No reply yet."]
     out += ["", f"## {agent}'s last substantial replies (most recent first)", ""]
     for said in view.excerpts[:EXCERPTS]:  # (newest first)
         out += [f"### {local(said.at)}", "", said.text.strip(), ""]

@@ -380,9 +380,9 @@ def tools(memory: ServedMemory) -> list[proto.Tool]:
                              "read one session with recall_session.")
 
     @tool("recall_session", """One past session: "summary" (the default) gives its facts,
-          changed files with Claude's reasons, decisions, first and last request and last reply;
-          "turns" adds its main thread's messages; "full" adds the subagents' too. range slices
-          the messages.""",
+          changed files with Claude's reasons, decisions, first and last request and where it
+          stopped (its last reply); "turns" adds its main thread's messages; "full" adds the
+          subagents' too. range slices the messages.""",
           {"session_id": _text("a session id, or a unique start of one", 200, 1),
            "range": dict(_text('"full" or a slice of its messages, Python style: "0:20", '
                                '"-10:"', 40), default="full"),

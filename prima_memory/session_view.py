@@ -2,7 +2,8 @@
 `recent`, `digest` and, through the data API, the MCP answers. Each of these is defined here
 once, read from the store by `build`; the renderers take the view, never the store:
 
-- where the session stopped (`stopped`): its last substantial reply;
+- where the session stopped (`stopped`): its last reply, after the one before it when the last
+  says too little on its own;
 - its first and last requests;
 - its excerpts: its last substantial replies;
 - the files it changed, and its last exchanges.
@@ -17,10 +18,22 @@ if TYPE_CHECKING:  # types only: the store is the caller's, already open
     from .store import SessionRow, Store
 
 # A reply longer than this says something: Claude's replies of a line or two ("Done.", "Let me
-# run the tests.") are narration between tool calls, not where the work stood. One threshold
-# for every view, the one the briefing, checkpoints and extracts always used (`show` and
-# `digest` took 40): what a user sees at every session start stays as it was.
+# run the tests.") are narration between tool calls. The excerpts (an extract's "last
+# substantial replies", the seed's "more than 200 characters") are these.
 SUBSTANTIAL = 200
+
+# Where a session stopped is its real end: the last reply of its main thread (never a subagent's),
+# whatever its length. A last reply shorter than TOO_LITTLE characters (its white space collapsed)
+# says too little on its own: "Done.", "All 42 tests pass.", "Should I update the README too?"
+# name no subject, so the reply before it comes first, both in order. "The one before" is the
+# nearest earlier reply that itself says enough, skipping narration between tool calls ("Now the
+# colour.", "Let me run the tests."), which says no more than "Done." does; when none does, the
+# reply just before. One short sentence of substance ("Fixed: the socket listeners are removed
+# on close; RSS stays flat at 180 MB.", 75 characters) is over the bar and stands alone: it, not
+# the long diagnosis before it, is where the work stood. The reply before is cut to
+# BEFORE_CHARS, so the last always fits what renders it (see `stopped_line`).
+TOO_LITTLE = 60
+BEFORE_CHARS = 400
 
 
 class Said:
@@ -86,34 +99,75 @@ class SessionView:
         """The first request of the main thread (known when `requests` was built)."""
         return self.requests[0] if self.requests else None
 
+    @property
+    def unanswered(self) -> bool:
+        """The last request came after the last reply (or there is no reply): the session
+        stopped on a request, which `stopped` (a reply, or None) does not show."""
+        r, s = self.last_request, self.stopped
+        if r is None:
+            return False
+        return s is None or (r.at is not None and s.at is not None and r.at > s.at)
+
 
 def build(store: Store, row: SessionRow, *, requests: bool = False, paths: bool = False,
           changes: bool = False, excerpts: int = 0, exchanges: int = 0) -> SessionView:
     """The view of a session, with the parts asked for: a briefing of five sessions or a digest
     of two hundred reads only the little it shows."""
-    found = _substantial(store, row.id, max(1, excerpts))
     return SessionView(
         row,
         last_request=last_request(store, row.id),
-        stopped=where_it_stopped(store, row.id, found),
+        stopped=where_it_stopped(store, row.id),
         requests=_requests(store, row.id) if requests else None,
         changed_paths=store.changed_paths(row.id) if paths else None,
         changes=[Change(*c) for c in store.file_changes(row.id)] if changes else None,
-        excerpts=found[:excerpts],
+        excerpts=_substantial(store, row.id, excerpts) if excerpts else None,
         exchanges=[Exchange(*e) for e in store.exchanges(row.id)[-exchanges:]]
         if exchanges else None)
 
 
-def where_it_stopped(store: Store, session: int, substantial: list[Said] | None = None
-                     ) -> Said | None:
-    """Where a session stopped: its last substantial reply (over SUBSTANTIAL characters) in the
-    main thread; else, when none is that long, its last reply. (`substantial`: those replies,
-    newest first, when the caller has them.) The one definition: issue #20 changes it here."""
-    found = substantial if substantial is not None else _substantial(store, session, 1)
-    if found:
-        return found[0]
-    last = store.last_messages(session, "assistant", 1)
-    return Said(*last[0]) if last else None
+def where_it_stopped(store: Store, session: int) -> Said | None:
+    """Where a session stopped: its last reply in the main thread; when that says too little on
+    its own (under TOO_LITTLE characters), the reply before it that says enough (else the one
+    just before; cut to BEFORE_CHARS) then the last, as one text of two paragraphs dated by the
+    last. None: no reply yet. The one definition, for the briefing, checkpoints, extracts,
+    `show`, `digest` and the MCP tools."""
+    got = store.last_messages(session, "assistant", 2)
+    if not got:
+        return None
+    at, text = got[0]
+    if len(got) < 2 or not says_too_little(text):
+        return Said(at, text)
+    # (the last is under TOO_LITTLE once collapsed, but may be longer as stored: 3, not 2)
+    enough = [t for _ts, t in store.last_messages(session, "assistant", 3,
+                                                  min_chars=TOO_LITTLE - 1)
+              if not says_too_little(t)]
+    before = (enough[0] if enough else got[1][1]).strip()
+    if len(before) > BEFORE_CHARS:
+        before = before[:BEFORE_CHARS - 1].rstrip() + "…"
+    return Said(at, f"{before}\n\n{text.strip()}")
+
+
+def says_too_little(reply: str) -> bool:
+    """A reply that, alone, does not say where the work stood (see TOO_LITTLE)."""
+    return len(" ".join(reply.split())) < TOO_LITTLE
+
+
+def stopped_line(text: str | None, limit: int) -> str:
+    """Where a session stopped, on one line of at most `limit` characters. A text too long loses
+    its middle, never its end: the last reply (under TOO_LITTLE characters when a reply before
+    it was added) is the point."""
+    text = " ".join((text or "").split())
+    if len(text) <= limit:
+        return text
+    if limit < 4 * TOO_LITTLE // 3:  # (no room for a start and an end)
+        return text[:limit - 1].rstrip() + "…"
+    keep = min(TOO_LITTLE, limit // 2)
+    tail = text[-keep:]
+    cut = tail.find(" ")
+    if 0 <= cut < len(tail) - 1 and text[-keep - 1] != " ":  # from a whole word on
+        tail = tail[cut + 1:]
+    head = text[:limit - len(tail) - 3].rstrip()
+    return f"{head} … {tail}"
 
 
 def last_request(store: Store, session: int) -> Said | None:

@@ -204,8 +204,13 @@ def test_extract_content(env):
     assert all(text.count(f"P{k:02d}-prompt") == 1 for k in range(5, 15))
     assert not any(f"P{k:02d}-prompt" in text for k in range(1, 5))
     assert "R03-short" not in text and "R04-short" not in text
-    assert text.count("R05-short") == 1 and text.count("R14-short") == 1
-    assert text.find("R14-short") > max(first)  # short replies are not among the long ones
+    # where it stopped (beyond the seed's parts): "R14-short done." says too little on its own,
+    # so it follows the reply before it, L7, shortened
+    stopped = text.split("## Where it stopped\n\n", 1)[1].split("\n", 1)[0]
+    assert stopped.startswith(replies[13][:100]) and stopped.endswith("… R14-short done."), stopped
+    assert text.find("## Where it stopped") < min(first)
+    assert text.count("R05-short") == 1 and text.count("R14-short") == 2
+    assert text.rfind("R14-short") > max(first)  # short replies are not among the long ones
 
 
 def test_secrets_do_not_reach_the_extract(env):

@@ -306,7 +306,8 @@ def test_briefing_tells_recent_work_as_quoted_data(env, source):
     for k in "ABC":
         assert local_minute(starts[k] + 30)[:10] in line_of[k], (k, line_of[k])  # when
         assert branches[k] in line_of[k], (k, line_of[k])
-    # A: files changed, tags, the last request and the last *substantial* reply, shortened
+    # A: files changed, tags, the last request and where it stopped: "Done." says too little on
+    # its own, so the reply before it that says something comes first (shortened), then "Done."
     assert "src/export.py" in block["A"] and "src/button.css" in block["A"], block["A"]
     assert str(env.ws) + "/src/export.py" not in block["A"]  # shown relative to the project
     for tag in ("python", "css", "feature"):
@@ -316,6 +317,8 @@ def test_briefing_tells_recent_work_as_quoted_data(env, source):
     assert "TAILMARKER" not in out  # shortened
     stop_line = next(ln for ln in block["A"].splitlines() if "wombatstop" in ln)
     assert len(stop_line) < 700, stop_line
+    assert "where it stopped" in stop_line and stop_line.endswith('Done."'), stop_line
+    assert "Now the colour" not in stop_line  # narration between tool calls says no more
     # B: files and tags; its secrets never reach Claude
     assert "app/auth.py" in block["B"] and "tests/test_auth.py" in block["B"], block["B"]
     for tag in ("bugfix", "python", "testing"):
@@ -325,6 +328,36 @@ def test_briefing_tells_recent_work_as_quoted_data(env, source):
         assert secret not in out
     assert "[REDACTED" in block["B"]
     assert "pelicanreply" in block["C"]
+
+
+LEAK = ("The leak is in the WebSocket layer: every reconnect adds a 'message' listener to the "
+        "shared emitter and nothing removes it, so each closed socket stays reachable. Heap "
+        "snapshots would show thousands of WebSocket objects. " + "More evidence. " * 15)
+LEAK_FIX = "Fixed: the socket listeners are removed on close; RSS stays flat at 180 MB."
+
+
+def test_briefing_says_where_a_session_really_stopped(env):
+    """Issue #20: a memory-leak session ends on its fix, one sentence after a long diagnosis;
+    the briefing says the fix, not the diagnosis. Another ends on "Done.": the reply before it,
+    then "Done."."""
+    a = env.transcript(A, start=START, branch="fix/leak")
+    a.exchange("Why does the server's memory keep growing?", LEAK)
+    a.tool("Edit", {"file_path": str(env.ws / "src" / "ws.js"), "old_string": "on(",
+                    "new_string": "once("}, text="Removing the listener on close.")
+    a.exchange("Fix it", LEAK_FIX)
+    b = env.transcript(B, start=START + HOUR, branch="main")
+    b.exchange("Bump the parser to 2.0", "Bumped the parser to 2.0 in pyproject.toml and "
+               "regenerated the lock file; the 214 tests pass.")
+    b.exchange("Commit it", "Done.")
+    env.transcript(D, start=START + 2 * HOUR).user("What next?")
+    r = run_hook(env, "session-start", payload(env, "session-start", D))
+    assert r.rc == 0 and is_block(r.out), r
+    stops = [ln.strip() for ln in r.out.splitlines() if "where it stopped" in ln]
+    assert stops == [
+        'where it stopped: "Bumped the parser to 2.0 in pyproject.toml and regenerated the lock '
+        'file; the 214 tests pass. Done."',
+        f'where it stopped: "{LEAK_FIX}"'], r.out
+    assert "Heap snapshots" not in r.out
 
 
 def test_briefing_without_claude_project_dir_uses_the_hook_folder(env):

@@ -160,6 +160,10 @@ def test_each_tool_answers_what_the_cli_answers(env):
     assert summary["decisions"] == ["DECIDED: keep sessions in cookies, not in local storage"]
     assert [f["explanation"] for f in summary["files_changed"]] == \
         ["Set SameSite=Lax on the session cookie."]
+    # where it stopped: its last reply, "Noted.", after the reply before it that says something
+    assert summary["stopped_at"] == ("The session cookie was set with SameSite=Strict, so the "
+                                     "browser dropped it on the OAuth callback. Changed it to "
+                                     "Lax.\n\nNoted.")
     assert got["turns"] == cli(env, "show", LOGIN, "--detail", "turns", "--range", "1:3")
     assert [m["index"] for m in got["turns"]["session"]["messages"]] == [1, 2]
 
@@ -183,6 +187,10 @@ def test_each_tool_answers_what_the_cli_answers(env):
     assert _sans_times(got["digest"]) == _sans_times(cli(env, "digest", "--since", "60d"))
     assert got["digest"]["sessions"] == 3
     assert got["digest"]["decisions"][0]["session_id"] == LOGIN
+    stops = {d["session_id"]: d["stopped_at"] for day in got["digest"]["days"]
+             for d in day["sessions"]}
+    assert stops[BACKUP].startswith("Added a cron job at 02:00")  # a reply, never the request
+    assert stops[UPLOAD].endswith("Raise client_max_body_size to 50m.")
 
 
 BAD = [

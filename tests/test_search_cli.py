@@ -222,19 +222,62 @@ def test_a_digest_of_a_period_from_the_index_alone(env):
     assert d["sessions"] == 2 and [len(day["sessions"]) for day in d["days"]] == [1, 1]
     first = d["days"][-1]["sessions"][0]  # days newest first: the older session is last
     assert first["title"] == "Move the cache to Redis" and first["branch"] == "main"
-    assert first["last_request"] == "Now the eviction policy"
-    # where it stopped: the last request, and the last reply of some length (over
-    # session_view.SUBSTANTIAL characters: "Set allkeys-lru." is not)
-    assert first["last_substantial_reply"] == ("DECIDED: Redis for the session cache, not "
-                                               "memcached." + WHY_REDIS)
+    assert first["last_request"] == "Now the eviction policy" and not first["unanswered"]
+    # where it stopped: a reply, never a request; "Set allkeys-lru." says too little on its own
+    # (session_view.TOO_LITTLE), so the reply before it comes first
+    assert first["stopped_at"] == ("DECIDED: Redis for the session cache, not memcached."
+                                   + WHY_REDIS + "\n\nSet allkeys-lru.")
     assert d["files_most_changed"][0] == {"path": str(env.ws / "src" / "cache.py"), "sessions": 2}
     assert [x["line"] for x in d["decisions"]] == [
         "DECIDED: Redis for the session cache, not memcached."]
     assert env.json("digest", "--since", "60d")["sessions"] == 3
     text = env.run("digest").stdout
-    assert "## Files changed most" in text and "stopped at: Now the eviction policy" in text
+    assert "## Files changed most" in text and "stopped at: DECIDED: Redis" in text
+    assert "Set allkeys-lru." in text and "stopped at: Now the eviction policy" not in text
     p = env.run("digest", "--since", "last tuesday", check=False)
     assert p.returncode == 2 and "not a date" in p.stderr
+
+
+LEAK = ("The leak is in the WebSocket layer: every reconnect adds a 'message' listener to the "
+        "shared emitter and nothing removes it, so each closed socket stays reachable. Heap "
+        "snapshots would show thousands of WebSocket objects. " + "More evidence. " * 15)
+LEAK_FIX = "Fixed: the socket listeners are removed on close; RSS stays flat at 180 MB."
+
+
+def test_digest_and_show_say_where_a_session_really_stopped(env):
+    """Issue #20: the fix, a one-line reply after a long diagnosis, is where the session stopped
+    (not the diagnosis, not the last request); a "Done." comes after the reply before it."""
+    now = time.time()
+    leak = "ffff0001-0000-4000-8000-000000000001"
+    t = env.transcript(leak, start=now - 2 * DAY)
+    t.exchange("Why does the server's memory keep growing?", LEAK)
+    t.exchange("Fix it", LEAK_FIX)
+    done = "ffff0002-0000-4000-8000-000000000002"
+    u = env.transcript(done, start=now - DAY)
+    u.exchange("Bump the parser to 2.0", "Bumped the parser to 2.0 in pyproject.toml and "
+               "regenerated the lock file; the 214 tests pass.")
+    u.exchange("Commit it", "Done.")
+    u.user("And tag the release")  # no reply yet
+
+    d = env.json("digest")
+    by_id = {s["session_id"]: s for day in d["days"] for s in day["sessions"]}
+    assert by_id[leak]["stopped_at"] == LEAK_FIX and by_id[leak]["last_request"] == "Fix it"
+    assert by_id[done]["stopped_at"] == ("Bumped the parser to 2.0 in pyproject.toml and "
+                                         "regenerated the lock file; the 214 tests pass.\n\nDone.")
+    assert by_id[done]["unanswered"] and by_id[done]["last_request"] == "And tag the release"
+    text = env.run("digest").stdout
+    assert f"stopped at: {LEAK_FIX}" in text and "Heap snapshots" not in text
+    assert "stopped at: Bumped the parser to 2.0" in text and "tests pass. Done." in text
+    assert "stopped at: Fix it" not in text and "stopped at: And tag" not in text
+    assert "last request, no reply after it: And tag the release" in text
+
+    s = env.json("show", leak, "--detail", "summary")["session"]
+    assert s["stopped_at"] == LEAK_FIX
+    shown = env.run("show", leak, "--detail", "summary").stdout
+    assert f"stopped at: {LEAK_FIX}" in shown and "last asked: Fix it" in shown
+    shown = env.run("show", done, "--detail", "summary").stdout
+    assert "last asked: And tag the release (no reply after it)" in shown
+    assert "stopped at: Bumped the parser" in shown and shown.rstrip().count("Done.") == 1
 
 
 def test_show_at_each_detail(env):
@@ -256,7 +299,8 @@ def test_show_at_each_detail(env):
     s = env.json("show", sid[:8], "--detail", "summary")["session"]
     assert "messages" not in s
     assert (s["first_request"], s["last_request"]) == ("Profile the importer", "Ship it")
-    assert s["last_substantial_reply"].startswith("It spends its time")  # "Done." is too short
+    # "Done." says too little on its own: the reply before it, then "Done."
+    assert s["stopped_at"].startswith("It spends its time") and s["stopped_at"].endswith("Done.")
     assert s["files_changed"][0]["explanation"] == "Reuse one row buffer."
     text = env.run("show", sid, "--detail", "summary").stdout
     assert "last asked: Ship it" in text and "Reuse one row buffer." in text

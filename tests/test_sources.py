@@ -240,12 +240,15 @@ def test_session_history_answers_only_when_the_conversations_find_nothing(env):
     (state / "history").mkdir(parents=True)
     month = time.strftime("%Y-%m")
     (state / "state.json").write_text(json.dumps({"sessionHistory": [
-        {"date": f"{month}-01", "time": "09:00", "summary": "Planned the tapirmigration"}]}))
+        {"date": f"{month}-01", "time": "09:00", "summary": "Planned the tapirmigration"},
+        # not rotated yet: found whatever its date (issue #20)
+        {"date": "2020-02-28", "summary": "Sketched the tapirmigration rollback"}]}))
     (state / "history" / "2020-01.json").write_text(json.dumps(
         [{"date": "2020-01-05", "summary": "Old tapirmigration notes"}]))
     got = env.json("search", "tapirmigration")
     assert got["results"] == []
-    assert [e["summary"] for e in got["history"]] == ["Planned the tapirmigration"]
+    assert [e["summary"] for e in got["history"]] == ["Planned the tapirmigration",
+                                                      "Sketched the tapirmigration rollback"]
     assert got["history"][0]["label"] == "Session History Summaries"
     assert any("Session History Summaries" in w for w in got["warnings"])
     text = env.run("search", "tapirmigration").stdout

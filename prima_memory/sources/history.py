@@ -1,7 +1,11 @@
 """Session history summaries, the last search step: read only when the conversations find
-nothing. First `.claude/state/state.json` and `.claude/state/projects/*.json` for the current
-month, then `.claude/state/history/YYYY-MM.json` newest first, and that archive only when the
-current month finds nothing (the seed's table; formats in DESIGN §9, read tolerantly).
+nothing. First the current files, `.claude/state/state.json` and `.claude/state/projects/*.json`,
+whose entries count whatever their date; then `.claude/state/history/YYYY-MM.json` newest first,
+that archive only when the current files find nothing (formats in DESIGN §9, read tolerantly).
+
+The seed's table says "for the current month", but an entry is rotated into the archive only some
+time after its month ends: on December 1st a summary of November 22nd still in state.json was
+found nowhere (issue #20). An entry in both is found once.
 
 Read by api.search when no conversation matches; never indexed.
 """
@@ -9,7 +13,6 @@ from __future__ import annotations
 
 import os
 import re
-import time
 
 from ..workspace import read_plain, stays_inside
 from .text import load_json
@@ -17,6 +20,8 @@ from .text import load_json
 LABEL = "Session History Summaries"
 MAX_BYTES = 8 << 20
 _MONTH_FILE = re.compile(r"^(\d{4})-(\d{2})\.json$")
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+FIELD_CHARS = 40  # a date or time longer than this is no date: shown cut, never dropped
 
 
 def folder(ws: str) -> str:
@@ -43,21 +48,36 @@ def _history(doc) -> list[dict]:
             and isinstance(e.get("summary"), str)] if isinstance(items, list) else []
 
 
+def _field(value) -> str:
+    """A date or time as written: a string (cut to FIELD_CHARS), a number, else ""."""
+    if isinstance(value, str):
+        return " ".join(value.split())[:FIELD_CHARS]
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return str(value)[:FIELD_CHARS]
+    return ""
+
+
 def _entry(e: dict, path: str, ws: str) -> dict:
     """An entry as shown, redacted like every text the index holds (and matched so: a secret
-    is no way to find one)."""
+    is no way to find one). Any date is kept as written, a missing or odd one as ""."""
     from ..redact import scrub  # (only when the conversations found nothing)
     projects = e.get("projectsWorked")
-    return {"date": str(e.get("date") or ""), "time": e.get("time") if isinstance(
-                e.get("time"), str) else None,
+    return {"date": _field(e.get("date")), "time": _field(e.get("time")) or None,
             "summary": scrub(e["summary"]),
             "projects": [scrub(p) for p in projects if isinstance(p, str)]  # (names, no more)
             if isinstance(projects, list) else [],
             "file": os.path.relpath(path, ws), "label": LABEL}
 
 
-def current_month(ws: str, problems: list[str], now: float | None = None) -> list[dict]:
-    month = time.strftime("%Y-%m", time.localtime(time.time() if now is None else now))
+def _newest_first(entries: list[dict]) -> list[dict]:
+    """By date and time, newest first; entries whose date is no date last, as they came."""
+    dated = [e for e in entries if _DATE.match(e["date"])]
+    odd = [e for e in entries if not _DATE.match(e["date"])]
+    return sorted(dated, key=lambda e: (e["date"], e["time"] or ""), reverse=True) + odd
+
+
+def current(ws: str, problems: list[str]) -> list[dict]:
+    """The entries of state.json and projects/*.json, whatever their date, newest first."""
     root = folder(ws)
     paths = [os.path.join(root, "state.json")]
     try:
@@ -67,9 +87,8 @@ def current_month(ws: str, problems: list[str], now: float | None = None) -> lis
         pass
     out = []
     for path in paths:
-        out += [_entry(e, path, ws) for e in _history(_load(path, problems, ws))
-                if str(e.get("date") or "").startswith(month)]
-    return sorted(out, key=lambda e: (e["date"], e["time"] or ""), reverse=True)
+        out += [_entry(e, path, ws) for e in _history(_load(path, problems, ws))]
+    return _newest_first(out)
 
 
 def archive(ws: str, problems: list[str]):
@@ -81,22 +100,29 @@ def archive(ws: str, problems: list[str]):
         return
     for n in names:
         path = os.path.join(root, n)
-        entries = [_entry(e, path, ws) for e in _history(_load(path, problems, ws))]
-        yield n[:7], sorted(entries, key=lambda e: (e["date"], e["time"] or ""), reverse=True)
+        yield n[:7], _newest_first([_entry(e, path, ws)
+                                    for e in _history(_load(path, problems, ws))])
 
 
-def search(ws: str, query: str, *, limit: int = 10, now: float | None = None
-           ) -> tuple[list[dict], list[str]]:
-    """Summaries holding every word of the query (any case): the current month's, else the
-    archive's, newest month first, stopping at the first month that answers."""
+def search(ws: str, query: str, *, limit: int = 10) -> tuple[list[dict], list[str]]:
+    """Summaries holding every word of the query (any case): the current files', else the
+    archive's, newest month first, stopping at the first month that answers. The same
+    summary of the same day, written in two files (state.json and a project's file), is one."""
     problems: list[str] = []
     words = [w for w in query.lower().split() if w]
     if not words:
         return [], problems
 
     def hits(entries):
-        return [e for e in entries if all(w in e["summary"].lower() for w in words)]
-    found = hits(current_month(ws, problems, now))
+        seen: set[tuple[str, str]] = set()
+        out = []
+        for e in entries:
+            key = (e["date"], " ".join(e["summary"].split()))
+            if key not in seen and all(w in e["summary"].lower() for w in words):
+                seen.add(key)
+                out.append(e)
+        return out
+    found = hits(current(ws, problems))
     if not found:
         for _month, entries in archive(ws, problems):
             found = hits(entries)
