@@ -21,18 +21,20 @@ So this corpus has, in one workspace's Claude Code project folder:
 - 120 long sessions (20 to 28 exchanges, over 20,000 characters each) and a few hundred short
   ones whose prompts are everyday chat ("ok, when did we last look at this? can you fix the
   thing we did before") and whose replies are prose people wrote: the comments of CPython's
-  standard library and test suite, IDLE's NEWS and README files, and, when the folder is there,
-  the prompts and replies of the real transcripts in ../shared/fixtures/claude-code;
+  standard library and test suite, IDLE's NEWS and README files, the README files and newest
+  Debian changelog entries under /usr/share/doc, and, when the folder is there, the prompts and
+  replies of the real transcripts in ../shared/fixtures/claude-code;
 - a session per other stdlib module with enough docstrings (built like the first set's) and
   one per section of the Python reference manual (pydoc_data.topics);
 - forks: 1 to 3 copies of every third target and of 8 long sessions: a new sessionId whose
   first lines are the origin's lines (same uuid, parentUuid, timestamps and message.id; only
   sessionId differs), some or all of its exchanges, then one or two exchanges of its own.
 
-No session other than a target reads a target's source files, so each question has one right
-answer: its target (a fork of it counts as a copy, not as the answer). Nothing is copied into the
-repository: the text is read at run time from the running CPython (its stdlib folder and
-pydoc_data) and the fixtures; the digest changes when any of them does. Sessions start between
+No session other than a target reads a target's source files or their tests, so each question
+has one right answer: its target (a fork of it counts as a copy, not as the answer). Nothing is
+copied into the repository: the text is read at run time from the running CPython (its stdlib
+folder and pydoc_data), /usr/share/doc and the fixtures; the digest changes when any of them
+does (another CPython, other packages installed, no fixtures), and the checks run again. Sessions start between
 75 and 15 days before the fixed NOW (forks up to 4 days after their origin), so keyword search's
 recency points never apply.
 
@@ -57,7 +59,7 @@ from pathlib import Path
 import corpus  # bench/eval/corpus.py (bench/eval.py puts this folder on sys.path)
 from corpus import NOW, content_words, encode, shared_words, stdlib_dir
 
-CORPUS_VERSION = 1  # bump when the sources, the layout or the line shapes change
+CORPUS_VERSION = 2  # bump when the sources, the layout or the line shapes change
 NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "https://github.com/prima-memory/bench/eval/questions")
 FIRST_DAY, LAST_DAY = 75, 15  # as in corpus.py
 REPLY_TARGET = 1500  # replies are grouped up to about this many characters
@@ -335,6 +337,22 @@ def target_files() -> set[str]:
     return {f for srcs, _ in TARGETS.values() for f in map(_file_of, srcs) if f}
 
 
+def _target_tests() -> re.Pattern:
+    """The test suite's files for the targets' modules (test_zipfile.py, test_asyncio/,
+    datetimetester.py...): their comments talk about the same code, so they are left out too.
+    A name matches a target module's name (or its package's) with "test_" before it and, for
+    names of four letters or more, anything after it."""
+    names = set()
+    for f in target_files():
+        parts = Path(f).with_suffix("").parts
+        names.add(parts[-2] if parts[-1] == "__init__" else parts[-1].lstrip("_"))
+        if len(parts) > 1:
+            names.add(parts[0])
+    alts = [rf"{re.escape(n)}\w*" if len(n) >= 4 else rf"{re.escape(n)}(_\w+|\d+)?"
+            for n in sorted(names)]
+    return re.compile(rf"^(test_)?({'|'.join(alts)})$", re.IGNORECASE)
+
+
 def _source_docs(src: str) -> list[tuple[str, str]]:
     """(label, text) pieces of one source, in order; the module docstring first."""
     spec, _, words = src.partition("::")
@@ -396,7 +414,7 @@ def comment_blocks(path: Path) -> list[str]:
     return [b for b in blocks if len(re.findall(r"[A-Za-z]{2,}", b)) >= 8]
 
 
-def _debian_entries(path: Path, n: int = 15) -> list[str]:
+def _debian_entries(path: Path, n: int = 30) -> list[str]:
     """The newest n entries of a Debian changelog, each as its lines joined."""
     out, cur = [], []
     try:
@@ -417,7 +435,7 @@ def _debian_entries(path: Path, n: int = 15) -> list[str]:
 
 def doc_texts() -> list[list[str]]:
     """From /usr/share/doc: each package's README files (their first 20,000 characters, as
-    paragraphs) and the newest fifteen entries of its Debian changelog; files with the same text
+    paragraphs) and the newest thirty entries of its Debian changelog; files with the same text
     once."""
     root = Path("/usr/share/doc")
     out, seen = [], set()
@@ -476,14 +494,17 @@ def _fixture_texts() -> tuple[list[str], list[str]]:
 
 def prose_chunks() -> tuple[list[str], list[str]]:
     """(reply chunks of prose, real prompts): stdlib comments grouped per file, IDLE's text
-    files per paragraph, the fixtures' replies; in a fixed order, then shuffled with a fixed
-    seed. Target files are left out."""
+    files per paragraph, /usr/share/doc's texts, the fixtures' replies; in a fixed order, then
+    shuffled with a fixed seed. Target files and their tests are left out."""
     lib = stdlib_dir()
-    skip = target_files()
+    skip, tests = target_files(), _target_tests()
     per_source: list[list[str]] = []
     for path in sorted(lib.rglob("*.py")):
         rel = path.relative_to(lib)
         if _SKIP_DIRS & set(rel.parts) or str(rel) in skip:
+            continue
+        if rel.parts[0] == "test" and len(rel.parts) > 1 and tests.match(
+                Path(rel.parts[1]).stem):
             continue
         blocks = comment_blocks(path)
         if blocks:
