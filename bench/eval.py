@@ -44,7 +44,7 @@ The second set: /recall questions over a big history (bench/eval/questions.py, q
 Over 500 sessions in one workspace, built at run time from text people wrote, as the first set
 is: 38 target sessions (a problem told in a few short prompts written here, answered with the
 docstrings of the stdlib code it is about), 120 long sessions (20 to 28 exchanges, over 20,000
-characters) and about 130 short ones of everyday chat prompts ("ok, when did we last look at
+characters) and about 150 short ones of everyday chat prompts ("ok, when did we last look at
 this? can you fix the thing we did before") answered with prose (the comments of CPython's
 standard library and tests, IDLE's NEWS, the READMEs and Debian changelogs under /usr/share/doc,
 the fixtures' real transcripts), a session per other stdlib module and per section of the
@@ -58,7 +58,9 @@ questions or 10 forked targets). Each query runs through the CLI as above, in it
 and index under OUT/questions/VARIANT. Reported per variant and mode: R@1, R@5 and MRR on the
 questions (a fork of the target is not the target), how many nothing-queries return an empty
 result list, and copies in the top 10: over all questions, the results whose conversation (a
-fork's origin) is already listed above them. For each question, the long sessions that hold
+fork's origin) is already listed above them; and the MRR with copies folded into their origin
+(each conversation counted once, at its best place), which a fix for copies alone would reach.
+For each question, the long sessions that hold
 every word of it (what keyword search wants today, filler included) show which ones filler
 can win. Full results: OUT/questions/eval-results.json.
 """
@@ -359,7 +361,9 @@ def copies(names: list[str], conv: dict[str, str]) -> int:
 def score_question(q: dict, out: dict, name_of: dict, conv: dict) -> dict:
     names = [name_of.get(r.get("session_id"), f"?{r.get('session_id')}") for r in out["results"]]
     rank = names.index(q["target"]) + 1 if q["target"] in names else None
+    folded = list(dict.fromkeys(conv.get(n, n) for n in names))  # copies folded into origins
     return {"query": q["query"], "target": q["target"], "kind": q["kind"], "rank": rank,
+            "rank_folded": folded.index(q["target"]) + 1 if q["target"] in folded else None,
             "first_is_copy_of_target": bool(names) and names[0] != q["target"]
             and conv.get(names[0]) == q["target"],
             "copies": copies(names, conv),
@@ -439,21 +443,22 @@ def report_second(results: dict, stats: dict, qset: dict, modes, variants) -> st
              f"wants today, filler included) in at least one long session. Nothing-queries: "
              f"{len(nothing)}. Limit {LIMIT}; a rank not in the top {LIMIT} counts 0; a fork of "
              "the target is not the target.", "",
-             "| variant | mode | R@1 | R@5 | MRR | nothing-queries returning nothing "
+             "| variant | mode | R@1 | R@5 | MRR | MRR, copies folded | nothing-queries returning nothing "
              "| copies in top 10 (questions) | questions with a copy | first result a copy of "
              "the target | median ms | errors | warnings |",
-             "|---|---|" + "---:|" * 9 + "---|"]
+             "|---|---|" + "---:|" * 10 + "---|"]
     for v in variants:
         for m in modes:
             rows = results["variants"][v]["modes"][m]
             nrows = results["variants"][v]["nothing"][m]
             a = figures(rows)
+            folded = figures([{"rank": r["rank_folded"]} for r in rows])
             warns = sorted({w for r in rows + nrows for w in r["warnings"]})
             errs = sum(bool(r["error"]) for r in rows + nrows)
             med = statistics.median(r["ms"] for r in rows + nrows)
             lines.append(
                 f"| {v} | {m} | {a['r1']:.3f} | {a['r5']:.3f} | {a['mrr']:.3f} "
-                f"| {sum(r['empty'] for r in nrows)} of {len(nrows)} "
+                f"| {folded['mrr']:.3f} | {sum(r['empty'] for r in nrows)} of {len(nrows)} "
                 f"| {sum(r['copies'] for r in rows)} | {sum(r['copies'] > 0 for r in rows)} "
                 f"| {sum(r['first_is_copy_of_target'] for r in rows)} | {med:.0f} | {errs} "
                 f"| {'; '.join(warns)[:160] or '-'} |")
