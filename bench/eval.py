@@ -1,8 +1,12 @@
 r"""Retrieval evaluation: how often each search mode puts the right past session first.
 
-    .venv/bin/python bench/eval.py [--out bench/out/eval] [--modes keyword,semantic,combined]
+    .venv/bin/python bench/eval.py [--set first|questions|all] [--out bench/out/eval]
+                                   [--modes keyword,semantic,combined]
                                    [--variants production,reference] [--jobs 2] [--fresh]
-    .venv/bin/python bench/eval.py --check      # only validate bench/eval/queries.json
+    .venv/bin/python bench/eval.py --check      # only validate both sets' labels (no model)
+
+Two sets. The first (the default, --set first) is described below. The second (--set
+questions; --set all runs both) is described after it.
 
 The history and the indexes under OUT are reused while the corpus is the same (the CLI brings an
 index up to date); --fresh writes them anew. A run of 74 queries in one mode takes about 10 s.
@@ -35,6 +39,30 @@ workspace and so its own index (embeddings live in WS/.prima-memory/index.db):
     seed-exact  PRIMA_SEED_EXACT=1 (the seed's exact semantic behaviour)
     NAME:K=V[,K=V...]  any other
 The full results go to OUT/eval-results.json; the report (markdown) to stdout.
+
+The second set: /recall questions over a big history (bench/eval/questions.py, questions.json).
+Over 500 sessions in one workspace, built at run time from text people wrote, as the first set
+is: 38 target sessions (a problem told in a few short prompts written here, answered with the
+docstrings of the stdlib code it is about), 120 long sessions (20 to 28 exchanges, over 20,000
+characters) and about 150 short ones of everyday chat prompts ("ok, when did we last look at
+this? can you fix the thing we did before") answered with prose (the comments of CPython's
+standard library and tests, IDLE's NEWS, the READMEs and Debian changelogs under /usr/share/doc,
+the fixtures' real transcripts), a session per other stdlib module and per section of the
+reference manual; and forks: 1 to 3 copies of 13 targets and of 8 long sessions, each a new
+sessionId whose first lines are the origin's (the same uuid and message.id), then lines of its
+own. questions.json holds 38 questions typed as people type into /recall ("when did we fix the
+login redirect", "how did i mock the shipping api in the tests"), each naming its target, and
+20 nothing-queries, none of whose content words occurs anywhere in the corpus, even inside a
+word (the run stops if one does; and if there are fewer than 500 sessions, 100 long ones, 30
+questions or 10 forked targets). Each query runs through the CLI as above, in its own history
+and index under OUT/questions/VARIANT. Reported per variant and mode: R@1, R@5 and MRR on the
+questions (a fork of the target is not the target), how many nothing-queries return an empty
+result list, and copies in the top 10: over all questions, the results whose conversation (a
+fork's origin) is already listed above them; and the MRR with copies folded into their origin
+(each conversation counted once, at its best place), which a fix for copies alone would reach.
+For each question, the long sessions that hold
+every word of it (what keyword search wants today, filler included) show which ones filler
+can win. Full results: OUT/questions/eval-results.json.
 """
 from __future__ import annotations
 
@@ -53,6 +81,7 @@ REPO = Path(__file__).resolve().parent.parent
 HERE = REPO / "bench" / "eval"
 sys.path.insert(0, str(HERE))
 import corpus  # noqa: E402  (bench/eval/corpus.py)
+import questions as second  # noqa: E402  (bench/eval/questions.py: the second set)
 
 QUERIES = HERE / "queries.json"
 LIMIT = 10
@@ -97,18 +126,19 @@ def load_queries(sessions) -> list[dict]:
 
 # --- the corpus, one copy per variant ---------------------------------------------------------
 
-def prepare(root: Path, sessions, digest: str, fresh: bool = False) -> dict:
+def prepare(root: Path, sessions, digest: str, fresh: bool = False, mod=corpus) -> dict:
     """The variant's history and workspace: reused when written by the same corpus version and
     text at the same place (its index is then brought up to date by the CLI), written afresh
     otherwise or when asked (--fresh: a new index too, with no embeddings left from an older
-    build)."""
+    build). `mod`: the set's corpus module (corpus, or questions for the second set, whose
+    `sessions` is its (sessions, forks))."""
     root = root.resolve()
     manifest_path = root / "corpus.json"
     if manifest_path.exists() and not fresh:
         try:
             m = json.loads(manifest_path.read_text(encoding="utf-8"))
             if (m.get("version"), m.get("digest"), m.get("workspace")) == (
-                    corpus.CORPUS_VERSION, digest, str(root / "ws")):
+                    mod.CORPUS_VERSION, digest, str(root / "ws")):
                 return m
         except ValueError:
             pass
@@ -118,7 +148,7 @@ def prepare(root: Path, sessions, digest: str, fresh: bool = False) -> dict:
             shutil.rmtree(p)
         elif p.exists():
             p.unlink()
-    return corpus.write_history(root, sessions)
+    return mod.write_history(root, sessions)
 
 
 def variant_env(root: Path, extra: dict[str, str]) -> dict[str, str]:
@@ -289,33 +319,191 @@ def report(results: dict, stats: dict, queries: list[dict], modes, variants) -> 
     return "\n".join(lines)
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--out", default=str(REPO / "bench" / "out" / "eval"))
-    ap.add_argument("--modes", default="keyword,semantic,combined")
-    ap.add_argument("--variants", default="production,reference",
-                    help="names (production, reference, seed-exact) or NAME:K=V,K=V; "
-                         "separate several custom ones with ';'")
-    ap.add_argument("--jobs", type=int, default=2, help="searches run at once")
-    ap.add_argument("--fresh", action="store_true",
-                    help="rewrite the history and start each index anew")
-    ap.add_argument("--check", action="store_true", help="only validate the queries and corpus")
-    args = ap.parse_args()
+# --- the second set: /recall questions, nothing-queries, forks ---------------------------------
 
-    sessions = corpus.build_sessions()
-    queries = load_queries(sessions)
-    stats = corpus.stats(sessions)
-    stats.update(python=sys.version.split()[0], digest=corpus.digest(sessions))
-    n_ns = sum(q["kind"] == "no-shared" for q in queries)
-    print(f"corpus: {json.dumps(stats)}", file=sys.stderr)
-    print(f"queries: {len(queries)} ({len(queries) - n_ns} shared, {n_ns} no-shared): rules hold",
-          file=sys.stderr)
-    if args.check:
-        return 0
+def load_second():
+    """The second set's sessions, forks and questions, its rules checked (exits if one breaks)."""
+    sessions, forks = second.build()
+    qset = second.load_set()
+    errors = second.check_set(qset, sessions, forks)
+    if errors:
+        sys.exit("bench/eval/questions.json breaks the set's rules:\n  " + "\n  ".join(errors))
+    stats = second.stats(sessions, forks)
+    stats.update(python=sys.version.split()[0], digest=second.digest(sessions, forks))
+    by_name = {s.name: s for s in sessions}
+    for q in qset["questions"]:
+        q["kind"] = second.question_kind(q, by_name)
+        # the sessions keyword search matches today (every word, filler too, inside words)
+        q["every_word"] = [s.name for s in sessions if second.every_word_in(q["query"], s.text())]
+    return sessions, forks, qset, stats
 
-    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
-    variants = parse_variants(args.variants)
-    out = Path(args.out).resolve()
+
+def conversations(manifest: dict) -> tuple[dict[str, str], dict[str, str]]:
+    """session id -> name (forks included), and name -> its conversation (a fork's origin)."""
+    name_of = {sid: name for name, sid in manifest["sessions"].items()}
+    conv = {name: name for name in manifest["sessions"]}
+    for name, f in manifest["forks"].items():
+        name_of[f["session"]] = name
+        conv[name] = f["origin"]
+    return name_of, conv
+
+
+def copies(names: list[str], conv: dict[str, str]) -> int:
+    """Results beyond the first of their conversation: copies (forks, resumes) of one above."""
+    seen, n = set(), 0
+    for name in names:
+        c = conv.get(name, name)
+        n += c in seen
+        seen.add(c)
+    return n
+
+
+def score_question(q: dict, out: dict, name_of: dict, conv: dict) -> dict:
+    names = [name_of.get(r.get("session_id"), f"?{r.get('session_id')}") for r in out["results"]]
+    rank = names.index(q["target"]) + 1 if q["target"] in names else None
+    folded = list(dict.fromkeys(conv.get(n, n) for n in names))  # copies folded into origins
+    return {"query": q["query"], "target": q["target"], "kind": q["kind"], "rank": rank,
+            "rank_folded": folded.index(q["target"]) + 1 if q["target"] in folded else None,
+            "first_is_copy_of_target": bool(names) and names[0] != q["target"]
+            and conv.get(names[0]) == q["target"],
+            "copies": copies(names, conv),
+            "top": [{"session": n, "score": r.get("score")} for n, r in zip(names, out["results"])],
+            "warnings": out["warnings"], "error": out["error"], "ms": round(out["ms"], 1)}
+
+
+def score_nothing(query: str, out: dict, name_of: dict, conv: dict) -> dict:
+    names = [name_of.get(r.get("session_id"), f"?{r.get('session_id')}") for r in out["results"]]
+    return {"query": query, "empty": not out["results"] and not out["error"],
+            "hits": len(names), "copies": copies(names, conv),
+            "top": [{"session": n, "score": r.get("score")}
+                    for n, r in zip(names[:3], out["results"])],
+            "warnings": out["warnings"], "error": out["error"], "ms": round(out["ms"], 1)}
+
+
+def run_second(args, modes: list[str], variants: dict, out: Path) -> str:
+    sessions, forks, qset, stats = load_second()
+    questions, nothing = qset["questions"], qset["nothing"]
+    base = out / "questions"
+    results = {"corpus": stats, "questions": questions, "nothing": nothing, "limit": LIMIT,
+               "variants": {}}
+    for name, extra in variants.items():
+        root = base / name
+        t0 = time.perf_counter()
+        manifest = prepare(root, (sessions, forks), stats["digest"], args.fresh, mod=second)
+        written = round(time.perf_counter() - t0, 2)
+        name_of, conv = conversations(manifest)
+        ws = manifest["workspace"]
+        env = variant_env(root, extra)
+        idx = run_index(ws, env)
+        print(f"questions {name}: history {written} s, index {idx['seconds']} s "
+              f"(exit {idx['exit']})", file=sys.stderr)
+        emb = run_embed(ws, env) if set(modes) - {"keyword"} else None
+        if emb:
+            print(f"questions {name}: embed {emb['seconds']} s (exit {emb['exit']}) "
+                  f"{emb['output'][-200:]}", file=sys.stderr)
+        var = results["variants"][name] = {"env": extra, "history_seconds": written, "index": idx,
+                                           "embed": emb, "modes": {}, "nothing": {}}
+        with ThreadPoolExecutor(max(1, args.jobs)) as pool:
+            for mode in modes:
+                t = time.perf_counter()
+                outs = list(pool.map(lambda q, ws=ws, env=env, mode=mode:
+                                     run_search(ws, env, q["query"], mode), questions))
+                var["modes"][mode] = [score_question(q, o, name_of, conv)
+                                      for q, o in zip(questions, outs)]
+                outs = list(pool.map(lambda q, ws=ws, env=env, mode=mode:
+                                     run_search(ws, env, q, mode), nothing))
+                var["nothing"][mode] = [score_nothing(q, o, name_of, conv)
+                                        for q, o in zip(nothing, outs)]
+                f = figures(var["modes"][mode])
+                empty = sum(r["empty"] for r in var["nothing"][mode])
+                print(f"questions {name} {mode}: R@1 {f['r1']:.3f} R@5 {f['r5']:.3f} "
+                      f"MRR {f['mrr']:.3f}, nothing {empty}/{len(nothing)} "
+                      f"({time.perf_counter() - t:.1f} s)", file=sys.stderr)
+    base.mkdir(parents=True, exist_ok=True)
+    (base / "eval-results.json").write_text(
+        json.dumps(results, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    return report_second(results, stats, qset, modes, list(variants)) + \
+        f"\n\nfull results: {base / 'eval-results.json'}"
+
+
+def report_second(results: dict, stats: dict, qset: dict, modes, variants) -> str:
+    questions, nothing = qset["questions"], qset["nothing"]
+    n_ns = sum(q["kind"] == "no-shared" for q in questions)
+    trapped = [q for q in questions if any(n.startswith("long:") for n in q["every_word"])]
+    lines = ["# Retrieval evaluation, second set: /recall questions (bench/eval.py --set questions)",
+             "",
+             f"Corpus: {stats['sessions']} sessions ({', '.join(f'{v} {k}' for k, v in stats['kinds'].items())}; "
+             f"{stats['long']} long), {stats['forks']} forks (of {stats['forked_targets']} targets "
+             f"and {stats['forked_long']} long sessions), "
+             f"{stats['exchanges']:,} exchanges, {stats['characters']:,} characters; "
+             f"CPython {stats['python']}, fixtures {'read' if stats['fixtures'] else 'absent'}, "
+             f"digest {stats['digest']}.",
+             f"Questions: {len(questions)} ({len(questions) - n_ns} share a content word with "
+             f"their target, {n_ns} do not); {len(trapped)} have every word (what keyword search "
+             f"wants today, filler included) in at least one long session. Nothing-queries: "
+             f"{len(nothing)}. Limit {LIMIT}; a rank not in the top {LIMIT} counts 0; a fork of "
+             "the target is not the target.", "",
+             "| variant | mode | R@1 | R@5 | MRR | MRR, copies folded | nothing-queries returning nothing "
+             "| copies in top 10 (questions) | questions with a copy | first result a copy of "
+             "the target | median ms | errors | warnings |",
+             "|---|---|" + "---:|" * 10 + "---|"]
+    for v in variants:
+        for m in modes:
+            rows = results["variants"][v]["modes"][m]
+            nrows = results["variants"][v]["nothing"][m]
+            a = figures(rows)
+            folded = figures([{"rank": r["rank_folded"]} for r in rows])
+            warns = sorted({w for r in rows + nrows for w in r["warnings"]})
+            errs = sum(bool(r["error"]) for r in rows + nrows)
+            med = statistics.median(r["ms"] for r in rows + nrows)
+            lines.append(
+                f"| {v} | {m} | {a['r1']:.3f} | {a['r5']:.3f} | {a['mrr']:.3f} "
+                f"| {folded['mrr']:.3f} | {sum(r['empty'] for r in nrows)} of {len(nrows)} "
+                f"| {sum(r['copies'] for r in rows)} | {sum(r['copies'] > 0 for r in rows)} "
+                f"| {sum(r['first_is_copy_of_target'] for r in rows)} | {med:.0f} | {errs} "
+                f"| {'; '.join(warns)[:160] or '-'} |")
+    lines.append("")
+    for v in variants:
+        var = results["variants"][v]
+        emb = var["embed"]
+        lines.append(f"- {v}: env {var['env'] or '{}'}; history written in "
+                     f"{var['history_seconds']} s, index {var['index']['seconds']} s, exit "
+                     f"{var['index']['exit']}" + (f"; embed {emb['seconds']} s, exit {emb['exit']}"
+                                                  if emb else ""))
+    every = {q["query"]: q["every_word"] for q in questions}
+    for m in (["combined"] if "combined" in modes else modes):
+        for v in variants:
+            rows = results["variants"][v]["modes"][m]
+            misses = [r for r in rows if r["rank"] != 1]
+            lines += ["", f"## Questions not first: {v}, {m} ({len(misses)} of {len(rows)})", "",
+                      "| question | target | rank | first result (score) | target's score "
+                      "| long sessions with every word |", "|---|---|---|---|---:|---:|"]
+            for r in misses:
+                first = (f"{r['top'][0]['session']} ({r['top'][0]['score']})"
+                         + (" copy of the target" if r["first_is_copy_of_target"] else "")
+                         if r["top"] else "(no result)")
+                tscore = next((t["score"] for t in r["top"] if t["session"] == r["target"]), "-")
+                longs = sum(n.startswith("long:") for n in every[r["query"]])
+                lines.append(f"| {r['query']} | {r['target']} "
+                             f"| {r['rank'] or f'not in top {LIMIT}'} | {first} | {tscore} "
+                             f"| {longs} |")
+    for m in modes:
+        for v in variants:
+            found = [r for r in results["variants"][v]["nothing"][m] if not r["empty"]]
+            if not found:
+                continue
+            lines += ["", f"## Nothing-queries that returned something: {v}, {m} "
+                      f"({len(found)} of {len(nothing)})", "",
+                      "| query | results | first result (score) |", "|---|---:|---|"]
+            for r in found:
+                first = (f"{r['top'][0]['session']} ({r['top'][0]['score']})" if r["top"]
+                         else f"error: {r['error']}")
+                lines.append(f"| {r['query']} | {r['hits']} | {first} |")
+    return "\n".join(lines)
+
+
+def run_first(args, modes: list[str], variants: dict, out: Path, sessions, queries,
+              stats) -> str:
     results = {"corpus": stats, "queries": queries, "limit": LIMIT, "variants": {}}
 
     for name, extra in variants.items():
@@ -353,10 +541,56 @@ def main() -> int:
                     {**score(q, o, topic_of, texts), "hits": len(o["results"])}
                     for q, o in zip(ns, outs)]
 
+    out.mkdir(parents=True, exist_ok=True)
     (out / "eval-results.json").write_text(json.dumps(results, indent=1, ensure_ascii=False) + "\n",
                                            encoding="utf-8")
-    print(report(results, stats, queries, modes, list(variants)))
-    print(f"\nfull results: {out / 'eval-results.json'}")
+    return report(results, stats, queries, modes, list(variants)) + \
+        f"\n\nfull results: {out / 'eval-results.json'}"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--set", choices=("first", "questions", "all"), default=None,
+                    help="the first set (module queries, the default), the second (/recall "
+                         "questions, nothing-queries, forks) or both; --check alone checks both")
+    ap.add_argument("--out", default=str(REPO / "bench" / "out" / "eval"))
+    ap.add_argument("--modes", default="keyword,semantic,combined")
+    ap.add_argument("--variants", default="production,reference",
+                    help="names (production, reference, seed-exact) or NAME:K=V,K=V; "
+                         "separate several custom ones with ';'")
+    ap.add_argument("--jobs", type=int, default=2, help="searches run at once")
+    ap.add_argument("--fresh", action="store_true",
+                    help="rewrite the history and start each index anew")
+    ap.add_argument("--check", action="store_true", help="only validate the queries and corpus")
+    args = ap.parse_args()
+    which = args.set or ("all" if args.check else "first")
+
+    if which in ("first", "all"):
+        sessions = corpus.build_sessions()
+        queries = load_queries(sessions)
+        stats = corpus.stats(sessions)
+        stats.update(python=sys.version.split()[0], digest=corpus.digest(sessions))
+        n_ns = sum(q["kind"] == "no-shared" for q in queries)
+        print(f"corpus: {json.dumps(stats)}", file=sys.stderr)
+        print(f"queries: {len(queries)} ({len(queries) - n_ns} shared, {n_ns} no-shared): "
+              "rules hold", file=sys.stderr)
+    if which in ("questions", "all") and args.check:
+        _s, _f, qset, stats2 = load_second()
+        print(f"questions corpus: {json.dumps(stats2)}", file=sys.stderr)
+        print(f"questions: {len(qset['questions'])}, nothing-queries: {len(qset['nothing'])}: "
+              "rules hold", file=sys.stderr)
+    if args.check:
+        return 0
+
+    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    variants = parse_variants(args.variants)
+    out = Path(args.out).resolve()
+    reports = []
+    if which in ("first", "all"):
+        reports.append(run_first(args, modes, variants, out, sessions, queries, stats))
+    if which in ("questions", "all"):
+        reports.append(run_second(args, modes, variants, out))
+    print("\n\n".join(reports))
     return 0
 
 
