@@ -290,7 +290,8 @@ def search(mem: Memory, query: str, *, mode: str = "combined", limit: int = 10,
     origins = mem.store().origins(h.row.id for h in hits)
     for h in hits:
         d = session_json(h.row, mem.ws, origins.get(h.row.id))
-        d.update(title=h.title, score=h.score, files_changed=h.files, snippet=h.snippet,
+        d.update(title=h.title, score=h.score, score_kind=h.kind, files_changed=h.files,
+                 snippet=h.snippet,
                  matches=h.matches, message_id=h.message_id)
         if context and h.message_id is not None:
             d["context"] = [_turn(m, matched=m[0] == h.message_id)
@@ -680,6 +681,7 @@ def similar(mem: Memory, query: str, *, limit: int = 10) -> dict:
     exchanges of other sessions its SIMILAR_TO edges join it to (cosine >= 0.85)."""
     # not on the hooks' paths, which import this module
     from . import background, semantic
+    from . import search as searchmod
     query = _query(query)
     warnings = _begin(mem)
     embedder, why_not = meaning(mem, "semantic", warnings)
@@ -696,8 +698,10 @@ def similar(mem: Memory, query: str, *, limit: int = 10) -> dict:
             warnings.append(f"{left} exchanges have no similarity links yet (they are still "
                             "found; their links come in the background)")
     admit = {r[0] for r in store.session_facts()}.__contains__
-    matches = semantic.similar(store, embedder, query, limit=limit, admit=admit,
-                               floor=settings.floor, settings=settings)
+    words = searchmod.word_sessions(store, searchmod.normalize_query(query)[1])
+    matches = semantic.similar(store, embedder, searchmod.meaning_query(query), limit=limit,
+                               admit=admit, floor=settings.floor, settings=settings,
+                               gate=searchmod.gate(words, store.count_sessions()))
     rows = {r.id: r for r in store.sessions_by_id({m.session for m in matches})}
     results = []
     for m in (m for m in matches if m.session in rows):

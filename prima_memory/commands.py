@@ -55,6 +55,14 @@ def _printable(text: str) -> str:
 
 # -- search and /recall ----------------------------------------------------------------------------
 
+def score_text(r: dict) -> str:
+    """A hit's score as a person reads it: how well it matches, out of 100, or the seed's
+    keyword points."""
+    if r.get("score_kind") in ("relevance", "similarity"):
+        return f"match {r['score']:.0f}%"
+    return f"{r['score']:g} points"
+
+
 def cmd_search(mem, args) -> int:
     data = api.search(mem, " ".join(args.query), mode=args.mode, limit=args.limit,
                       filters=api.filters(args.since, args.until, args.branch, args.tag,
@@ -66,10 +74,10 @@ def cmd_search(mem, args) -> int:
         lines += [f"- {e['date']}{' ' + e['time'] if e['time'] else ''}  {e['summary']}  "
                   f"({e['file']})" for e in data["history"]]
     elif not data["results"]:
-        lines.append(f"No sessions match \"{_printable(data['query'])}\".")
+        lines.append(f"No session matches \"{_printable(data['query'])}\".")
     for i, r in enumerate(data["results"], 1):
         branch = f"  ({r['branch']})" if r["branch"] else ""
-        lines.append(f"{i}. {r['label']} {r['title']}  [score {r['score']:g}]")
+        lines.append(f"{i}. {r['label']} {r['title']}  [{score_text(r)}]")
         lines.append(f"   {local_iso(r['started_at'])}{branch}  session {r['session_id']}")
         for m in r["matches"] or ([r["snippet"]] if r["snippet"] else []):
             lines.append(f"   > {m}")
@@ -86,8 +94,8 @@ def cmd_similar(mem, args) -> int:
     if not data["results"]:
         lines.append(f"No past exchange is like \"{_printable(data['query'])}\".")
     for i, r in enumerate(data["results"], 1):
-        lines.append(f"{i}. {r['label']} {r['title']}  [score {r['score']:.3f}: similarity "
-                     f"{r['similarity']:.3f}, recency {r['recency']:.2f}, {r['turns']} turns]")
+        lines.append(f"{i}. {r['label']} {r['title']}  [match {100 * r['score']:.0f}%: similarity "
+                     f"{r['similarity']:.2f}, recency {r['recency']:.2f}, {r['turns']} turns]")
         lines.append(f"   {local_iso(r['at'])}  session {r['session_id']}")
         if r["prompt"]:
             lines.append(f"   asked: {one_line(r['prompt'], 200)}")
@@ -134,10 +142,10 @@ def recall(mem, query: str, *, limit: int = 8, fresh: bool = True,
     blocks = [[f"- Session History Summaries, {e['date']}: {one_line(e['summary'], 200)}"]
               for e in data.get("history", ())]
     if not data["results"] and not data.get("history"):
-        head.append("No sessions match.")
+        head.append("No session matches.")
     for i, r in enumerate(data["results"], 1):
         blocks.append([f"{i}. {r['label']} {one_line(r['title'], 100)} — "
-                       f"{local_iso(r['started_at'])} · score {r['score']:g}"]
+                       f"{local_iso(r['started_at'])} · {score_text(r)}"]
                       + [f"   > {one_line(m, 200)}"
                          for m in r["matches"][:3] or ([r["snippet"]] if r["snippet"] else [])]
                       + _way_back(r))
@@ -388,7 +396,7 @@ def cmd_quickstart(mem, args) -> int:
     lines = [data["note"] + "\n"] if data["note"] else []
     lines += ["== index ==", render_index(data["index"]), "", "== status ==",
               render_status(data["status"]), "", f"== search {found['query']!r} =="]
-    lines += [f"{i}. {r['title']}  [score {r['score']:g}]  session {r['session_id']}"
+    lines += [f"{i}. {r['title']}  [{score_text(r)}]  session {r['session_id']}"
               for i, r in enumerate(found["results"], 1)]
     lines += ["", "Try:", f"  {cli()} recent", f"  {cli()} search {quote(found['query'])}"]
     if found["results"] and not data["note"]:  # (the demo's sessions are not in this folder)

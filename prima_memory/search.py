@@ -4,12 +4,21 @@ Keyword scoring is the seed's table: whole query in the title 20; each changed f
 contains the whole query 10; each message containing a query word, 2 per word it contains;
 recency up to 10, falling to 0 at seven days; 1 per changed file, up to 5. Matching ignores case
 and finds words inside longer words.
+
+A query is read as a person types it: filler words ("when did we", "the") and the punctuation
+around words are not required to match, unless the query holds nothing else. Combined search
+ranks by meaning first, a session's similarity to the query, and adds what its words say, each
+word counting for how rare it is in the history: a long session that matches on common words no
+longer outranks the one the question means. `PRIMA_SEED_EXACT=1` keeps the seed's arithmetic
+exactly: every word as typed, keyword points rescaled so the best is 100 (docs/evaluation.md).
 """
 from __future__ import annotations
 
+import math
 import re
 import time
 
+from .settings import flag
 from .store import SHIFT, SessionRow, Store, fold, index_text, is_corruption
 
 WEEK = 7 * 86400
@@ -35,6 +44,9 @@ class Hit:
         self.message_id: int | None = None  # the turn that matched best (its message's id)
         self.matches: list[str] = []  # the matching lines, newest first
         self.files = files or []
+        # what the score is: "points" (the seed's keyword table, and its combined score),
+        # "similarity" (x 100) or "relevance" (0..100, the default combined: see relevance)
+        self.kind = "points"
 
 
 def clean_text(text: str) -> str:
@@ -47,10 +59,35 @@ def clean_text(text: str) -> str:
         return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 
-def normalize_query(query: str) -> tuple[str, list[str]]:
+def seed_exact() -> bool:
+    return flag("PRIMA_SEED_EXACT", default=False)
+
+
+# Words a question is made of rather than about: not required to match, and not counted.
+FILLER = frozenset("""
+a about after again all also am an and any are as at be been before being but by can could
+did do does doing done during each else ever for from get gets getting got had has have having
+he her here him his how i i'd i'm i've if in into is it it's its just last let's like made make
+me my myself no not now of on once one or our out over please remind same she should so some
+something still tell than that the their them then there these they thing things this those
+time to tried try up us use used using very was way we we'd we're we've were what when where
+which while who why will with work worked working would yes yet you your
+""".split())
+
+_EDGE_PUNCT = "?!.,;:\"'()[]{}“”‘’«»"
+
+
+def normalize_query(query: str, seed: bool | None = None) -> tuple[str, list[str]]:
+    """The whole query, folded, and the words that must match: as typed for the seed; by
+    default without the punctuation around them (a "?" ends a question, not a word) and without
+    filler, unless that would leave none."""
     whole = fold(" ".join(query.split()))
     words = list(dict.fromkeys(whole.split()))
-    return whole, words
+    if seed if seed is not None else seed_exact():
+        return whole, words
+    bare = list(dict.fromkeys(w.strip(_EDGE_PUNCT) or w for w in words))
+    content = [w for w in bare if w not in FILLER and w.replace("'", "’") not in FILLER]
+    return whole, content or bare
 
 
 def messages_containing(store: Store, word: str) -> dict[int, int]:
@@ -79,6 +116,11 @@ def messages_containing(store: Store, word: str) -> dict[int, int]:
     return _per_session(mid for mid, text in texts.items() if word in fold(text))
 
 
+def word_sessions(store: Store, words: list[str]) -> list[dict[int, int]]:
+    """For each word, session -> its messages containing the word."""
+    return [messages_containing(store, w) for w in words]
+
+
 def _per_session(ids) -> dict[int, int]:
     out: dict[int, int] = {}
     for mid in ids:
@@ -104,15 +146,16 @@ def _facts(store: Store, filters: Filters | None, deep: bool) -> list[tuple]:
 
 def keyword_scores(store: Store, query: str, *, filters: Filters | None = None,
                    now: float | None = None, deep: bool = False,
-                   facts: list[tuple] | None = None) -> list[tuple[float, int]]:
+                   facts: list[tuple] | None = None,
+                   counts: list[dict[int, int]] | None = None) -> list[tuple[float, int]]:
     """(score, session) of every session the query matches, best first (a tie goes to the
-    session that ended last). `deep`: the extracts' records too; `facts`: _facts() when the
-    caller has them already."""
+    session that ended last). `deep`: the extracts' records too; `facts`: _facts() and
+    `counts`: word_sessions() when the caller has them already."""
     whole, words = normalize_query(query)
     if not words:
         return []
     now = time.time() if now is None else now
-    counts = [messages_containing(store, w) for w in words]
+    counts = word_sessions(store, words) if counts is None else counts
     in_title = store.sessions_with_title_containing(whole)
     in_paths = store.sessions_with_path_containing(whole)
     matched = set(counts[0]).intersection(*counts[1:]) | in_title | set(in_paths)
@@ -151,11 +194,48 @@ def keyword(store: Store, query: str, *, limit: int = 10, filters: Filters | Non
 
 
 def _semantic_matches(store, embedder, query, limit, facts, floor):
-    """Matches by meaning among the sessions in `facts` (see _facts)."""
+    """Matches by meaning among the sessions in `facts` (see _facts), by the seed's floor."""
     from . import semantic  # late: keyword search never needs it (nor its hashlib, 2.5 ms)
     return semantic.search(store, embedder, query, limit=limit,
-                           admit={r[0] for r in facts}.__contains__,
-                           floor=semantic.Settings().floor if floor is None else floor)
+                           admit={r[0] for r in facts}.__contains__, floor=floor)
+
+
+def _scored(store: Store, embedder, query: str, floor: float | None, counts, sessions: int):
+    """The query scored by meaning, and whether meaning answers it at all: its best match
+    must stand out from its background, and more so when none of its words occurs anywhere in
+    a history of `sessions` (`counts`: word_sessions(), called only when the rule is on)."""
+    from . import semantic  # late: as in _semantic_matches
+    scored = semantic.score_query(store, embedder, meaning_query(query), floor=floor)
+    if not scored.standout:
+        return scored, True
+    return scored, scored.answers(gate(counts(), sessions))
+
+
+def gate(counts: list[dict[int, int]], sessions: int) -> float:
+    """How far a query's best match by meaning must stand out (semantic.Scored.answers): a
+    query none of whose words a history of `sessions` holds is about something never
+    discussed, unless its meaning says otherwise beyond doubt. The fewer the sessions, the
+    less their words say: a new user's paraphrase is still answered."""
+    from . import semantic  # late: as in _semantic_matches
+    if any(counts):
+        return semantic.GATE
+    known = min(1.0, sessions / WORDLESS_SESSIONS)
+    return semantic.GATE + known * (semantic.GATE_WORDLESS - semantic.GATE)
+
+
+WORDLESS_SESSIONS = 100  # a history this big has the words of what it discussed
+
+
+def meaning_query(query: str) -> str:
+    """What the model reads of a query: a question's opening filler ("when did we", "how did
+    I") matches every chatty prompt of a long session, not the subject asked about."""
+    if seed_exact():
+        return query
+    words = query.split()
+    start = 0
+    while start < len(words) - 1 and fold(words[start]).strip(_EDGE_PUNCT) in FILLER:
+        start += 1
+    return " ".join(words[start:])
 
 
 def _meaning_hit(store: Store, hit: Hit, match, embedder) -> None:
@@ -177,13 +257,18 @@ def _meaning_hit(store: Store, hit: Hit, match, embedder) -> None:
 def semantic(store: Store, embedder, query: str, *, limit: int = 10,
              filters: Filters | None = None, floor: float | None = None,
              deep: bool = False) -> list[Hit]:
-    """Sessions by meaning: the best exchange's similarity x 100."""
-    matches = _semantic_matches(store, embedder, query, limit, _facts(store, filters, deep),
-                                floor)
+    """Sessions by meaning: the best exchange's similarity x 100 (those that stand out: see
+    semantic.Scored)."""
+    admitted = {r[0] for r in _facts(store, filters, deep)}
+    scored, answers = _scored(store, embedder, query, floor,
+                              lambda: word_sessions(store, normalize_query(query)[1]),
+                              store.count_sessions())
+    matches = scored.matches(limit, admitted.__contains__) if answers else []
     rows = {r.id: r for r in store.sessions_by_id([m.session for m in matches])}
     hits = []
     for m in (m for m in matches if m.session in rows):  # a session pruned meanwhile is gone
         hit = Hit(rows[m.session], round(m.similarity * 100, 2), rows[m.session].title)
+        hit.kind = "similarity"
         _meaning_hit(store, hit, m, embedder)
         hits.append(hit)
     return hits
@@ -208,9 +293,73 @@ def combine(keyword_scored, meaning) -> list[tuple[float, int]]:
     return out
 
 
+WORDS = 0.3  # what a session's words can add to its similarity, at most (see word_strength)
+
+
+def word_strength(counts: list[dict[int, int]], sessions: int) -> dict[int, float]:
+    """session -> 0..1: the share of the query's words it holds, each weighted by how rare it
+    is among the `sessions` searched (a word in one session weighs 1, one in every session
+    next to nothing). A session holding fewer than half of the words gets nothing: one word of
+    a paraphrase found in a session about something else says nothing of it."""
+    if not counts:
+        return {}
+    n = max(1, sessions)
+    weights = [math.log1p(n / len(c)) / math.log1p(n) if c and n > 1 else 1.0 for c in counts]
+    total = sum(weights)
+    out: dict[int, float] = {}
+    held: dict[int, int] = {}
+    for w, c in zip(weights, counts):
+        for sid in c:
+            out[sid] = out.get(sid, 0.0) + w / total
+            held[sid] = held.get(sid, 0) + 1
+    return {sid: v for sid, v in out.items() if 2 * held[sid] >= len(counts)}
+
+
+def relevance(similarity: float, strength: float) -> float:
+    """A combined score a person can read, 0..100: the similarity, with what the words add."""
+    return round(100 * (max(0.0, similarity) + WORDS * strength) / (1 + WORDS), 1)
+
+
 def combined(store: Store, embedder, query: str, *, limit: int = 10,
              filters: Filters | None = None, now: float | None = None,
              floor: float | None = None, deep: bool = False) -> list[Hit]:
+    """Sessions by meaning and words (the module's docstring): those whose meaning stands out
+    from the query's background, and those that hold every word (keyword search's)."""
+    if seed_exact():
+        return _seed_combined(store, embedder, query, limit=limit, filters=filters, now=now,
+                              floor=floor, deep=deep)
+    facts = _facts(store, filters, deep)
+    words = normalize_query(query)[1]
+    counts = word_sessions(store, words)
+    kw_ids = {sid for _p, sid in keyword_scores(store, query, now=now, facts=facts,
+                                                counts=counts)}
+    scored, answers = _scored(store, embedder, query, floor, lambda: counts,
+                              store.count_sessions())
+    admitted = {r[0] for r in facts}
+    best = {m.session: m for m in scored.matches(max(limit * 5, 50), admitted.__contains__)
+            } if answers else {}
+    best.update(scored.best(kw_ids - best.keys()))
+    strength = word_strength(counts, len(facts))
+    ranked = [(relevance(best[s].rank if s in best else 0.0, strength.get(s, 0.0)), s)
+              for s in best.keys() | kw_ids]
+    rows = {r.id: r for r in store.sessions_by_id([sid for _s, sid in ranked])}
+    ranked = [x for x in ranked if x[1] in rows]  # a session pruned meanwhile is gone
+    ranked.sort(key=lambda x: (-x[0], -(rows[x[1]].ended_at or 0)))
+    hits = []
+    for score, sid in ranked[:limit]:
+        hit = Hit(rows[sid], score, rows[sid].title)
+        hit.kind = "relevance"
+        if sid in kw_ids:  # the lines holding the words say most at a glance
+            _decorate(store, hit, words)
+        else:
+            _meaning_hit(store, hit, best[sid], embedder)
+        hits.append(hit)
+    return hits
+
+
+def _seed_combined(store: Store, embedder, query: str, *, limit: int,
+                   filters: Filters | None, now: float | None, floor: float | None,
+                   deep: bool) -> list[Hit]:
     facts = _facts(store, filters, deep)  # read once for both halves
     kw = keyword_scores(store, query, now=now, facts=facts)
     pool = max(limit * 5, 50)  # a session deep in either list can still rise with the bonus

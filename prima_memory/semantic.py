@@ -25,6 +25,11 @@ from .store import SHIFT, Store
 CUT = 2000  # the seed's characters per exchange
 SEED_FLOOR = 0.3
 FLOOR = 0.2  # the default floor (docs/evaluation.md: what each floor scored)
+# The background rule's settings (Scored), measured on both evaluation sets (docs/evaluation.md):
+STANDOUT = 1.0  # spreads over the query's mean similarity a match must stand
+GATE = 2.5  # ... and the query's best match, for meaning to answer it at all
+GATE_WORDLESS = 5.3  # ... when none of its words occurs anywhere in the history
+LENGTH = 1.0  # how much of a session's expected best-by-chance its rank gives back
 BUDGET = 20.0  # seconds of embedding before a search: the seed's lazy update
 BATCH = 16  # exchanges per write: a search waits at most one batch past its budget
 
@@ -43,6 +48,9 @@ class Settings:
         self.floor = (SEED_FLOOR if self.seed_exact
                       else _number(environ.get("PRIMA_SEMANTIC_FLOOR"), FLOOR, 0.0, 1.0))
         self.budget = _number(environ.get("PRIMA_EMBED_BUDGET"), BUDGET, 0.0, 600.0)
+        # spreads over the query's background a match must stand out by (Scored); 0: off
+        self.standout = 0.0 if self.seed_exact else _number(
+            environ.get("PRIMA_SEMANTIC_STANDOUT"), STANDOUT, 0.0, 20.0)
 
     @property
     def policy(self) -> str:
@@ -186,6 +194,7 @@ class Match:
     def __init__(self, session: int, similarity: float, exchange: int, window: int = 0):
         self.session, self.similarity, self.exchange = session, similarity, exchange
         self.window = window  # which window of the exchange's text matched best
+        self.rank = similarity  # what orders it (Scored.rank)
 
 
 _LOADED: dict = {}  # (index path, inode, model) -> Held: a long-lived process (the MCP server)
@@ -202,6 +211,16 @@ class Held:
         self.gen, self.hashes = gen, hashes
         self._cols = [ids, windows, mat, times]
         self.n = len(ids)
+        self._sizes: tuple = (-1, None)
+
+    def sizes(self):
+        """Each row's session's number of windows (kept until rows change)."""
+        if self._sizes[0] != self.n:
+            np = _numpy()
+            _u, inv, counts = np.unique(self.ids >> SHIFT, return_inverse=True,
+                                        return_counts=True)
+            self._sizes = (self.n, counts[inv])
+        return self._sizes[1]
 
     ids = property(lambda self: self._cols[0][:self.n])
     windows = property(lambda self: self._cols[1][:self.n])
@@ -305,31 +324,113 @@ def warm(store: Store, embedder, settings: Settings | None = None) -> None:
     _timed(store, key_of(embedder, settings), getattr(embedder, "dim", 384))
 
 
-def search(store: Store, embedder, query: str, *, limit: int, admit=None,
-           floor: float = FLOOR, settings: Settings | None = None) -> list[Match]:
-    """Sessions by their best exchange's similarity to the query (0..1), best first; matches
-    under `floor` are dropped. `admit(session) -> bool` applies the filters."""
+class Scored:
+    """One query's similarity to every exchange window held, and the bar a match must clear.
+
+    By default a match must stand out from the query's own background, not clear one absolute
+    floor: paraphrases score 0.2-0.3 against the session they mean, and so does noise. The
+    background is the query's similarity to the history as a whole: the mean and spread over
+    every window, drawn towards what unrelated text scores while the history is small. A query
+    is answered by meaning only when its best match stands out by `gate` spreads (the caller
+    asks more of a query none of whose words the history holds); its matches are then those
+    `standout` spreads over the mean, and over the floor. `PRIMA_SEED_EXACT` keeps the seed's
+    0.3 floor alone (docs/evaluation.md: what each rule scored)."""
+
+    def __init__(self, held: Held, sims, floor: float, settings: Settings):
+        self.held, self.sims = held, sims
+        self.mean, self.spread = background(sims)
+        self.standout = settings.standout
+        self.bar = max(floor, self.mean + self.standout * self.spread) if self.standout \
+            else floor
+        # What ranks a row: its similarity, less what a session of that many windows reaches
+        # by chance (the best of n draws grows as sqrt(2 ln n) spreads): a long session's best
+        # window no longer outranks a short session that is about the query.
+        np = _numpy()
+        self.rank = sims if not self.standout or not len(sims) else \
+            sims - LENGTH * self.spread * np.sqrt(2 * np.log(held.sizes()))
+
+    def answers(self, gate: float) -> bool:
+        """Whether the best match stands out `gate` spreads from the background (always, with
+        the rule off)."""
+        return not self.standout or (len(self.sims) > 0 and
+                                     float(self.sims.max()) >= self.mean + gate * self.spread)
+
+    def matches(self, limit: int, admit=None) -> list[Match]:
+        """Sessions by their best window over the bar, best first, at most `limit`."""
+        np = _numpy()
+        sims, ids = self.sims, self.held.ids
+        keep = np.nonzero(sims >= self.bar)[0]
+        order = keep[np.argsort(-self.rank[keep], kind="stable")]
+        out: list[Match] = []
+        seen: set[int] = set()
+        for k in order:  # best window first: a session's first row is its best exchange
+            session = int(ids[k]) >> SHIFT
+            if session in seen:
+                continue
+            seen.add(session)
+            if admit is not None and not admit(session):
+                continue
+            out.append(self._match(k))
+            if len(out) >= limit:
+                break
+        return out
+
+    def _match(self, k) -> Match:
+        m = Match(int(self.held.ids[k]) >> SHIFT, float(self.sims[k]), int(self.held.ids[k]),
+                  int(self.held.windows[k]))
+        m.rank = float(self.rank[k])
+        return m
+
+    def best(self, sessions) -> dict[int, Match]:
+        """Each of `sessions`' best window, over the bar or not (one not embedded: none)."""
+        np = _numpy()
+        ids = self.held.ids
+        wanted = np.asarray(sorted(sessions), dtype=np.int64)
+        rows = np.nonzero(np.isin(ids >> SHIFT, wanted))[0]
+        out: dict[int, Match] = {}
+        for k in rows[np.argsort(-self.rank[rows], kind="stable")]:
+            session = int(ids[k]) >> SHIFT
+            if session not in out:
+                out[session] = self._match(k)
+        return out
+
+
+# What an unrelated text scores against a query (all-MiniLM-L6-v2, measured on the evaluation
+# histories), counted as this many windows: a small history's own spread says little.
+PRIOR_MEAN, PRIOR_SPREAD, PRIOR_WEIGHT = 0.05, 0.08, 200
+
+
+def background(sims) -> tuple[float, float]:
+    """The query's mean similarity to the history and its spread (standard deviation), each
+    drawn towards the prior's by the prior's weight."""
+    n = len(sims)
+    mean = float(sims.mean()) if n else 0.0
+    var = float(sims.var()) if n else 0.0
+    w = PRIOR_WEIGHT
+    m = (n * mean + w * PRIOR_MEAN) / (n + w)
+    v = (n * (var + (mean - m) ** 2) + w * (PRIOR_SPREAD ** 2 + (PRIOR_MEAN - m) ** 2)) / (n + w)
+    return m, v ** 0.5
+
+
+def score_query(store: Store, embedder, query: str, *, floor: float | None = None,
+                settings: Settings | None = None, timed: bool = False) -> Scored:
+    """The query's similarity to every window held (`timed`: with each row's time)."""
     np = _numpy()
-    ids, windows, mat = _matrix(store, key_of(embedder, settings), getattr(embedder, "dim", 384))
-    if not len(ids):
-        return []
+    settings = settings or Settings()
+    model, dim = key_of(embedder, settings), getattr(embedder, "dim", 384)
+    held = _timed(store, model, dim) if timed else _held(store, model, dim)
+    if not len(held.ids):
+        return Scored(held, np.zeros(0, dtype=np.float32), 1.0, settings)
     q = embedder.encode([query[:CUT]])[0].astype(np.float32)
-    sims = mat @ q
-    keep = np.nonzero(sims >= floor)[0]
-    order = keep[np.argsort(-sims[keep], kind="stable")]
-    out: list[Match] = []
-    seen: set[int] = set()
-    for k in order:  # best window first: a session's first row is its best exchange
-        session = int(ids[k]) >> SHIFT
-        if session in seen:
-            continue
-        seen.add(session)
-        if admit is not None and not admit(session):
-            continue
-        out.append(Match(session, float(sims[k]), int(ids[k]), int(windows[k])))
-        if len(out) >= limit:
-            break
-    return out
+    return Scored(held, held.mat @ q, settings.floor if floor is None else floor, settings)
+
+
+def search(store: Store, embedder, query: str, *, limit: int, admit=None,
+           floor: float | None = None, settings: Settings | None = None) -> list[Match]:
+    """Sessions by their best exchange's similarity to the query (0..1), best first, those
+    that clear the bar (Scored). `admit(session) -> bool` applies the filters."""
+    return score_query(store, embedder, query, floor=floor, settings=settings).matches(limit,
+                                                                                        admit)
 
 
 # -- find_similar (DESIGN §4) ---------------------------------------------------------------------
@@ -361,24 +462,23 @@ def recency(ts: float | None, now: float) -> float:
 
 
 def similar(store: Store, embedder, query: str, *, limit: int, admit=None,
-            floor: float = FLOOR, settings: Settings | None = None,
-            now: float | None = None) -> list[Similar]:
+            floor: float | None = None, settings: Settings | None = None,
+            now: float | None = None, gate: float = GATE) -> list[Similar]:
     """The exchanges most like the query, by find_similar's score, best first: one per session
-    (its best; the rest of a session is read with it). Exchanges under `floor` similarity are
-    not candidates. Exact: every exchange is scored, turns counted only where they can decide."""
+    (its best; the rest of a session is read with it). Exchanges under the bar are not
+    candidates, and none is when the query's best match does not stand out by `gate` (Scored).
+    Exact: every exchange is scored, turns counted only where they can decide."""
     np = _numpy()
     now = time.time() if now is None else now
-    model = key_of(embedder, settings)
-    held = _timed(store, model, getattr(embedder, "dim", 384))
+    scored = score_query(store, embedder, query, floor=floor, settings=settings, timed=True)
+    held, sims = scored.held, scored.sims
     ids, windows, times = held.ids, held.windows, held.times
-    if not len(ids):
+    if not len(ids) or not scored.answers(gate):
         return []
-    q = embedder.encode([query[:CUT]])[0].astype(np.float32)
-    sims = held.mat @ q
     rec = np.clip(1.0 - (now - times) / YEAR, 0.0, 1.0)
     rec[np.isnan(rec)] = 0.0
     part = 0.7 * sims + 0.2 * rec  # the score before turns, which add at most 0.1
-    keep = np.nonzero(sims >= floor)[0]
+    keep = np.nonzero(sims >= scored.bar)[0]
     order = keep[np.argsort(-part[keep], kind="stable")]
     best: dict[int, int] = {}  # session -> row of its best exchange (by the score before turns)
     for k in order:

@@ -983,6 +983,11 @@ class Store:
         return self._session_where("session_id >= ? AND session_id < ?",
                                    (session_id_prefix, session_id_prefix + "\U0010ffff"))
 
+    def count_sessions(self) -> int:
+        """The conversations held (the extracts' records apart)."""
+        return self.db.execute(f"SELECT count(*) FROM sessions WHERE started_at IS NOT NULL "
+                               f"AND source != 'extract' AND {_OWN}").get
+
     def recent_sessions(self, n: int) -> list[SessionRow]:
         """The latest conversations (prima-memory's own extracts are not among them)."""
         return self._session_where(f"started_at IS NOT NULL AND source != 'extract' AND {_OWN}", (),

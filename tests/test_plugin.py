@@ -656,7 +656,7 @@ def test_recall_query_from_stdin(env):
     p = env.run("recall", input="--json zanzibarite")
     _check_query_line(p.stdout, "--json zanzibarite")
     p = env.run("recall", input="nothing-like-this-anywhere")
-    assert "No sessions match." in p.stdout and TARGET not in p.stdout
+    assert "No session matches." in p.stdout and TARGET not in p.stdout
 
 
 def test_recall_limit(env):

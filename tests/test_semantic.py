@@ -96,7 +96,7 @@ def test_combined_arithmetic_on_hand_computed_cases():
 
 
 def test_the_floor_and_the_best_exchange_per_session(tmp_path):
-    e = Fake({"q": _unit(1, 0, 0, 0),
+    e = Fake({"q": _unit(1, 0, 0, 0), "noise": _unit(0.1, 0.1, 0.1, 0.98),
               "alpha\n\nbest": _unit(0.9, 0.435889894, 0, 0),  # cosine 0.9
               "alpha 2\n\nweaker": _unit(0.5, 0.866025404, 0, 0),  # 0.5
               "beta\n\nunder the floor": _unit(0.25, 0.968245837, 0, 0),  # 0.25
@@ -105,14 +105,19 @@ def test_the_floor_and_the_best_exchange_per_session(tmp_path):
                                 "B": [("beta", "under the floor", OLD)],
                                 "C": [("gamma", "over it", OLD)]})
     semantic.Embedding(st, e).run()
-    got = semantic.search(st, e, "q", limit=10, floor=0.3)
+    floor_only = semantic.Settings({"PRIMA_SEMANTIC_STANDOUT": "0"})
+    got = semantic.search(st, e, "q", limit=10, floor=0.3, settings=floor_only)
     assert [(st.session(m.session).session_id, round(m.similarity, 3)) for m in got] == [
         ("A", 0.9), ("C", 0.31)]
     best = got[0].exchange
     assert st.exchange_texts([best])[best] == ("alpha", "best"), "the session's best exchange"
-    assert [st.session(m.session).session_id for m in
-            semantic.search(st, e, "q", limit=10, floor=0.2)] == ["A", "C", "B"]
-    assert len(semantic.search(st, e, "q", limit=1, floor=0.0)) == 1
+    assert [st.session(m.session).session_id for m in semantic.search(
+        st, e, "q", limit=10, floor=0.2, settings=floor_only)] == ["A", "C", "B"]
+    assert len(semantic.search(st, e, "q", limit=1, floor=0.0, settings=floor_only)) == 1
+    # by default a query is answered by meaning only when its best match stands out from its
+    # background (a small history's is what unrelated text scores): 0.9 does, 0.13 does not
+    assert semantic.score_query(st, e, "q").answers(semantic.GATE)
+    assert not semantic.score_query(st, e, "noise").answers(semantic.GATE)
 
 
 class Windowed(Fake):

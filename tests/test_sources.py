@@ -254,7 +254,7 @@ def test_session_history_answers_only_when_the_conversations_find_nothing(env):
     text = env.run("search", "tapirmigration").stdout
     assert "Session History Summaries" in text and "Planned the tapirmigration" in text
     recall = env.run("recall", "tapirmigration").stdout
-    assert "Session History Summaries, " in recall and "No sessions match" not in recall
+    assert "Session History Summaries, " in recall and "No session matches" not in recall
     assert "history" not in env.json("search", "tapirmigration", "--source", "codex"), \
         "a filter the summaries cannot honour: none shown"
     # a conversation that matches: the history is not read
