@@ -23,7 +23,8 @@ from .sources.text import NotNow
 from .store import FAILED, Busy, Store, is_store_error
 from .workspace import O_NOFOLLOW
 
-PROVISIONAL_KEY = "~last-assistant-message"  # see Indexer.note_reply
+LOCAL = "~"  # a message key made up by a source or the Stop hook: no copy of another's
+PROVISIONAL_KEY = LOCAL + "last-assistant-message"  # see Indexer.note_reply
 HEAD_BYTES = 1024  # a file whose first bytes changed was rewritten, not appended to
 BATCH_BYTES = 16 << 20  # a file is read this much at a time, bounding what one step holds
 STEP_BYTES = 2 * BATCH_BYTES  # commit at least this often ...
@@ -690,7 +691,7 @@ class Indexer:
         that one's fork. Where this session had them first (a fork indexed before its origin,
         as a cold index reads the newest files first), the holder's copies come over to it."""
         store = self.store
-        held = store.holders(d.source, sid, [k for k in keys if k != PROVISIONAL_KEY]) \
+        held = store.holders(d.source, sid, [k for k in keys if not k.startswith(LOCAL)]) \
             if keys else {}
         if not held:
             return set()

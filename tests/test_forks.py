@@ -178,3 +178,19 @@ def test_a_fork_is_titled_by_its_own_first_prompt_and_listed_once_it_has_one(env
     assert env.json("show", FORK)["session"]["title"] == \
         "Rotate the signing key for the session cookie"
     assert _ids(env.search("login redirect loop")) == [ORIGIN]
+
+
+def test_prompts_without_a_uuid_are_never_taken_for_copies(env):
+    """A line with no uuid gets a key made from its time: two sessions' such prompts at the same
+    moment (or with no time at all) are two prompts, not one copied."""
+    for sid, word in ((ORIGIN, "pelicanword"), (FORK, "flamingoword")):
+        t = env.transcript(sid, start=OLD)
+        line = t._base("user", 0)
+        del line["uuid"], line["timestamp"]
+        line["message"] = {"role": "user", "content": f"Explain the {word} setting"}
+        t.raw(line)
+        t.reply(f"The {word} setting picks the cache size.")
+    env.run("index")
+    assert _ids(env.search("pelicanword")) == [ORIGIN]
+    assert _ids(env.search("flamingoword")) == [FORK]
+    assert _messages(env, ORIGIN) == _messages(env, FORK) == 2
