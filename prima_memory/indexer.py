@@ -685,6 +685,12 @@ class Indexer:
             d.first_prompt = titles.clean_first_prompt(own) if own else None
         entry.titled = entry.titled or d.first_prompt is not None
 
+    def _retitle(self, session: int) -> None:
+        """A session that gave its copies back is titled by its own first prompt."""
+        from . import titles  # (only where copies change hands)
+        first = self.store.first_prompt(session)
+        self.store.set_first_title(session, titles.clean_first_prompt(first) if first else None)
+
     def _copies(self, d, sid: int, keys: list[str]) -> set[str]:
         """Of a delta's new message keys, those another session had first: copies (a fork or a
         resume writes the earlier session's lines again), not stored again; this session is
@@ -707,6 +713,7 @@ class Indexer:
                 self.log.info(f"session {holder}: {len(ks)} messages were copied from session "
                               f"{sid}, read now: they are kept there")
                 store.hand_over(holder, sid, ks)
+                self._retitle(holder)
                 self.handed.add(holder)
                 self._sessions.clear()  # what the run remembered of the holder is gone
             else:

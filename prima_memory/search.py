@@ -77,16 +77,16 @@ which while who why will with work worked working would yes yet you your
 _EDGE_PUNCT = "?!.,;:\"'()[]{}“”‘’«»"
 
 
-def normalize_query(query: str, seed: bool | None = None) -> tuple[str, list[str]]:
+def normalize_query(query: str) -> tuple[str, list[str]]:
     """The whole query, folded, and the words that must match: as typed for the seed; by
     default without the punctuation around them (a "?" ends a question, not a word) and without
     filler, unless that would leave none."""
     whole = fold(" ".join(query.split()))
     words = list(dict.fromkeys(whole.split()))
-    if seed if seed is not None else seed_exact():
+    if seed_exact():
         return whole, words
     bare = list(dict.fromkeys(w.strip(_EDGE_PUNCT) or w for w in words))
-    content = [w for w in bare if w not in FILLER and w.replace("'", "’") not in FILLER]
+    content = [w for w in bare if w.replace("’", "'") not in FILLER]
     return whole, content or bare
 
 

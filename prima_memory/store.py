@@ -728,6 +728,17 @@ class Store:
         self.db.execute("UPDATE sessions SET origin = NULL WHERE id = ? AND origin = ?",
                         (to, holder))
 
+    def first_prompt(self, session: int) -> str | None:
+        """The text of a session's first main-thread prompt."""
+        lo, hi = session << SHIFT, ((session + 1) << SHIFT) - 1
+        row = self.db.execute("SELECT text FROM messages WHERE id BETWEEN ? AND ? AND role = "
+                              "'user' AND sidechain = 0 AND text != '' ORDER BY id LIMIT 1",
+                              (lo, hi)).fetchone()
+        return row[0] if row else None
+
+    def set_first_title(self, session: int, title: str | None) -> None:
+        self.db.execute("UPDATE sessions SET title_first = ? WHERE id = ?", (title, session))
+
     def set_origin(self, session: int, origin: int) -> None:
         self.db.execute("UPDATE sessions SET origin = ? WHERE id = ? AND origin IS NULL",
                         (origin, session))

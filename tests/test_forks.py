@@ -82,7 +82,9 @@ def test_a_fork_read_before_its_origin_gives_the_copies_back(env):
     env.run("index")
     assert _ids(env.search("SameSite")) == [ORIGIN]
     assert _messages(env, ORIGIN) == 5 and _messages(env, FORK) == 2
-    assert env.json("show", FORK)["session"]["origin"]["session_id"] == ORIGIN
+    fork_row = env.json("show", FORK)["session"]
+    assert fork_row["origin"]["session_id"] == ORIGIN
+    assert fork_row["title"] == "Now make the remember-me cookie last thirty days"
     # both read in one run, in either order, and every later run agrees
     env.run("index", "--rebuild")
     assert _ids(env.search("SameSite")) == [ORIGIN]
