@@ -424,8 +424,12 @@ def link(store: Store, model: str, dim: int = 384, *, budget: float | None = Non
     pending). When exchanges only come (none goes or changes its text), the result equals
     linking every exchange at once from scratch; one that goes leaves the nearest that held it
     one short (never more than EDGE_K, never a pair that is not among the strongest) until one
-    of them is joined again."""
+    of them is joined again. An index linked before the bound is brought to it first, once."""
     np = _numpy()
+    with store.write():
+        bounded = store.bound_edges()
+    if bounded and budget is None:  # nobody waits on this call: the old pairs' pages back
+        store.reclaim()
     todo = store.unlinked_exchanges(model)
     if not todo:
         return 0, 0

@@ -1324,6 +1324,51 @@ class Store:
         return sorted(((y, c) for y, c in mine.items() if exchange in theirs.get(y, {})),
                       key=lambda yc: (-yc[1], yc[0]))
 
+    def bound_edges(self) -> bool:
+        """Bring the edges of an index linked under another rule to this one's: an index made
+        before the bound kept every pair (millions, where copies abound), which holds every
+        exchange's nearest, so each keeps them and the rest go, with the pairs of copies (the
+        same text). A bound raised since needs every exchange linked again. Once per index
+        (meta 'similar_near'), in the caller's write transaction; True if rows went."""
+        had = self.get_meta("similar_near")
+        if had == str(EDGE_K):
+            return False
+        gone = False
+        if had is not None and (not had.isdigit() or int(had) < EDGE_K):
+            self.db.execute("DELETE FROM similar")
+            self.db.execute("DELETE FROM linked")
+            gone = self.db.changes() > 0
+        elif self.db.execute("SELECT 1 FROM similar LIMIT 1").fetchone():
+            self.db.execute(
+                "DELETE FROM similar WHERE EXISTS (SELECT 1 FROM embedded p JOIN embedded q "
+                "ON q.text_hash = p.text_hash WHERE p.exchange = similar.a "
+                "AND p.model = similar.model AND q.exchange = similar.b AND q.model = similar.model)")
+            self.db.execute(
+                "CREATE TEMP TABLE keep(a INTEGER, b INTEGER, model TEXT, "
+                "PRIMARY KEY(a, b, model)) WITHOUT ROWID")
+            self.db.execute(
+                "INSERT OR IGNORE INTO temp.keep(a, b, model) "
+                "SELECT min(x, y), max(x, y), model FROM (SELECT x, y, model, row_number() OVER "
+                "(PARTITION BY model, x ORDER BY c DESC, y) AS rk FROM (SELECT a AS x, b AS y, "
+                "model, cosine AS c FROM similar UNION ALL SELECT b, a, model, cosine "
+                "FROM similar)) WHERE rk <= ?", (EDGE_K,))
+            self.db.execute("DELETE FROM similar WHERE NOT EXISTS (SELECT 1 FROM temp.keep k "
+                            "WHERE k.a = similar.a AND k.b = similar.b AND k.model = similar.model)")
+            gone = True
+            self.db.execute("DROP TABLE temp.keep")
+        self.set_meta("similar_near", EDGE_K)
+        return gone
+
+    def reclaim(self, share: float = 0.25) -> bool:
+        """VACUUM when at least `share` of the file is free pages (after bound_edges let go of
+        an old index's pairs): never from a hook, which must not wait seconds for it."""
+        pages = self.db.execute("PRAGMA page_count").get
+        free = self.db.execute("PRAGMA freelist_count").get
+        if not pages or free < share * pages:
+            return False
+        self.db.execute("VACUUM")
+        return True
+
     def vectors_generation(self) -> int:
         """Changes whenever an exchange's link to its vectors does (see _VECTOR_SCHEMA)."""
         return int(self.get_meta("vectors_gen", 0))

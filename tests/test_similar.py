@@ -233,6 +233,62 @@ def test_copies_of_one_text_are_never_joined(tmp_path):
     assert sorted(y for y, _c in st.edges(KEY, by["C"])) == sorted([by["A"], by["B"]])
 
 
+def test_an_index_linked_before_the_bound_is_brought_to_it(tmp_path, monkeypatch):
+    """An index the old code linked kept every pair (and copies' pairs): the next link keeps
+    each exchange's nearest only, as linking from scratch does, once, and gives the pages back."""
+    monkeypatch.setattr(store_mod, "EDGE_K", 2)
+    st, vectors, layout = _random_store(tmp_path, "old", 16, seed=11)
+    copy = ("p0-0", "r0-0")  # session S00's first exchange, copied into a new session
+    layout["S99"] = [(*copy, NOW)]
+    _arrive(st, layout, ["S99"])
+    e = Fake(vectors, dim=8)
+    semantic.Embedding(st, e).run()
+    # what the code before the bound stored: every pair of other sessions at >= EDGE
+    ids, _w, mat = semantic._matrix(st, KEY, 8)
+    sims = mat @ mat.T
+    with st.write():
+        for i, j in zip(*np.nonzero(sims >= semantic.EDGE)):
+            a, b = int(ids[i]), int(ids[j])
+            if a < b and a >> SHIFT != b >> SHIFT:
+                st.db.execute("INSERT OR REPLACE INTO similar VALUES (?, ?, ?, ?)",
+                              (a, b, KEY, round(float(sims[i, j]), 6)))
+        st.db.executemany("INSERT INTO linked SELECT exchange, model, text_hash FROM embedded "
+                          "WHERE exchange = ?", [(int(x),) for x in set(ids.tolist())])
+    before = st.db.execute("SELECT a, b, cosine FROM similar").fetchall()
+    reclaimed = []
+    real = st.reclaim
+    monkeypatch.setattr(st, "reclaim", lambda: reclaimed.append(real(share=0.0)))
+    assert semantic.link(st, KEY, 8, budget=5.0) == (0, 0), "nothing pending: bounded all the same"
+    assert reclaimed == [], "not while a search waits on it"
+    with st.write():
+        st.set_meta("similar_near", None)
+    assert semantic.link(st, KEY, 8) == (0, 0)
+    assert reclaimed == [True]
+    got = st.db.execute("SELECT a, b, cosine FROM similar").fetchall()
+    edges = {x: st.edges(KEY, x) for x in st.embedded_hashes(KEY)}
+    assert len(before) > 3 * len(got), "the test needs an index with far more pairs"
+    assert st.get_meta("similar_near") == "2"
+    assert st.db.execute("PRAGMA freelist_count").get == 0, "the pages given back"
+    with st.write():
+        assert not st.bound_edges(), "once"
+    with st.write():  # from scratch
+        st.db.execute("DELETE FROM similar")
+        st.db.execute("DELETE FROM linked")
+    assert semantic.link(st, KEY, 8) == (49, 0)
+    again = st.db.execute("SELECT a, b, cosine FROM similar").fetchall()
+    assert [r[:2] for r in again] == [r[:2] for r in got]
+    assert all(abs(r[2] - q[2]) < 1e-5 for r, q in zip(again, got)), "float32 products"
+    assert {x: [y for y, _c in st.edges(KEY, x)] for x in edges} == \
+        {x: [y for y, _c in v] for x, v in edges.items()}
+    assert max(map(len, edges.values())) == 2
+    copies = [x for x in edges if st.exchange_texts([x])[x] == copy]
+    assert len(copies) == 2 and copies[1] not in dict(edges[copies[0]])
+    assert (min(copies), max(copies)) in {(a, b) for a, b, _c in before}, "the old code joined them"
+    monkeypatch.setattr(store_mod, "EDGE_K", 3)  # a bound raised: everything linked again
+    assert semantic.link(st, KEY, 8) == (49, 0)
+    assert max(len(st.edges(KEY, x)) for x in edges) == 3
+
+
 def test_a_changed_or_deleted_exchange_takes_its_edges_with_it(tmp_path):
     same = _unit(1, 0, 0, 0)
     e = Fake({"a\n\none": same, "b\n\ntwo": same, "c\n\nthree": _unit(0.9, 0.435889894, 0, 0)})
