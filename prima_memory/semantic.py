@@ -426,8 +426,7 @@ def link(store: Store, model: str, dim: int = 384, *, budget: float | None = Non
     one short (never more than EDGE_K, never a pair that is not among the strongest) until one
     of them is joined again. An index linked before the bound is brought to it first, once."""
     np = _numpy()
-    with store.write():
-        bounded = store.bound_edges()
+    bounded = store.bound_edges()
     if bounded and budget is None:  # nobody waits on this call: the old pairs' pages back
         store.reclaim()
     todo = store.unlinked_exchanges(model)
@@ -482,7 +481,10 @@ def _edges(ids, sessions, codes, mat, rows) -> list[tuple[int, int, float]]:
                       & (codes[rows][:, None] != codes[None, :]))
     if not len(r):
         return []
-    x, y, cos = ids[rows][r], ids[c], sims[r, c]
+    # the cosines again in float64, alike whichever end's product found them: which of two
+    # near-equal pairs an exchange keeps must not hang on float32 sums' order
+    cos = np.einsum("ij,ij->i", mat[rows][r].astype(np.float64), mat[c].astype(np.float64))
+    x, y = ids[rows][r], ids[c]
     order = np.lexsort((-cos, y, x))  # per pair, the best first
     x, y, cos = x[order], y[order], cos[order]
     first = np.ones(len(x), dtype=bool)

@@ -1329,35 +1329,47 @@ class Store:
         before the bound kept every pair (millions, where copies abound), which holds every
         exchange's nearest, so each keeps them and the rest go, with the pairs of copies (the
         same text). A bound raised since needs every exchange linked again. Once per index
-        (meta 'similar_near'), in the caller's write transaction; True if rows went."""
+        (meta 'similar_near'). Outside a transaction: what to keep is read first, then the rest
+        deleted in steps, each a short write (a hook waits for none of them long); a step cut
+        short leaves more rows, never fewer, and the next call goes on. True if rows went."""
         had = self.get_meta("similar_near")
         if had == str(EDGE_K):
             return False
-        gone = False
         if had is not None and (not had.isdigit() or int(had) < EDGE_K):
-            self.db.execute("DELETE FROM similar")
-            self.db.execute("DELETE FROM linked")
-            gone = self.db.changes() > 0
-        elif self.db.execute("SELECT 1 FROM similar LIMIT 1").fetchone():
-            self.db.execute(
-                "DELETE FROM similar WHERE EXISTS (SELECT 1 FROM embedded p JOIN embedded q "
-                "ON q.text_hash = p.text_hash WHERE p.exchange = similar.a "
-                "AND p.model = similar.model AND q.exchange = similar.b AND q.model = similar.model)")
-            self.db.execute(
-                "CREATE TEMP TABLE keep(a INTEGER, b INTEGER, model TEXT, "
-                "PRIMARY KEY(a, b, model)) WITHOUT ROWID")
-            self.db.execute(
-                "INSERT OR IGNORE INTO temp.keep(a, b, model) "
-                "SELECT min(x, y), max(x, y), model FROM (SELECT x, y, model, row_number() OVER "
-                "(PARTITION BY model, x ORDER BY c DESC, y) AS rk FROM (SELECT a AS x, b AS y, "
-                "model, cosine AS c FROM similar UNION ALL SELECT b, a, model, cosine "
-                "FROM similar)) WHERE rk <= ?", (EDGE_K,))
-            self.db.execute("DELETE FROM similar WHERE NOT EXISTS (SELECT 1 FROM temp.keep k "
-                            "WHERE k.a = similar.a AND k.b = similar.b AND k.model = similar.model)")
-            gone = True
-            self.db.execute("DROP TABLE temp.keep")
-        self.set_meta("similar_near", EDGE_K)
-        return gone
+            with self.write():
+                self.db.execute("DELETE FROM similar")
+                self.db.execute("DELETE FROM linked")
+                self.set_meta("similar_near", EDGE_K)
+            return True
+        if not self.db.execute("SELECT 1 FROM similar LIMIT 1").fetchone():
+            with self.write():
+                self.set_meta("similar_near", EDGE_K)
+            return False
+        self.db.execute("DROP TABLE IF EXISTS temp.keep")
+        self.db.execute("CREATE TEMP TABLE keep(a INTEGER, b INTEGER, model TEXT, "
+                        "PRIMARY KEY(a, b, model)) WITHOUT ROWID")
+        # each exchange's nearest of the pairs kept, copies' pairs left out (one statement: one
+        # state of the index; the temporary table is this connection's, no write lock taken)
+        self.db.execute(
+            "WITH pairs(a, b, model, c) AS MATERIALIZED (SELECT a, b, model, cosine FROM similar s "
+            "WHERE NOT EXISTS (SELECT 1 FROM embedded p JOIN embedded q ON q.text_hash = "
+            "p.text_hash WHERE p.exchange = s.a AND p.model = s.model AND q.exchange = s.b "
+            "AND q.model = s.model)), half(x, y, model, c) AS (SELECT a, b, model, c FROM pairs "
+            "UNION ALL SELECT b, a, model, c FROM pairs) "
+            "INSERT OR IGNORE INTO temp.keep(a, b, model) SELECT min(x, y), max(x, y), model "
+            "FROM (SELECT x, y, model, row_number() OVER (PARTITION BY model, x "
+            "ORDER BY c DESC, y) AS rk FROM half) WHERE rk <= ?", (EDGE_K,))
+        starts = [r[0] for r in self.db.execute("SELECT DISTINCT a FROM similar ORDER BY a")]
+        for i in range(0, len(starts), 2000):
+            with self.write():
+                self.db.execute(
+                    "DELETE FROM similar WHERE a BETWEEN ? AND ? AND NOT EXISTS (SELECT 1 "
+                    "FROM temp.keep k WHERE k.a = similar.a AND k.b = similar.b "
+                    "AND k.model = similar.model)", (starts[i], starts[min(i + 1999, len(starts) - 1)]))
+        with self.write():
+            self.set_meta("similar_near", EDGE_K)
+        self.db.execute("DROP TABLE temp.keep")
+        return True
 
     def reclaim(self, share: float = 0.25) -> bool:
         """VACUUM when at least `share` of the file is free pages (after bound_edges let go of
@@ -1366,7 +1378,10 @@ class Store:
         free = self.db.execute("PRAGMA freelist_count").get
         if not pages or free < share * pages:
             return False
-        self.db.execute("VACUUM")
+        try:
+            self.db.execute("VACUUM")
+        except apsw.BusyError:  # another process reads: the free pages are reused as it grows
+            return False
         return True
 
     def vectors_generation(self) -> int:
