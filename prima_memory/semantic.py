@@ -422,9 +422,12 @@ def link(store: Store, model: str, dim: int = 384, *, budget: float | None = Non
     other (store._EDGE_SCHEMA), so a new exchange costs its own pairs and the rows of the
     exchanges it may join, whatever the history's size. Returns (exchanges linked now, still
     pending). When exchanges only come (none goes or changes its text), the result equals
-    linking every exchange at once from scratch; one that goes leaves the nearest that held it
-    one short (never more than EDGE_K, never a pair that is not among the strongest) until one
-    of them is joined again. An index linked before the bound is brought to it first, once."""
+    linking every exchange at once from scratch (cosines to 1e-6). One that goes (deleted, or
+    its reply changed) takes its rows with it: an exchange that kept it among its nearest has
+    one fewer, and may take the next of its rows for its own (a pair from the other end's
+    nearest) where from scratch it would take one not stored, until a new exchange it may join
+    comes; never more than EDGE_K edges. An index linked before the bound is brought to it
+    first, once."""
     np = _numpy()
     bounded = store.bound_edges()
     if bounded and budget is None:  # nobody waits on this call: the old pairs' pages back
@@ -477,14 +480,16 @@ def _edges(ids, sessions, codes, mat, rows) -> list[tuple[int, int, float]]:
     another text at least EDGE similar: the best window pair of each."""
     np = _numpy()
     sims = mat[rows] @ mat.T
-    r, c = np.nonzero((sims >= EDGE) & (sessions[rows][:, None] != sessions[None, :])
+    r, c = np.nonzero((sims >= EDGE - 1e-4) & (sessions[rows][:, None] != sessions[None, :])
                       & (codes[rows][:, None] != codes[None, :]))
     if not len(r):
         return []
     # the cosines again in float64, alike whichever end's product found them: which of two
-    # near-equal pairs an exchange keeps must not hang on float32 sums' order
+    # near-equal pairs an exchange keeps, and whether one at 0.85 is a pair at all, must not
+    # hang on the order of float32 sums
     cos = np.einsum("ij,ij->i", mat[rows][r].astype(np.float64), mat[c].astype(np.float64))
-    x, y = ids[rows][r], ids[c]
+    near = cos >= EDGE  # (the float32 products only chose which to sum again)
+    x, y, cos = ids[rows][r][near], ids[c][near], cos[near]
     order = np.lexsort((-cos, y, x))  # per pair, the best first
     x, y, cos = x[order], y[order], cos[order]
     first = np.ones(len(x), dtype=bool)
