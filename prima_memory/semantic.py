@@ -18,6 +18,7 @@ import math
 import os
 import random
 import time
+import weakref
 
 from .settings import flag
 from .store import SHIFT, Store
@@ -516,14 +517,27 @@ def link(store: Store, model: str, dim: int = 384, *, budget: float | None = Non
     """Compute the SIMILAR_TO edges of the exchanges embedded since their edges were last
     computed: their windows against every window, in blocks, newest vectors never against each
     other from scratch again. Two exchanges are as similar as their most similar windows; pairs
-    within one session are not edges (it is read whole anyway). Returns (exchanges linked now,
-    still pending). The result equals computing every pair from scratch."""
+    within one session are not edges (it is read whole anyway), nor pairs of copies (the same
+    text). Each exchange keeps its store.EDGE_K nearest and an edge joins two that keep each
+    other (store._EDGE_SCHEMA), so a new exchange costs its own pairs and the rows of the
+    exchanges it may join, whatever the history's size. Returns (exchanges linked now, still
+    pending). When exchanges only come (none goes or changes its text), the result equals
+    linking every exchange at once from scratch (cosines to 1e-6). One that goes (deleted, or
+    its reply changed) takes its rows with it: an exchange that kept it among its nearest has
+    one fewer, and may take the next of its rows for its own (a pair from the other end's
+    nearest) where from scratch it would take one not stored, until a new exchange it may join
+    comes; never more than EDGE_K edges. An index linked before the bound is brought to it
+    first, once."""
     np = _numpy()
+    bounded = store.bound_edges()
+    if bounded and budget is None:  # nobody waits on this call: the old pairs' pages back
+        store.reclaim()
     todo = store.unlinked_exchanges(model)
     if not todo:
         return 0, 0
     deadline = None if budget is None else time.monotonic() + budget
-    ids, _windows, mat = _matrix(store, model, dim)
+    held = _held(store, model, dim)
+    ids, mat, codes = held.ids, held.mat, _text_codes(held)
     sessions = ids >> SHIFT
     pending = sorted(todo, reverse=True)  # newest first; one with no usable vector gets none
     rows_of: dict[int, list[int]] = {}
@@ -537,25 +551,48 @@ def link(store: Store, model: str, dim: int = 384, *, budget: float | None = Non
             return done, len(pending) - i
         block = pending[i:i + EDGE_BLOCK]
         rows = np.asarray([k for x in block for k in rows_of.get(x, ())], dtype=np.int64)
-        edges = _edges(ids, sessions, mat, rows) if len(rows) else []
+        pairs = _edges(ids, sessions, codes, mat, rows) if len(rows) else []
         with store.write():
-            done += store.set_edges(model, {x: todo[x] for x in block}, edges)
+            done += store.set_edges(model, {x: todo[x] for x in block}, pairs)
     return done, 0
 
 
-def _edges(ids, sessions, mat, rows) -> list[tuple[int, int, float]]:
-    """(a, b, cosine), a < b, of the rows' exchanges against every exchange of another session:
-    the best window pair of each."""
+def _text_codes(held: Held):
+    """Each row's text as a number (the rows of copies, one text, share it), kept beside the
+    rows held: counted again only for the rows appended since (held rows never change)."""
+    np = _numpy()
+    codes, number = _CODES.get(held, (np.empty(0, dtype=np.int64), {}))
+    if len(codes) > held.n:
+        codes, number = np.empty(0, dtype=np.int64), {}
+    if len(codes) < held.n:
+        new = [number.setdefault(held.hashes.get(x, x), len(number))
+               for x in held.ids[len(codes):].tolist()]
+        codes = np.concatenate([codes, np.asarray(new, dtype=np.int64)])
+    _CODES[held] = (codes, number)
+    return codes
+
+
+_CODES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _edges(ids, sessions, codes, mat, rows) -> list[tuple[int, int, float]]:
+    """(x, y, cosine) of the rows' exchanges x against every exchange y of another session and
+    another text at least EDGE similar: the best window pair of each."""
     np = _numpy()
     sims = mat[rows] @ mat.T
-    r, c = np.nonzero((sims >= EDGE) & (sessions[rows][:, None] != sessions[None, :]))
+    r, c = np.nonzero((sims >= EDGE - 1e-4) & (sessions[rows][:, None] != sessions[None, :])
+                      & (codes[rows][:, None] != codes[None, :]))
     if not len(r):
         return []
-    x, y, cos = ids[rows][r], ids[c], sims[r, c]
-    a, b = np.minimum(x, y), np.maximum(x, y)
-    order = np.lexsort((-cos, b, a))  # per pair, the best first
-    a, b, cos = a[order], b[order], cos[order]
-    first = np.ones(len(a), dtype=bool)
-    first[1:] = (a[1:] != a[:-1]) | (b[1:] != b[:-1])
+    # the cosines again in float64, alike whichever end's product found them: which of two
+    # near-equal pairs an exchange keeps, and whether one at 0.85 is a pair at all, must not
+    # hang on the order of float32 sums
+    cos = np.einsum("ij,ij->i", mat[rows][r].astype(np.float64), mat[c].astype(np.float64))
+    near = cos >= EDGE  # (the float32 products only chose which to sum again)
+    x, y, cos = ids[rows][r][near], ids[c][near], cos[near]
+    order = np.lexsort((-cos, y, x))  # per pair, the best first
+    x, y, cos = x[order], y[order], cos[order]
+    first = np.ones(len(x), dtype=bool)
+    first[1:] = (x[1:] != x[:-1]) | (y[1:] != y[:-1])
     return [(int(p), int(q), round(float(v), 6))
-            for p, q, v in zip(a[first], b[first], cos[first])]
+            for p, q, v in zip(x[first], y[first], cos[first])]

@@ -65,11 +65,15 @@ CREATE TRIGGER IF NOT EXISTS embedded_ad AFTER DELETE ON embedded BEGIN
   UPDATE meta SET value = value + 1 WHERE key = 'vectors_gen'; END;
 """
 
-# SIMILAR_TO edges (DESIGN §4): exchange pairs of different sessions whose vectors (best window
-# against best window) have cosine >= 0.85, stored once with a < b. `linked` records, per model,
-# the text each exchange's edges were computed for: an exchange embedded since (new, or its text
-# changed) is pending, and its edges are computed against all vectors, never all pairs again.
-# An exchange whose vectors link goes loses its edges with it.
+# SIMILAR_TO edges (DESIGN §4): exchange pairs of different sessions and different texts whose
+# vectors (best window against best window) have cosine >= 0.85, bounded: an exchange's nearest
+# are the EDGE_K strongest of its pairs (ties: the older exchange), `similar` keeps a pair (once,
+# a < b) while it is among the nearest of either end, and an edge is a pair among the nearest of
+# both, so no exchange has more than EDGE_K. Keeping the one-sided pairs too is what lets a new
+# exchange be linked from the rows alone: an old exchange's nearest are its EDGE_K strongest rows.
+# `linked` records, per model, the text each exchange's nearest were computed for: an exchange
+# embedded since (new, or its text changed) is pending, and its pairs are computed against all
+# vectors, never all pairs again. An exchange whose vectors link goes loses its rows with it.
 _EDGE_SCHEMA = """
 -- keyed by exchange first: with the model first, SQLite scans a model's edges to find one b
 CREATE TABLE IF NOT EXISTS similar(a INTEGER NOT NULL, b INTEGER NOT NULL, model TEXT NOT NULL,
@@ -86,6 +90,14 @@ CREATE TRIGGER IF NOT EXISTS embedded_ad_edges AFTER DELETE ON embedded BEGIN
 # A session's message keys name the message wherever it is copied (Claude Code's uuids and
 # message ids): a fork or a resume writes the earlier session's lines again under a new session.
 _KEY_INDEX = "CREATE INDEX IF NOT EXISTS messages_key ON messages(key);"
+
+EDGE_K = 8  # the nearest kept per exchange: edges per exchange at most (see _EDGE_SCHEMA)
+
+
+def _nearest(cands) -> list[int]:
+    """The EDGE_K strongest of (other exchange, cosine): the highest cosine, then the oldest."""
+    return [y for y, _c in sorted(cands, key=lambda yc: (-yc[1], yc[0]))[:EDGE_K]]
+
 
 _SCHEMA = f"""
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT);
@@ -1284,22 +1296,64 @@ class Store:
             "AND l.text_hash = x.text_hash)", (model,)))
 
     def count_edges(self, model: str) -> int:
-        return self.db.execute("SELECT count(*) FROM similar WHERE model = ?",
-                               (model,)).get
+        """The SIMILAR_TO edges: pairs each in the other's nearest EDGE_K (a scan: for status)."""
+        return self.db.execute(
+            "WITH half(x, y, c) AS (SELECT a, b, cosine FROM similar WHERE model = ?1 "
+            "UNION ALL SELECT b, a, cosine FROM similar WHERE model = ?1), "
+            "near(x, y) AS (SELECT x, y FROM (SELECT x, y, row_number() OVER "
+            "(PARTITION BY x ORDER BY c DESC, y) AS rk FROM half) WHERE rk <= ?2) "
+            "SELECT count(*) FROM near p JOIN near q ON q.x = p.y AND q.y = p.x WHERE p.x < p.y",
+            (model, EDGE_K)).get
 
-    def set_edges(self, model: str, done: dict[int, bytes], edges) -> int:
-        """Record the edges of the exchanges in `done` (exchange -> the text hash they were
-        computed for), in the caller's write transaction. An exchange embedded since as another
-        text stays pending; an edge to an exchange no longer embedded is not kept. `edges`:
-        (a, b, cosine) with a < b. Returns the exchanges recorded."""
+    def count_similar_rows(self, model: str) -> int:
+        """Rows of `similar`: the edges and the nearest lists that are not mutual."""
+        return self.db.execute("SELECT count(*) FROM similar WHERE model = ?", (model,)).get
+
+    def set_edges(self, model: str, done: dict[int, bytes], pairs) -> int:
+        """Record the nearest of the exchanges in `done` (exchange -> the text hash they were
+        computed for), in the caller's write transaction. `pairs`: (x, y, cosine) for x in
+        `done` and every y it may be joined to (another session, another text, cosine >= the
+        threshold). x keeps its EDGE_K nearest; an exchange linked before keeps its EDGE_K
+        nearest of what it had and the new ones, and a pair it lets go stays only while the other
+        end keeps it. An exchange embedded since as another text stays pending; a pair with an
+        exchange no longer embedded is not kept. Returns the exchanges recorded."""
         ids = list(done)
-        current = dict(self.db.execute(
-            f"SELECT exchange, text_hash FROM embedded WHERE model = ? AND exchange IN "
-            f"({','.join('?' * len(ids))})", (model, *ids))) if ids else {}
+        current = dict(self._chunked("SELECT exchange, text_hash FROM embedded WHERE model = ? "
+                                     "AND exchange IN ({})", ids, before=(model,)))
         fresh = {x for x, h in done.items() if current.get(x) == h}
-        for x in fresh:
-            self.db.execute("DELETE FROM similar WHERE model = ? AND a = ?", (model, x))
-            self.db.execute("DELETE FROM similar WHERE model = ? AND b = ?", (model, x))
+        # linked before as another text (its reply replaced in place): its rows are stale
+        for x, h in list(self._chunked("SELECT exchange, text_hash FROM linked WHERE model = ? "
+                                       "AND exchange IN ({})", fresh, before=(model,))):
+            if h != done[x]:
+                self.db.execute("DELETE FROM similar WHERE model = ? AND a = ?", (model, x))
+                self.db.execute("DELETE FROM similar WHERE model = ? AND b = ?", (model, x))
+        found: dict[int, dict[int, float]] = {}  # x -> candidate -> cosine
+        for x, y, c in pairs:
+            if x in fresh and y != x:
+                found.setdefault(x, {})[y] = c
+        near = {x: set(_nearest(cands.items())) for x, cands in found.items()}
+        rows = {(min(x, y), max(x, y)): found[x][y] for x, ys in near.items() for y in ys}
+        # the exchanges linked before that a new one may join: each keeps its nearest
+        coming: dict[int, dict[int, float]] = {}
+        for x, cands in found.items():
+            for y, c in cands.items():
+                if y not in fresh:
+                    coming.setdefault(y, {})[x] = c
+        olds = self._near_lists(model, self._linked_now(model, coming))
+        dropped = []
+        for y, had in olds.items():
+            merged = dict(coming[y])
+            merged.update(had)  # a pair already kept keeps its cosine
+            near[y] = set(_nearest(merged.items()))
+            rows.update(((min(x, y), max(x, y)), c) for x, c in coming[y].items() if x in near[y])
+            dropped += [(y, w) for w in had if w not in near[y]]
+        # a pair let go by one end stays while the other end keeps it
+        others = self._near_lists(model, self._linked_now(
+            model, {w for _y, w in dropped if w not in near}))
+        for y, w in dropped:
+            if y not in (near[w] if w in near else others.get(w, {})):
+                self.db.execute("DELETE FROM similar WHERE model = ? AND a = ? AND b = ?",
+                                (model, min(y, w), max(y, w)))
         self.db.executemany(
             "INSERT OR REPLACE INTO linked(exchange, model, text_hash) VALUES (?, ?, ?)",
             ((x, model, done[x]) for x in fresh))
@@ -1307,15 +1361,95 @@ class Store:
             "INSERT OR REPLACE INTO similar(a, b, model, cosine) SELECT ?2, ?3, ?1, ?4 "
             "WHERE EXISTS (SELECT 1 FROM embedded WHERE exchange = ?2 AND model = ?1) "
             "AND EXISTS (SELECT 1 FROM embedded WHERE exchange = ?3 AND model = ?1)",
-            ((model, a, b, c) for a, b, c in edges if a in fresh or b in fresh))
+            ((model, a, b, c) for (a, b), c in rows.items()))
         return len(fresh)
 
+    def _linked_now(self, model: str, ids) -> list[int]:
+        """Those of `ids` whose edges are computed for the text they are embedded as."""
+        return [r[0] for r in self._chunked(
+            "SELECT l.exchange FROM linked l JOIN embedded x ON x.exchange = l.exchange "
+            "AND x.model = l.model AND x.text_hash = l.text_hash WHERE l.model = ? "
+            "AND l.exchange IN ({})", ids, before=(model,))]
+
+    def _near_lists(self, model: str, ids) -> dict[int, dict[int, float]]:
+        """exchange -> its nearest (other -> cosine), as kept: the EDGE_K strongest of its rows
+        (every row is in the nearest of one end, so an exchange's own are its strongest)."""
+        rows: dict[int, dict[int, float]] = {x: {} for x in ids}
+        for x, y, c in self._chunked("SELECT a, b, cosine FROM similar WHERE model = ? "
+                                     "AND a IN ({})", rows, before=(model,)):
+            rows[x][y] = c
+        for y, x, c in self._chunked("SELECT a, b, cosine FROM similar WHERE model = ? "
+                                     "AND b IN ({})", rows, before=(model,)):
+            rows[x][y] = c
+        return {x: {y: have[y] for y in _nearest(have.items())} for x, have in rows.items()}
+
     def edges(self, model: str, exchange: int) -> list[tuple[int, float]]:
-        """(other exchange, cosine) joined to this one, the most similar first."""
-        return list(self.db.execute(
-            "SELECT b, cosine FROM similar WHERE model = ?1 AND a = ?2 UNION ALL "
-            "SELECT a, cosine FROM similar WHERE model = ?1 AND b = ?2 ORDER BY 2 DESC",
-            (model, exchange)))
+        """(other exchange, cosine) joined to this one, the most similar first: the pairs each
+        in the other's nearest EDGE_K (at most EDGE_K)."""
+        mine = self._near_lists(model, [exchange])[exchange]
+        theirs = self._near_lists(model, mine)
+        return sorted(((y, c) for y, c in mine.items() if exchange in theirs.get(y, {})),
+                      key=lambda yc: (-yc[1], yc[0]))
+
+    def bound_edges(self) -> bool:
+        """Bring the edges of an index linked under another rule to this one's: an index made
+        before the bound kept every pair (millions, where copies abound), which holds every
+        exchange's nearest, so each keeps them and the rest go, with the pairs of copies (the
+        same text). A bound raised since needs every exchange linked again. Once per index
+        (meta 'similar_near'). Outside a transaction: what to keep is read first, then the rest
+        deleted in steps, each a short write (a hook waits for none of them long); a step cut
+        short leaves more rows, never fewer, and the next call goes on. True if rows went."""
+        had = self.get_meta("similar_near")
+        if had == str(EDGE_K):
+            return False
+        if had is not None and (not had.isdigit() or int(had) < EDGE_K):
+            with self.write():
+                self.db.execute("DELETE FROM similar")
+                self.db.execute("DELETE FROM linked")
+                self.set_meta("similar_near", EDGE_K)
+            return True
+        if not self.db.execute("SELECT 1 FROM similar LIMIT 1").fetchone():
+            with self.write():
+                self.set_meta("similar_near", EDGE_K)
+            return False
+        self.db.execute("DROP TABLE IF EXISTS temp.keep")
+        self.db.execute("CREATE TEMP TABLE keep(a INTEGER, b INTEGER, model TEXT, "
+                        "PRIMARY KEY(a, b, model)) WITHOUT ROWID")
+        # each exchange's nearest of the pairs kept, copies' pairs left out (one statement: one
+        # state of the index; the temporary table is this connection's, no write lock taken)
+        self.db.execute(
+            "WITH pairs(a, b, model, c) AS MATERIALIZED (SELECT a, b, model, cosine FROM similar s "
+            "WHERE NOT EXISTS (SELECT 1 FROM embedded p JOIN embedded q ON q.text_hash = "
+            "p.text_hash WHERE p.exchange = s.a AND p.model = s.model AND q.exchange = s.b "
+            "AND q.model = s.model)), half(x, y, model, c) AS (SELECT a, b, model, c FROM pairs "
+            "UNION ALL SELECT b, a, model, c FROM pairs) "
+            "INSERT OR IGNORE INTO temp.keep(a, b, model) SELECT min(x, y), max(x, y), model "
+            "FROM (SELECT x, y, model, row_number() OVER (PARTITION BY model, x "
+            "ORDER BY c DESC, y) AS rk FROM half) WHERE rk <= ?", (EDGE_K,))
+        starts = [r[0] for r in self.db.execute("SELECT DISTINCT a FROM similar ORDER BY a")]
+        for i in range(0, len(starts), 2000):
+            with self.write():
+                self.db.execute(
+                    "DELETE FROM similar WHERE a BETWEEN ? AND ? AND NOT EXISTS (SELECT 1 "
+                    "FROM temp.keep k WHERE k.a = similar.a AND k.b = similar.b "
+                    "AND k.model = similar.model)", (starts[i], starts[min(i + 1999, len(starts) - 1)]))
+        with self.write():
+            self.set_meta("similar_near", EDGE_K)
+        self.db.execute("DROP TABLE temp.keep")
+        return True
+
+    def reclaim(self, share: float = 0.25) -> bool:
+        """VACUUM when at least `share` of the file is free pages (after bound_edges let go of
+        an old index's pairs): never from a hook, which must not wait seconds for it."""
+        pages = self.db.execute("PRAGMA page_count").get
+        free = self.db.execute("PRAGMA freelist_count").get
+        if not pages or free < share * pages:
+            return False
+        try:
+            self.db.execute("VACUUM")
+        except apsw.BusyError:  # another process reads: the free pages are reused as it grows
+            return False
+        return True
 
     def vectors_generation(self) -> int:
         """Changes whenever an exchange's link to its vectors does (see _VECTOR_SCHEMA)."""

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from prima_memory import semantic
+from prima_memory import store as store_mod
 from prima_memory.store import SHIFT, Store
 
 from test_semantic import KEY, Fake, _store_with, _unit
@@ -105,8 +106,8 @@ def _random_store(tmp_path, name: str, sessions: int, seed: int):
     return _store_with(tmp_path / name, layout), vectors, layout
 
 
-def _edges(st: Store) -> dict[tuple[tuple, tuple], float]:
-    """Edges by the texts they join (ids differ between stores), cosine rounded."""
+def _rows(st: Store) -> dict[tuple[tuple, tuple], float]:
+    """The rows of `similar` by the texts they join (ids differ between stores), cosine rounded."""
     texts = {}
     out = {}
     for a, b, cos in st.db.execute("SELECT a, b, cosine FROM similar WHERE model = ?", (KEY,)):
@@ -117,50 +118,174 @@ def _edges(st: Store) -> dict[tuple[tuple, tuple], float]:
     return out
 
 
+def _edges(st: Store) -> dict[tuple, list[tuple]]:
+    """Each exchange's edges (store.edges), by texts, the most similar first."""
+    ids = [x for x, _h in st.embedded_hashes(KEY).items()]
+    text = {x: st.exchange_texts([x])[x] for x in ids}
+    return {text[x]: [text[y] for y, _c in st.edges(KEY, x)] for x in ids}
+
+
+def _brute(layout, vectors, k):
+    """From scratch by brute force: each exchange's k nearest of another session and another
+    text at cosine >= EDGE; the rows (pairs among the nearest of either end) and each exchange's
+    edges (pairs among the nearest of both)."""
+    vecs = {t: np.asarray(v) / np.linalg.norm(v) for t, v in vectors.items()}
+    where = {(p, r): s for s, ex in layout.items() for p, r, _ in ex}
+    near = {}
+    for e1, s1 in where.items():
+        t1 = f"{e1[0]}\n\n{e1[1]}"
+        cands = []
+        for e2, s2 in where.items():
+            t2 = f"{e2[0]}\n\n{e2[1]}"
+            c = float(vecs[t1] @ vecs[t2])
+            if s1 != s2 and t1 != t2 and c >= semantic.EDGE:
+                cands.append((-c, e2))
+        near[e1] = {e: -c for c, e in sorted(cands)[:k]}
+    rows = {tuple(sorted((e1, e2))): round(c, 5) for e1, n in near.items() for e2, c in n.items()}
+    edges = {e1: [e2 for e2 in n if e1 in near[e2]] for e1, n in near.items()}
+    return rows, edges
+
+
+def _arrive(st: Store, layout, names) -> None:
+    with st.write():
+        for name in names:
+            row = st.session_for("claude-code", name, "[transcript]")
+            ids = iter(st.new_message_ids(row.id, 2 * len(layout[name])))
+            rows = []
+            for prompt, reply, ts in layout[name]:
+                u, a = next(ids), next(ids)
+                rows += [(u, row.id, f"u{u}", "user", ts, 0, None, prompt),
+                         (a, row.id, f"a{a}", "assistant", ts + 1, 0, u, reply)]
+            st.add_messages(rows)
+
+
+def _same(got: dict, want: dict) -> bool:
+    return got.keys() == want.keys() and all(abs(got[k] - want[k]) < 1e-4 for k in want)
+
+
 def test_edges_after_incremental_updates_equal_edges_from_scratch(tmp_path, monkeypatch):
     monkeypatch.setattr(semantic, "EDGE_BLOCK", 4)  # several blocks per update
+    monkeypatch.setattr(store_mod, "EDGE_K", 3)  # the bound bites: most have more pairs
     full, vectors, layout = _random_store(tmp_path, "full", 24, seed=3)
     e = Fake(vectors, dim=8)
     semantic.Embedding(full, e).run()
     assert semantic.link(full, KEY, 8) == (72, 0)
-    want = _edges(full)
-    assert len(want) > 20, "the test needs edges to compare"
-    assert all(c >= semantic.EDGE for c in want.values())
-    # every pair is within one session or an edge, by brute force
-    vecs = {t: np.asarray(v) / np.linalg.norm(v) for t, v in vectors.items()}
-    brute = {}
-    for s1, ex1 in layout.items():
-        for s2, ex2 in layout.items():
-            if s1 < s2:
-                for p1, r1, _ in ex1:
-                    for p2, r2, _ in ex2:
-                        c = float(vecs[f"{p1}\n\n{r1}"] @ vecs[f"{p2}\n\n{r2}"])
-                        if c >= semantic.EDGE:
-                            brute[tuple(sorted(((p1, r1), (p2, r2))))] = round(c, 5)
-    assert want.keys() == brute.keys()
-    assert all(abs(want[k] - brute[k]) < 1e-4 for k in want)
+    rows, edges = _brute(layout, vectors, 3)
+    assert len(rows) > 20 and sum(map(len, edges.values())) > 20, "the test needs edges"
+    assert all(c >= semantic.EDGE for c in rows.values())
+    assert _same(_rows(full), rows), "linked at once: the brute force's rows"
+    assert _edges(full) == edges
+    assert max(map(len, edges.values())) == 3
 
     # the same history, arriving a few sessions at a time, linked after each arrival
     inc = Store(str(tmp_path / "inc.db"))
     names = sorted(layout)
     for start in range(0, len(names), 5):
-        with inc.write():
-            for name in names[start:start + 5]:
-                row = inc.session_for("claude-code", name, "[transcript]")
-                ids = iter(inc.new_message_ids(row.id, 2 * len(layout[name])))
-                rows = []
-                for prompt, reply, ts in layout[name]:
-                    u, a = next(ids), next(ids)
-                    rows += [(u, row.id, f"u{u}", "user", ts, 0, None, prompt),
-                             (a, row.id, f"a{a}", "assistant", ts + 1, 0, u, reply)]
-                inc.add_messages(rows)
+        _arrive(inc, layout, names[start:start + 5])
         semantic.Embedding(inc, e).run()
         linked, left = semantic.link(inc, KEY, 8)
         assert (linked, left) == (3 * len(names[start:start + 5]), 0), "only the new ones"
-    got = _edges(inc)
-    assert got.keys() == want.keys()
-    assert all(abs(got[k] - want[k]) < 1e-4 for k in want), "float32 products, blocked apart"
+        assert all(len(v) <= 3 for v in _edges(inc).values()), "the bound holds at every step"
+    assert _same(_rows(inc), rows), "float32 products, blocked apart"
+    assert _edges(inc) == edges
+    assert inc.count_edges(KEY) == full.count_edges(KEY) == sum(map(len, edges.values())) // 2
     assert semantic.link(inc, KEY, 8) == (0, 0), "nothing left to do"
+
+
+def test_an_old_exchange_keeps_its_strongest_when_a_new_one_comes(tmp_path, monkeypatch):
+    """Y has two edges (k = 2); a stronger neighbour comes: Y keeps the two strongest, and the
+    weakest, no longer among Y's nearest, is no edge of either end."""
+    monkeypatch.setattr(store_mod, "EDGE_K", 2)
+    layout = {"Y": [("y", "hub", NOW)], "A": [("a", "weak", NOW)], "B": [("b", "mid", NOW)],
+              "C": [("c", "strong", NOW)]}
+    vectors = {"y\n\nhub": _unit(1, 0, 0, 0), "a\n\nweak": _unit(0.90, 0, 0.435889894, 0),
+               "b\n\nmid": _unit(0.92, 0, 0, 0.391918359),
+               "c\n\nstrong": _unit(0.97, 0.243104916, 0, 0)}
+    e = Fake(vectors)
+    st = Store(str(tmp_path / "index.db"))
+    _arrive(st, layout, ["Y", "A", "B"])
+    semantic.Embedding(st, e).run()
+    semantic.link(st, KEY, 4)
+    assert _edges(st)[("y", "hub")] == [("b", "mid"), ("a", "weak")]
+    _arrive(st, layout, ["C"])
+    semantic.Embedding(st, e).run()
+    assert semantic.link(st, KEY, 4) == (1, 0)
+    got = _edges(st)
+    assert got[("y", "hub")] == [("c", "strong"), ("b", "mid")], "the weakest let go"
+    assert got[("a", "weak")] == [], "both ends: A's edge went with it"
+    assert max(map(len, got.values())) <= 2
+    assert _same(_rows(st), _brute(layout, vectors, 2)[0])
+
+
+def test_copies_of_one_text_are_never_joined(tmp_path):
+    """The same exchange in two sessions (a fork's copy, a repeated text): no edge between the
+    copies, though their cosine is 1; a third, near but not the same, joins both."""
+    same, near = _unit(1, 0, 0, 0), _unit(0.95, 0.312249900, 0, 0)
+    e = Fake({"p\n\nsame reply": same, "q\n\nalmost": near})
+    st = _store_with(tmp_path, {"A": [("p", "same reply", NOW)], "B": [("p", "same reply", NOW)],
+                                "C": [("q", "almost", NOW)]})
+    semantic.Embedding(st, e).run()
+    semantic.link(st, KEY, 4)
+    assert st.count_edges(KEY) == 2
+    by = {_session_of(st, x): x for x in st.embedded_hashes(KEY)}
+    assert [y for y, _c in st.edges(KEY, by["A"])] == [by["C"]]
+    assert [y for y, _c in st.edges(KEY, by["B"])] == [by["C"]]
+    assert sorted(y for y, _c in st.edges(KEY, by["C"])) == sorted([by["A"], by["B"]])
+
+
+def test_an_index_linked_before_the_bound_is_brought_to_it(tmp_path, monkeypatch):
+    """An index the old code linked kept every pair (and copies' pairs): the next link keeps
+    each exchange's nearest only, as linking from scratch does, once, and gives the pages back."""
+    monkeypatch.setattr(store_mod, "EDGE_K", 2)
+    st, vectors, layout = _random_store(tmp_path, "old", 16, seed=11)
+    copy = ("p0-0", "r0-0")  # session S00's first exchange, copied into a new session
+    layout["S99"] = [(*copy, NOW)]
+    _arrive(st, layout, ["S99"])
+    e = Fake(vectors, dim=8)
+    semantic.Embedding(st, e).run()
+    # what the code before the bound stored: every pair of other sessions at >= EDGE
+    ids, _w, mat = semantic._matrix(st, KEY, 8)
+    sims = mat @ mat.T
+    with st.write():
+        for i, j in zip(*np.nonzero(sims >= semantic.EDGE)):
+            a, b = int(ids[i]), int(ids[j])
+            if a < b and a >> SHIFT != b >> SHIFT:
+                st.db.execute("INSERT OR REPLACE INTO similar VALUES (?, ?, ?, ?)",
+                              (a, b, KEY, round(float(sims[i, j]), 6)))
+        st.db.executemany("INSERT INTO linked SELECT exchange, model, text_hash FROM embedded "
+                          "WHERE exchange = ?", [(int(x),) for x in set(ids.tolist())])
+    before = st.db.execute("SELECT a, b, cosine FROM similar").fetchall()
+    reclaimed = []
+    real = st.reclaim
+    monkeypatch.setattr(st, "reclaim", lambda: reclaimed.append(real(share=0.0)))
+    assert semantic.link(st, KEY, 8, budget=5.0) == (0, 0), "nothing pending: bounded all the same"
+    assert reclaimed == [], "not while a search waits on it"
+    with st.write():
+        st.set_meta("similar_near", None)
+    assert semantic.link(st, KEY, 8) == (0, 0)
+    assert reclaimed == [True]
+    got = st.db.execute("SELECT a, b, cosine FROM similar").fetchall()
+    edges = {x: st.edges(KEY, x) for x in st.embedded_hashes(KEY)}
+    assert len(before) > 3 * len(got), "the test needs an index with far more pairs"
+    assert st.get_meta("similar_near") == "2"
+    assert st.db.execute("PRAGMA freelist_count").get == 0, "the pages given back"
+    assert not st.bound_edges(), "once"
+    with st.write():  # from scratch
+        st.db.execute("DELETE FROM similar")
+        st.db.execute("DELETE FROM linked")
+    assert semantic.link(st, KEY, 8) == (49, 0)
+    again = st.db.execute("SELECT a, b, cosine FROM similar").fetchall()
+    assert [r[:2] for r in again] == [r[:2] for r in got]
+    assert all(abs(r[2] - q[2]) < 1e-5 for r, q in zip(again, got)), "float32 products"
+    assert {x: [y for y, _c in st.edges(KEY, x)] for x in edges} == \
+        {x: [y for y, _c in v] for x, v in edges.items()}
+    assert max(map(len, edges.values())) == 2
+    copies = [x for x in edges if st.exchange_texts([x])[x] == copy]
+    assert len(copies) == 2 and copies[1] not in dict(edges[copies[0]])
+    assert (min(copies), max(copies)) in {(a, b) for a, b, _c in before}, "the old code joined them"
+    monkeypatch.setattr(store_mod, "EDGE_K", 3)  # a bound raised: everything linked again
+    assert semantic.link(st, KEY, 8) == (49, 0)
+    assert max(len(st.edges(KEY, x)) for x in edges) == 3
 
 
 def test_a_changed_or_deleted_exchange_takes_its_edges_with_it(tmp_path):
