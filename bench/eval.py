@@ -57,9 +57,10 @@ word (the run stops if one does; and if there are fewer than 500 sessions, 100 l
 questions or 10 forked targets). Each query runs through the CLI as above, in its own history
 and index under OUT/questions/VARIANT. Reported per variant and mode: R@1, R@5 and MRR on the
 questions (a fork of the target is not the target), how many nothing-queries return an empty
-result list, and copies in the top 10: over all questions, the results whose conversation (a
-fork's origin) is already listed above them; and the MRR with copies folded into their origin
-(each conversation counted once, at its best place), which a fix for copies alone would reach.
+result list, and forks in the top 10: over all questions, the results that are a fork of a
+conversation already listed above them (before #20 they matched on the copies of its messages;
+since, a fork holds only its own new messages and is listed when those match); and the MRR with
+forks folded into their origin (each conversation counted once, at its best place).
 For each question, the long sessions that hold
 every word of it (what keyword search wants today, filler included) show which ones filler
 can win. Full results: OUT/questions/eval-results.json.
@@ -443,8 +444,8 @@ def report_second(results: dict, stats: dict, qset: dict, modes, variants) -> st
              f"wants today, filler included) in at least one long session. Nothing-queries: "
              f"{len(nothing)}. Limit {LIMIT}; a rank not in the top {LIMIT} counts 0; a fork of "
              "the target is not the target.", "",
-             "| variant | mode | R@1 | R@5 | MRR | MRR, copies folded | nothing-queries returning nothing "
-             "| copies in top 10 (questions) | questions with a copy | first result a copy of "
+             "| variant | mode | R@1 | R@5 | MRR | MRR, forks folded | nothing-queries returning nothing "
+             "| forks in top 10 below their origin | questions with one | first result a fork of "
              "the target | median ms | errors | warnings |",
              "|---|---|" + "---:|" * 10 + "---|"]
     for v in variants:
@@ -480,7 +481,7 @@ def report_second(results: dict, stats: dict, qset: dict, modes, variants) -> st
                       "| long sessions with every word |", "|---|---|---|---|---:|---:|"]
             for r in misses:
                 first = (f"{r['top'][0]['session']} ({r['top'][0]['score']})"
-                         + (" copy of the target" if r["first_is_copy_of_target"] else "")
+                         + (" fork of the target" if r["first_is_copy_of_target"] else "")
                          if r["top"] else "(no result)")
                 tscore = next((t["score"] for t in r["top"] if t["session"] == r["target"]), "-")
                 longs = sum(n.startswith("long:") for n in every[r["query"]])
