@@ -98,3 +98,15 @@ def test_a_question_about_the_history_is_still_answered_beside_nothing(env):
     _documented_history(env)
     got = env.json("search", "how did we read and write comma separated files")["results"]
     assert got and got[0]["title"] == "What does the csv module do?", got[:2]
+
+
+@pytest.mark.parametrize("query", ["???", "the", "when did we", "— ? —", "’s"])
+def test_a_query_of_filler_or_punctuation_alone_is_taken_as_typed(env, query):
+    """Filler is dropped only when something else is left: a query of nothing else still means
+    its words (the seed's rule), and punctuation alone is searched literally."""
+    _history(env, [CHAT[0]])
+    for mode in ("keyword", "combined"):
+        p = env.run("search", query, "--mode", mode, "--json")
+        assert p.returncode == 0, p.stderr
+    got = env.search("when did we")
+    assert _ids(got) == [CHATTY]  # every word is filler: all of them must match, as typed
