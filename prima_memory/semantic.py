@@ -4,9 +4,10 @@ An exchange is one reply with the prompt it answers first (the seed's rule), cut
 characters. The model reads only 256 tokens, so by default the cut text is embedded as
 overlapping windows and an exchange scores by its best window: all 2,000 characters count.
 Matches under 0.2 are dropped, not the seed's 0.3: short paraphrase queries score 0.2-0.3 against
-the session they mean (docs/evaluation.md: MRR 0.69 -> 0.77 on the evaluation set).
-`PRIMA_SEED_EXACT=1` gives the seed's exact behaviour instead: the cut text as one input (the
-model reads its start) and the 0.3 floor. A session scores by its best exchange.
+the session they mean. Noise does too, so a query is answered only when its best match stands
+out from its own background (Scored). `PRIMA_SEED_EXACT=1` gives the seed's exact behaviour
+instead: the cut text as one input (the model reads its start) and the 0.3 floor alone. A session
+scores by its best exchange.
 
 Knows the index's records and the embedder's interface, nothing of file formats. numpy and the
 model are imported only when used: hooks never come here.
