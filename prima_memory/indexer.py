@@ -603,8 +603,13 @@ class Indexer:
                 known.update(store.messages_by_key(sid, missing))
         else:
             known = store.messages_by_key(sid, merged)
-        copied = self._copies(d, sid, [k for k in merged if k not in known]) \
-            if d.shared_keys else set()
+        # Copies come first in a file (a fork or a resume writes the earlier lines, then its
+        # own): once a session holds a message of its own, no later key is looked up.
+        fresh_keys = [k for k in merged if k not in known]
+        copied, held = self._copies(d, sid, fresh_keys) if d.shared_keys and not entry.own \
+            else (set(), set())
+        if any(k not in held for k in fresh_keys):
+            entry.own = True
         if d.shared_keys and (copied or not entry.titled):
             self._own_title(d, entry, copied)
         new = sum(k not in known and k not in copied for k in merged)
@@ -691,16 +696,17 @@ class Indexer:
         first = self.store.first_prompt(session)
         self.store.set_first_title(session, titles.clean_first_prompt(first) if first else None)
 
-    def _copies(self, d, sid: int, keys: list[str]) -> set[str]:
+    def _copies(self, d, sid: int, keys: list[str]) -> tuple[set[str], set[str]]:
         """Of a delta's new message keys, those another session had first: copies (a fork or a
         resume writes the earlier session's lines again), not stored again; this session is
         that one's fork. Where this session had them first (a fork indexed before its origin,
-        as a cold index reads the newest files first), the holder's copies come over to it."""
+        as a cold index reads the newest files first), the holder's copies come over to it.
+        Returns (the copies, every key another session held)."""
         store = self.store
         held = store.holders(d.source, sid, [k for k in keys if not k.startswith(LOCAL)]) \
             if keys else {}
         if not held:
-            return set()
+            return set(), set()
         start, mtime = store.precedence(sid)
         firsts = [t for t in (start, d.first_ts) if t is not None]
         mine = _order(min(firsts) if firsts else None, mtime if mtime is not None else self._mtime)
@@ -715,11 +721,12 @@ class Indexer:
                 store.hand_over(holder, sid, ks)
                 self._retitle(holder)
                 self.handed.add(holder)
-                self._sessions.clear()  # what the run remembered of the holder is gone
+                # what the run remembered of the holder is gone
+                self._sessions = {k: e for k, e in self._sessions.items() if e.id != holder}
             else:
                 copied.update(ks)
                 store.set_origin(sid, holder)
-        return copied
+        return copied, set(held)
 
     def _finish_sessions(self, rep: Report) -> None:
         if rep.sessions_touched:
@@ -895,6 +902,7 @@ class _Session:
         self.decisions = decisions
         self.fresh = fresh  # had no messages when this run first touched it
         self.titled = False  # has its first prompt's title
+        self.own = not fresh  # holds a message of its own: no copy can follow (Indexer._apply)
         self.keys: set[str] = set()  # keys added by this run (kept only for fresh sessions)
         self.recent: dict[str, tuple[int, str]] = {}  # the last few messages: a reply may go on
 

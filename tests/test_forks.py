@@ -196,3 +196,26 @@ def test_prompts_without_a_uuid_are_never_taken_for_copies(env):
     assert _ids(env.search("pelicanword")) == [ORIGIN]
     assert _ids(env.search("flamingoword")) == [FORK]
     assert _messages(env, ORIGIN) == _messages(env, FORK) == 2
+
+
+def test_an_origin_read_after_its_forks_takes_back_a_long_copied_prefix(env, monkeypatch):
+    """Two forks read first hold the copies; the origin, read in small steps, takes back every
+    one of them, in each step, from both."""
+    origin = env.transcript(ORIGIN, start=OLD)
+    for i in range(40):
+        origin.exchange(f"Step {i} of the quagga migration", f"Step {i} of the quagga migration "
+                        "is done; the rows moved and the checksums agree.")
+    for sid in (FORK, FORK2):
+        f = _fork(env, origin, sid, start=OLD + 9000)
+        f.exchange(f"And in {sid[:2]}?", "Nothing else to do there.")
+        _age(f.path, 60)
+    _age(origin.path, 7200)
+    from prima_memory import api, indexer
+    monkeypatch.setattr(indexer, "BATCH_BYTES", 2000)  # the origin read in many steps
+    mem = api.open_memory(str(env.ws))
+    try:
+        mem.update()
+    finally:
+        mem.close()
+    assert _ids(env.search("quagga")) == [ORIGIN]
+    assert [_messages(env, s) for s in (ORIGIN, FORK, FORK2)] == [80, 2, 2]
