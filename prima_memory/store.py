@@ -718,7 +718,8 @@ class Store:
         """key -> the other session of `source` that holds the message of that key (a message
         is stored once: see Indexer._copies)."""
         return dict(self._chunked(
-            "SELECT m.key, m.session FROM messages m JOIN sessions s ON s.id = m.session "
+            # (CROSS JOIN: messages by key first; the planner would scan the source's sessions)
+            "SELECT m.key, m.session FROM messages m CROSS JOIN sessions s ON s.id = m.session "
             "WHERE m.key IN ({}) AND m.session != ? AND s.source = ?", keys, (),
             (session, source)))
 
