@@ -219,3 +219,18 @@ def test_an_origin_read_after_its_forks_takes_back_a_long_copied_prefix(env, mon
         mem.close()
     assert _ids(env.search("quagga")) == [ORIGIN]
     assert [_messages(env, s) for s in (ORIGIN, FORK, FORK2)] == [80, 2, 2]
+
+
+def test_a_uuid_that_is_not_text_loses_nothing(env):
+    """A line whose uuid is a number, a list or an object: its prompt is kept (it once made
+    the whole transcript unreadable), and never taken for another session's copy."""
+    t = env.transcript(ORIGIN, start=OLD)
+    for u in (12345, ["x"], {"a": 1}, None, ""):
+        line = t._base("user", 1)
+        line["uuid"] = u
+        line["message"] = {"role": "user", "content": f"Odd uuid {json.dumps(u)}: wallabyword"}
+        t.raw(line)
+        t.reply(f"Noted the wallabyword {json.dumps(u)}.")
+    env.run("index")
+    assert _ids(env.search("wallabyword")) == [ORIGIN]
+    assert _messages(env, ORIGIN) == 10

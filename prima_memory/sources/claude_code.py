@@ -382,7 +382,9 @@ def _take_message(obj: dict, kind: str, d, state: dict, file_sidechain: bool, sc
         th.pop("cmd", None)
         d.seen(ts)
         text = scrub(text)
-        key = obj.get("uuid") or f"~u{ts}"  # (a made-up key names nothing in another session)
+        key = obj.get("uuid")
+        if not isinstance(key, str) or not key:  # (a made-up key names nothing elsewhere)
+            key = f"~u{ts}"
         d.messages.append(Message(key, "user", text, ts, sidechain))
         th["u"] = key  # the next reply pairs with this prompt
         th["t"] = ""
