@@ -701,7 +701,7 @@ def similar(mem: Memory, query: str, *, limit: int = 10) -> dict:
     words = searchmod.word_sessions(store, searchmod.normalize_query(query)[1])
     matches = semantic.similar(store, embedder, searchmod.meaning_query(query), limit=limit,
                                admit=admit, floor=settings.floor, settings=settings,
-                               gate=searchmod.gate(words, store.count_sessions()))
+                               gate=searchmod.gate(store, words))
     rows = {r.id: r for r in store.sessions_by_id({m.session for m in matches})}
     results = []
     for m in (m for m in matches if m.session in rows):

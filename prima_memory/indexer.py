@@ -610,8 +610,8 @@ class Indexer:
             else (set(), set())
         if any(k not in held for k in fresh_keys):
             entry.own = True
-        if d.shared_keys and (copied or not entry.titled):
-            self._own_title(d, entry, copied)
+        if copied:
+            d.first_prompt = None  # (the origin's first prompt, not this session's)
         new = sum(k not in known and k not in copied for k in merged)
         ids = iter(store.new_message_ids(sid, new) if new else ())
         inserts, updates, texts_seen = [], [], []
@@ -676,25 +676,18 @@ class Indexer:
                              custom_title=d.custom_title, summary_title=d.summary_title,
                              first_prompt=d.first_prompt, first_ts=d.first_ts, last_ts=d.last_ts,
                              tags=tag_text, decisions=dec_text)
+        if d.shared_keys and not entry.titled:  # a fork's title: its own first prompt
+            entry.titled = d.first_prompt is not None or self._retitle(sid)
         return sid
 
-    @staticmethod
-    def _own_title(d, entry: _Session, copied: set[str]) -> None:
-        """A fork's title is its own first prompt, not the copied one (its origin's)."""
-        from . import titles  # (only where copies are found, or a session has no title yet)
-        if copied:
-            d.first_prompt = None
-        if d.first_prompt is None:
-            own = next((m.text for m in d.messages if m.role == "user" and not m.sidechain
-                        and m.text and m.key not in copied), None)
-            d.first_prompt = titles.clean_first_prompt(own) if own else None
-        entry.titled = entry.titled or d.first_prompt is not None
-
-    def _retitle(self, session: int) -> None:
-        """A session that gave its copies back is titled by its own first prompt."""
-        from . import titles  # (only where copies change hands)
+    def _retitle(self, session: int) -> bool:
+        """Title a session by its first prompt as stored: a fork's own, not the one it copied
+        (or gave back). True when it has one."""
+        from . import titles  # (only where copies are found or change hands)
         first = self.store.first_prompt(session)
-        self.store.set_first_title(session, titles.clean_first_prompt(first) if first else None)
+        title = titles.clean_first_prompt(first) if first else None
+        self.store.set_first_title(session, title)
+        return title is not None
 
     def _copies(self, d, sid: int, keys: list[str]) -> tuple[set[str], set[str]]:
         """Of a delta's new message keys, those another session had first: copies (a fork or a

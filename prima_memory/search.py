@@ -200,26 +200,26 @@ def _semantic_matches(store, embedder, query, limit, facts, floor):
                            admit={r[0] for r in facts}.__contains__, floor=floor)
 
 
-def _scored(store: Store, embedder, query: str, floor: float | None, counts, sessions: int):
+def _scored(store: Store, embedder, query: str, floor: float | None, counts):
     """The query scored by meaning, and whether meaning answers it at all: its best match
     must stand out from its background, and more so when none of its words occurs anywhere in
-    a history of `sessions` (`counts`: word_sessions(), called only when the rule is on)."""
+    the history (`counts`: word_sessions(), called only when the rule is on)."""
     from . import semantic  # late: as in _semantic_matches
     scored = semantic.score_query(store, embedder, meaning_query(query), floor=floor)
     if not scored.standout:
         return scored, True
-    return scored, scored.answers(gate(counts(), sessions))
+    return scored, scored.answers(gate(store, counts()))
 
 
-def gate(counts: list[dict[int, int]], sessions: int) -> float:
+def gate(store: Store, counts: list[dict[int, int]]) -> float:
     """How far a query's best match by meaning must stand out (semantic.Scored.answers): a
-    query none of whose words a history of `sessions` holds is about something never
-    discussed, unless its meaning says otherwise beyond doubt. The fewer the sessions, the
-    less their words say: a new user's paraphrase is still answered."""
+    query none of whose words the history holds is about something never discussed, unless
+    its meaning says otherwise beyond doubt. The fewer the sessions, the less their words say:
+    a new user's paraphrase is still answered."""
     from . import semantic  # late: as in _semantic_matches
     if any(counts):
         return semantic.GATE
-    known = min(1.0, sessions / WORDLESS_SESSIONS)
+    known = min(1.0, store.count_sessions() / WORDLESS_SESSIONS)
     return semantic.GATE + known * (semantic.GATE_WORDLESS - semantic.GATE)
 
 
@@ -261,8 +261,7 @@ def semantic(store: Store, embedder, query: str, *, limit: int = 10,
     semantic.Scored)."""
     admitted = {r[0] for r in _facts(store, filters, deep)}
     scored, answers = _scored(store, embedder, query, floor,
-                              lambda: word_sessions(store, normalize_query(query)[1]),
-                              store.count_sessions())
+                              lambda: word_sessions(store, normalize_query(query)[1]))
     matches = scored.matches(limit, admitted.__contains__) if answers else []
     rows = {r.id: r for r in store.sessions_by_id([m.session for m in matches])}
     hits = []
@@ -333,8 +332,7 @@ def combined(store: Store, embedder, query: str, *, limit: int = 10,
     counts = word_sessions(store, words)
     kw_ids = {sid for _p, sid in keyword_scores(store, query, now=now, facts=facts,
                                                 counts=counts)}
-    scored, answers = _scored(store, embedder, query, floor, lambda: counts,
-                              store.count_sessions())
+    scored, answers = _scored(store, embedder, query, floor, lambda: counts)
     admitted = {r[0] for r in facts}
     best = {m.session: m for m in scored.matches(max(limit * 5, 50), admitted.__contains__)
             } if answers else {}
