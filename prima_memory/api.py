@@ -302,7 +302,8 @@ def search(mem: Memory, query: str, *, mode: str = "combined", limit: int = 10,
     if not results and not filters:  # the last search step (the seed's table): the session
         # history summaries, which no filter applies to
         from .sources import history
-        found, problems = history.search(mem.ws, query, limit=limit)
+        found, problems = history.search(mem.ws, searchmod.normalize_query(query)[1],
+                                         limit=limit)
         for p in problems:
             mem.log.warn(f"session history: {p}", once=True)
         if found:

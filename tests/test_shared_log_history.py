@@ -104,18 +104,18 @@ def test_history_current_files_first_then_the_archive_newest_first(tmp_path, mon
         {"date": "2026-09-02", "summary": "Kangaroo import"}]})
     (ws / ".claude" / "state" / "history" / "notes.txt").write_text("not a month")
 
-    found, problems = history.search(str(ws), "billing")
+    found, problems = history.search(str(ws), ["billing"])
     assert problems == []
     assert [e["summary"] for e in found] == [
         "Migrated the billing cron", "Billing dashboard polish",
         "billing export from last month"], "the current files, whatever the date; no archive"
     assert found[0]["label"] == "Session History Summaries" and found[0]["projects"] == ["P001"]
     assert found[1]["file"] == os.path.join(".claude", "state", "projects", "P002.json")
-    wombat, _ = history.search(str(ws), "wombat audit")
+    wombat, _ = history.search(str(ws), ["wombat", "audit"])
     assert [e["date"] for e in wombat] == ["2026-10-12"], "the newest month that answers, alone"
-    kangaroo, _ = history.search(str(ws), "KANGAROO")
+    kangaroo, _ = history.search(str(ws), ["KANGAROO"])
     assert [e["summary"] for e in kangaroo] == ["Kangaroo import"]
-    assert history.search(str(ws), "nothing like it")[0] == []
+    assert history.search(str(ws), ["nothing", "like", "it"])[0] == []
 
 
 def test_history_at_the_turn_of_the_month(tmp_path, monkeypatch):
@@ -126,7 +126,7 @@ def test_history_at_the_turn_of_the_month(tmp_path, monkeypatch):
     _state(ws, "state.json", {"sessionHistory": [
         {"date": "2026-11-22", "time": "16:40", "summary": "Quarterly okapi report drafted"},
         {"date": "2026-11-20", "summary": "Okapi data cleaned"}]})
-    found, _ = history.search(str(ws), "okapi report")
+    found, _ = history.search(str(ws), ["okapi", "report"])
     assert [(e["date"], e["summary"]) for e in found] == [
         ("2026-11-22", "Quarterly okapi report drafted")]
 
@@ -134,7 +134,7 @@ def test_history_at_the_turn_of_the_month(tmp_path, monkeypatch):
         {"date": "2026-11-20", "summary": "Okapi data cleaned"}]})  # rotated, still in state
     _state(ws, "projects/P001.json", {"sessionHistory": [
         {"date": "2026-11-20", "summary": "Okapi data  cleaned"}]})  # and in its project's file
-    found, problems = history.search(str(ws), "okapi cleaned")
+    found, problems = history.search(str(ws), ["okapi", "cleaned"])
     assert problems == [] and [e["file"] for e in found] == [
         os.path.join(".claude", "state", "state.json")], "found once"
 
@@ -153,7 +153,7 @@ def test_history_entries_with_odd_dates_are_kept(tmp_path, monkeypatch):
         {"date": True, "summary": "emu six: a boolean"},
         {"date": "last Tuesday", "summary": "emu seven: words"},
         {"date": "2026-11-29", "summary": "emu eight: a real date"}]})
-    found, problems = history.search(str(ws), "emu")
+    found, problems = history.search(str(ws), ["emu"])
     assert problems == []
     assert [e["summary"].split(":")[0] for e in found] == [
         "emu eight", "emu one", "emu two", "emu three", "emu four", "emu five", "emu six",
@@ -164,7 +164,7 @@ def test_history_entries_with_odd_dates_are_kept(tmp_path, monkeypatch):
         ("", "", "", "")
     assert dates["emu five"] == "20261130" and found[2]["time"] == "5"
     assert all(e["time"] in (None, "5") for e in found)
-    assert len(history.search(str(ws), "emu", limit=3)[0]) == 3
+    assert len(history.search(str(ws), ["emu"], limit=3)[0]) == 3
 
 
 def test_history_files_of_odd_shapes_are_tolerated(tmp_path):
@@ -174,10 +174,10 @@ def test_history_files_of_odd_shapes_are_tolerated(tmp_path):
     (ws / ".claude" / "state" / "projects").mkdir(parents=True)
     (ws / ".claude" / "state" / "projects" / "P1.json").write_text("{ broken")
     _state(ws, "history/2026-10.json", {"sessionHistory": "not a list"})
-    found, problems = history.search(str(ws), "ok")
+    found, problems = history.search(str(ws), ["ok"])
     assert [e["summary"] for e in found] == ["ok one"]
     assert len(problems) == 1 and "P1.json" in problems[0]
-    assert history.search(str(tmp_path / "none"), "ok") == ([], [])
+    assert history.search(str(tmp_path / "none"), ["ok"]) == ([], [])
 
 
 def test_a_claude_folder_linked_out_of_the_workspace_is_never_read(tmp_path):
@@ -191,12 +191,12 @@ def test_a_claude_folder_linked_out_of_the_workspace_is_never_read(tmp_path):
     ws.mkdir()
     os.symlink(elsewhere / ".claude", ws / ".claude")
     assert shared_log.discover(str(ws)) == []
-    assert history.search(str(ws), "secret") == ([], [])
+    assert history.search(str(ws), ["secret"]) == ([], [])
 
     inside = tmp_path / "ws2"
     (inside / "real").mkdir(parents=True)
     os.rename(elsewhere / ".claude", inside / "real" / ".claude")
     os.symlink(inside / "real" / ".claude", inside / ".claude")
     assert [os.path.basename(p) for _id, p in shared_log.discover(str(inside))] == ["secret.md"]
-    assert [e["summary"] for e in history.search(str(inside), "secret")[0]] == [
+    assert [e["summary"] for e in history.search(str(inside), ["secret"])[0]] == [
         "the secret summary"]

@@ -253,6 +253,9 @@ def test_session_history_answers_only_when_the_conversations_find_nothing(env):
     assert any("Session History Summaries" in w for w in got["warnings"])
     text = env.run("search", "tapirmigration").stdout
     assert "Session History Summaries" in text and "Planned the tapirmigration" in text
+    # a question, as typed into /recall: its filler need not be in the summary either
+    got = env.json("search", "when did we plan the tapirmigration?")
+    assert [e["summary"] for e in got["history"]] == ["Planned the tapirmigration"]
     recall = env.run("recall", "tapirmigration").stdout
     assert "Session History Summaries, " in recall and "No session matches" not in recall
     assert "history" not in env.json("search", "tapirmigration", "--source", "codex"), \

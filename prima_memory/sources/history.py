@@ -104,12 +104,13 @@ def archive(ws: str, problems: list[str]):
                                     for e in _history(_load(path, problems, ws))])
 
 
-def search(ws: str, query: str, *, limit: int = 10) -> tuple[list[dict], list[str]]:
-    """Summaries holding every word of the query (any case): the current files', else the
-    archive's, newest month first, stopping at the first month that answers. The same
-    summary of the same day, written in two files (state.json and a project's file), is one."""
+def search(ws: str, words: list[str], *, limit: int = 10) -> tuple[list[dict], list[str]]:
+    """Summaries holding every one of `words` (any case; the query's words as search reads
+    them, filler left out): the current files', else the archive's, newest month first,
+    stopping at the first month that answers. The same summary of the same day, written in
+    two files (state.json and a project's file), is one."""
     problems: list[str] = []
-    words = [w for w in query.lower().split() if w]
+    words = [w.lower() for w in words if w]
     if not words:
         return [], problems
 
