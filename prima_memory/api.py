@@ -20,7 +20,7 @@ import time
 from . import hints, session_view
 from .errors import Failure, UsageError
 from .memory import ALL, EXTRACTS, DiskFull, IndexBusy, IndexReadOnly, Memory
-from .sources.registry import CLAUDE_CODE, SOURCES, source_named
+from .sources.registry import CLAUDE_CODE, OTHERS, SOURCES, source_named
 from .store import SHIFT, Busy, StoreError, is_corruption
 from .timeparse import iso_utc, local, parse_when
 from .workspace import path_variants
@@ -35,9 +35,10 @@ LOCK_SECONDS = 10.0  # how long a request waits for another writer before answer
 EMBEDDER_WAIT = 2.0  # seconds a search waits for a running background embedder (newest first)
 
 
-def call(ws: str, fn):
-    """fn(memory) on the workspace's memory, guarded (see `guarded`), then closed."""
-    mem = Memory(ws)
+def call(ws: str, fn, *, before_start=None):
+    """fn(memory) on the workspace's memory, guarded (see `guarded`), then closed.
+    `before_start`: see Memory."""
+    mem = Memory(ws, before_start=before_start)
     try:
         return guarded(mem, fn)
     finally:
@@ -58,6 +59,13 @@ def open_memory(ws: str) -> Memory:
     """The workspace's memory, for a caller that holds it open itself (a hook, the MCP server)
     and runs requests on it with `guarded`; `close()` it when done."""
     return Memory(ws)
+
+
+def other_history(ws: str) -> bool:
+    """Whether another agent's sessions (Codex, VS Code, a shared log) belong to this folder,
+    where Claude Code keeps no history and no memory exists yet."""
+    from .sources import history  # read only here and by a search
+    return any(src.holds(ws) for src in OTHERS) or bool(history.current(ws, []))
 
 
 def error_line(e: BaseException, limit: int = 300) -> str:

@@ -11,6 +11,7 @@ import sys
 
 from . import api
 from . import workspace as wsmod
+from .errors import Failure
 from .hints import cli, quote
 from .progress import Progress
 from .session_view import stopped_line
@@ -27,9 +28,20 @@ def run(args) -> int:
             setattr(args, k, api.clean_text(v))
         elif isinstance(v, list):
             setattr(args, k, [api.clean_text(x) if isinstance(x, str) else x for x in v])
-    ws = wsmod.resolve_workspace(getattr(args, "workspace", None))
+    found = wsmod.locate(getattr(args, "workspace", None))
+    ws = found.folder
     handler = globals()[f"cmd_{args.command}"]
-    return api.call(ws, lambda mem: handler(mem, args))
+
+    def before_start() -> None:
+        # a command that only reads makes no memory where there is no history: it says so
+        if args.command not in MAKES_MEMORY and not api.other_history(ws):
+            raise Failure(found.nothing_here())
+    return api.call(ws, lambda mem: handler(mem, args),
+                    before_start=None if found.has_memory else before_start)
+
+
+# The commands that may start a memory where there is none: the rest only read one.
+MAKES_MEMORY = frozenset({"index", "quickstart"})
 
 
 def emit(args, data: dict, text: str) -> None:
@@ -79,6 +91,7 @@ def cmd_search(mem, args) -> int:
         branch = f"  ({r['branch']})" if r["branch"] else ""
         lines.append(f"{i}. {r['label']} {r['title']}  [{score_text(r)}]")
         lines.append(f"   {local_iso(r['started_at'])}{branch}  session {r['session_id']}")
+        lines.append(f"   {_back(r)}")
         for m in r["matches"] or ([r["snippet"]] if r["snippet"] else []):
             lines.append(f"   > {m}")
         for t in r.get("context", ()):
@@ -168,6 +181,12 @@ def _recent_text(data: dict) -> str:
     return _fit(head, blocks, [RECALL_HELP])
 
 
+def _back(r: dict) -> str:
+    """The one command back to a session in a listing: continue it in its agent, or, where its
+    agent cannot resume (VS Code), print it."""
+    return r.get("resume") or r["show"]
+
+
 def _way_back(r: dict) -> list[str]:
     """Each command on its own line, as printed: one to read the session, one to resume it."""
     return [f"   {r[k]}" for k in ("show", "resume") if r.get(k)]
@@ -197,7 +216,7 @@ def cmd_recent(mem, args) -> int:
         lines.append(f"{local_iso(d['ended_at'])}  {other_agent(d['source'], d['label'])}"
                      f"{d['title']}" + (f"  ({d['branch']})" if d["branch"] else "")
                      + f"\n   session {d['session_id']}, {_n(d['message_count'], 'message')}, "
-                       f"{_n(len(d['files_changed']), 'file')} changed")
+                       f"{_n(len(d['files_changed']), 'file')} changed\n   {_back(d)}")
         if d["last_user_message"]:
             lines.append(f"   last asked: {one_line(d['last_user_message'], 140)}")
     if not data["sessions"]:
@@ -212,6 +231,8 @@ def cmd_show(mem, args) -> int:
     lines = [f"{d['title']}", f"session {d['session_id']}  {d['label']}  "
              f"{local_iso(d['started_at'])} – {local_iso(d['ended_at'])}  branch {d['branch'] or '—'}",
              f"project {d['project'] or '—'}"]
+    if d.get("resume"):
+        lines.append(f"resume  {d['resume']}")
     if d["origin"]:
         lines.append(f"forked from {d['origin']['session_id']} ({one_line(d['origin']['title'], 80)}),"
                      " which holds the messages copied from it")

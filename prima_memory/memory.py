@@ -58,8 +58,10 @@ class IndexReadOnly(Failure):
 
 
 class Memory:
-    def __init__(self, ws: str, *, log: Log | None = None):
+    def __init__(self, ws: str, *, log: Log | None = None, before_start=None):
         self.ws = ws
+        # called before .prima-memory is made where there is none: it raises to make nothing
+        self.before_start = before_start
         self.dir = wsmod.data_dir(ws)
         self.db_path = wsmod.index_path(ws)
         self.log = log or Log(self.dir if wsmod.is_real_dir(self.dir) else None)
@@ -80,6 +82,8 @@ class Memory:
     def _ensure_dir(self, again: bool = False) -> None:
         if self._dir_checked and not again:
             return
+        if self.before_start is not None and not os.path.lexists(self.dir):
+            self.before_start()
         self._dir_checked = True
         notes = wsmod.ensure_data_dir(self.ws)
         if self.log.path is None:

@@ -9,6 +9,7 @@ import stat
 import time
 
 from .errors import Failure
+from .hints import cli
 
 # path_variants and text_of live with Claude Code's folder names (they spell a path as it does):
 # kept importable from here, where the rest of the package looks for them
@@ -24,27 +25,86 @@ class WorkspaceError(Failure):
 
 
 def resolve_workspace(explicit: str | None = None) -> str:
-    """--workspace, then CLAUDE_PROJECT_DIR, then the current folder (hooks: hook_workspace)."""
+    """The folder served: see locate (hooks: hook_workspace)."""
+    return locate(explicit).folder
+
+
+def locate(explicit: str | None = None) -> Found:
+    """--workspace, then CLAUDE_PROJECT_DIR, then the workspace the current folder is in
+    (find_workspace)."""
     for cand in (explicit, os.environ.get("CLAUDE_PROJECT_DIR")):
         if cand:
-            return os.path.abspath(os.path.expanduser(cand))
-    return os.path.abspath(os.getcwd())
+            folder = os.path.abspath(os.path.expanduser(cand))
+            return Found(folder, folder, "given")
+    return find_workspace(os.getcwd())
+
+
+class Found:
+    """The workspace a folder is in: `folder`, and `how` it was chosen: "given" (--workspace or
+    CLAUDE_PROJECT_DIR), "history" (Claude Code keeps history for it), "index" (it has a
+    .prima-memory), "git root" or "here" (neither, in it or above it: no memory to serve)."""
+
+    __slots__ = ("start", "folder", "how")
+
+    def __init__(self, start: str, folder: str, how: str) -> None:
+        self.start, self.folder, self.how = start, folder, how
+
+    @property
+    def has_memory(self) -> bool:
+        return self.how in ("given", "history", "index")
+
+    def nothing_here(self) -> str:
+        """The one line said where there is no memory to serve."""
+        return (f"no memory for {text_of(self.start)}: Claude Code has no history for it or any "
+                f"folder above it, and none has a {DATA_DIR_NAME} folder. Start Claude Code in "
+                f"your project, pass --workspace DIR, or run `{cli()} index` to index "
+                f"{text_of(self.folder)} (its Codex and VS Code sessions)")
+
+
+def find_workspace(start: str, *, history_only: bool = False) -> Found:
+    """The nearest folder, `start` or above it, that Claude Code keeps history for or that has a
+    .prima-memory; else the git root; else `start` itself. The home folder and the filesystem
+    root are taken only when `start` is that folder: the sessions started there are not a
+    project's, and every project below them would otherwise fall into them. `history_only`:
+    only a folder Claude Code keeps history for counts (a hook's)."""
+    start = os.path.abspath(start)
+    home = os.path.abspath(os.path.expanduser("~"))
+    git_root = None
+    folder = start
+    while True:
+        parent = os.path.dirname(folder)
+        if folder == start or (folder != home and parent != folder):
+            try:
+                if _claude_keeps(folder):
+                    return Found(start, folder, "history")
+                if not history_only and is_real_dir(data_dir(folder)):
+                    return Found(start, folder, "index")
+                if git_root is None and os.path.lexists(os.path.join(folder, ".git")):
+                    git_root = folder
+            except (ValueError, OSError):  # a NUL in the path, an unreadable folder
+                pass
+        if parent == folder:
+            break
+        folder = parent
+    return Found(start, git_root, "git root") if git_root else Found(start, start, "here")
 
 
 def hook_workspace(explicit: str | None, payload_cwd) -> str | None:
     """A hook's workspace: --workspace or CLAUDE_PROJECT_DIR (Claude Code always sets it), else
-    the payload's cwd or the current folder, but only an existing absolute folder, not the
-    filesystem root, that Claude Code keeps history for. None: no memory may be made."""
+    the nearest folder Claude Code keeps history for, from the payload's cwd or the current
+    folder (an existing absolute folder) up; never the filesystem root. None: no memory may be
+    made."""
     if explicit or os.environ.get("CLAUDE_PROJECT_DIR"):
         return resolve_workspace(explicit)
     for cand in (payload_cwd, os.getcwd()):
         try:
-            if (isinstance(cand, str) and os.path.isabs(cand) and os.path.isdir(cand)
-                    and os.path.dirname(os.path.abspath(cand)) != os.path.abspath(cand)
-                    and _claude_keeps(os.path.abspath(cand))):
-                return os.path.abspath(cand)
+            if not (isinstance(cand, str) and os.path.isabs(cand) and os.path.isdir(cand)):
+                continue
+            found = find_workspace(cand, history_only=True)
         except (ValueError, OSError):  # a NUL in the path, an unreadable folder
             continue
+        if found.how == "history" and os.path.dirname(found.folder) != found.folder:
+            return found.folder
     return None
 
 

@@ -811,7 +811,12 @@ def test_a_codex_working_folder_of_any_spelling(env, cwd, kept):
     if cwd is not None:
         cwd = cwd.replace("{ws}", str(env.ws))
     _rollout(env, "c", [_meta("cx-c", cwd), _msg("user", "cwdprobeword")])
-    assert _ids(env.search("cwdprobeword")) == (["cx-c"] if kept else [])
+    if kept:
+        assert _ids(env.search("cwdprobeword")) == ["cx-c"]
+    else:  # the rollout is not this folder's, and no other history is: nothing is made here
+        p = env.run("search", "cwdprobeword", check=False)
+        assert p.returncode == 1 and "no memory for" in p.stderr, p.stderr
+        assert not env.data.exists()
 
 
 def test_a_workspace_given_with_a_trailing_slash_or_unicode(env, tmp_path):

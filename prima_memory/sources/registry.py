@@ -77,6 +77,11 @@ class Source:
     def in_scope(self, delta, ws: str) -> bool:
         return True
 
+    def holds(self, ws: str) -> bool:
+        """Whether this source has a session of this workspace to index. Asked only where there
+        is no other memory (commands.run), before a command starts one there."""
+        return bool(self.discover(ws))
+
     def looks_at(self, ws: str) -> list:
         """What a listing depends on, noted with the folders it listed: where it looks (and
         what it takes there). Another value lists again, nothing on disk changed."""
@@ -161,6 +166,9 @@ def _records(delta) -> list:
     return [delta] if delta is not None and not delta.is_empty() else []
 
 
+HEAD_BYTES = 65536  # a rollout's first lines, which name its working folder
+
+
 class Codex(Source):
     name, label, mode = "codex", "[Codex]", "append"
     agent, resume = "Codex", "codex resume {id}"
@@ -194,6 +202,18 @@ class Codex(Source):
 
     def whole(self, path: str) -> bool:
         return path.endswith((".json", ".zst"))  # era 1 is one document; .zst is compressed
+
+    def holds(self, ws: str) -> bool:
+        """Rollouts of every folder lie together: a rollout's head names its folder."""
+        from . import codex  # only once this source is read (never by a hook)
+        for path, _extra in self.discover(ws):
+            try:
+                deltas = next(codex.read_chunks(path, max_bytes=HEAD_BYTES))[0]
+            except (OSError, ValueError, StopIteration):
+                continue
+            if any(self.in_scope(d, ws) for d in deltas):
+                return True
+        return False
 
     def in_scope(self, delta, ws: str) -> bool:
         """The seed: this workspace or a folder inside it, or no folder recorded."""
