@@ -18,10 +18,11 @@ import time
 
 
 from . import hints, session_view
+from . import workspace as wsmod
 from .errors import Failure, UsageError
 from .memory import ALL, EXTRACTS, DiskFull, IndexBusy, IndexReadOnly, Memory
 from .sources.registry import CLAUDE_CODE, OTHERS, SOURCES, source_named
-from .store import SHIFT, Busy, StoreError, is_corruption
+from .store import SHIFT, Busy, Store, StoreError, is_corruption
 from .timeparse import iso_utc, local, parse_when
 from .workspace import path_variants
 
@@ -66,6 +67,24 @@ def other_history(ws: str) -> bool:
     where Claude Code keeps no history and no memory exists yet."""
     from .sources import history  # read only here and by a search
     return any(src.holds(ws) for src in OTHERS) or bool(history.current(ws, []))
+
+
+def holds_nothing(ws: str) -> bool:
+    """Whether the workspace's index holds no session (or there is none); an index that cannot
+    be read counts as holding something: it is not passed over."""
+    path = wsmod.index_path(ws)
+    if not os.path.lexists(path):
+        return True
+    try:
+        store = Store(path, readonly=True)
+    except StoreError:
+        return False
+    try:
+        return store.count_sessions() == 0
+    except StoreError:
+        return False
+    finally:
+        store.close()
 
 
 def error_line(e: BaseException, limit: int = 300) -> str:

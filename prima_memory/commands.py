@@ -28,7 +28,7 @@ def run(args) -> int:
             setattr(args, k, api.clean_text(v))
         elif isinstance(v, list):
             setattr(args, k, [api.clean_text(x) if isinstance(x, str) else x for x in v])
-    found = wsmod.locate(getattr(args, "workspace", None))
+    found = wsmod.locate(getattr(args, "workspace", None), empty=api.holds_nothing)
     ws = found.folder
     handler = globals()[f"cmd_{args.command}"]
 

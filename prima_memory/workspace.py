@@ -29,14 +29,14 @@ def resolve_workspace(explicit: str | None = None) -> str:
     return locate(explicit).folder
 
 
-def locate(explicit: str | None = None) -> Found:
+def locate(explicit: str | None = None, empty=None) -> Found:
     """--workspace, then CLAUDE_PROJECT_DIR, then the workspace the current folder is in
-    (find_workspace)."""
+    (find_workspace; `empty`: see there)."""
     for cand in (explicit, os.environ.get("CLAUDE_PROJECT_DIR")):
         if cand:
             folder = os.path.abspath(os.path.expanduser(cand))
             return Found(folder, folder, "given")
-    return find_workspace(os.getcwd())
+    return find_workspace(os.getcwd(), empty=empty)
 
 
 class Found:
@@ -61,15 +61,17 @@ class Found:
                 f"{text_of(self.folder)} (its Codex and VS Code sessions)")
 
 
-def find_workspace(start: str, *, history_only: bool = False) -> Found:
+def find_workspace(start: str, *, history_only: bool = False, empty=None) -> Found:
     """The nearest folder, `start` or above it, that Claude Code keeps history for or that has a
     .prima-memory; else the git root; else `start` itself. The home folder and the filesystem
     root are taken only when `start` is that folder: the sessions started there are not a
     project's, and every project below them would otherwise fall into them. `history_only`:
-    only a folder Claude Code keeps history for counts (a hook's)."""
+    only a folder Claude Code keeps history for counts (a hook's). `empty(folder)`: whether a
+    .prima-memory holds no session: one that does is passed over for a folder above it that
+    Claude Code keeps history for (an older prima-memory made one in any folder it ran in)."""
     start = os.path.abspath(start)
     home = os.path.abspath(os.path.expanduser("~"))
-    git_root = None
+    git_root = passed = None
     folder = start
     while True:
         parent = os.path.dirname(folder)
@@ -77,8 +79,10 @@ def find_workspace(start: str, *, history_only: bool = False) -> Found:
             try:
                 if _claude_keeps(folder):
                     return Found(start, folder, "history")
-                if not history_only and is_real_dir(data_dir(folder)):
-                    return Found(start, folder, "index")
+                if not history_only and passed is None and is_real_dir(data_dir(folder)):
+                    if empty is None or not empty(folder):
+                        return Found(start, folder, "index")
+                    passed = folder
                 if git_root is None and os.path.lexists(os.path.join(folder, ".git")):
                     git_root = folder
             except (ValueError, OSError):  # a NUL in the path, an unreadable folder
@@ -86,6 +90,8 @@ def find_workspace(start: str, *, history_only: bool = False) -> Found:
         if parent == folder:
             break
         folder = parent
+    if passed is not None:
+        return Found(start, passed, "index")
     return Found(start, git_root, "git root") if git_root else Found(start, start, "here")
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import time
 
@@ -49,6 +50,25 @@ def test_a_folder_with_no_memory_says_so_and_makes_nothing(env, tmp_path):
         assert "\n" not in line and line.startswith("prima-memory: error: no memory for "), line
         assert str(nowhere) in line and "--workspace" in line
     assert _dirs_with_data(tmp_path) == []
+
+
+def test_an_empty_memory_an_older_version_left_in_a_subfolder_is_passed_over(env):
+    """Older versions made .prima-memory in whatever folder a search ran in."""
+    sid = _session(env)
+    sub = env.ws / "src" / "auth"
+    sub.mkdir(parents=True)
+    env.run("index", "--workspace", str(sub))  # as an older search from there did
+    assert (sub / ".prima-memory" / "index.db").is_file()
+    hits = env.json("search", "SameSite", "--mode", "keyword", cwd=sub)["results"]
+    assert [h["session_id"] for h in hits] == [sid]
+    # one that holds sessions (its Codex ones, say) is that folder's own memory: it is served
+    env.run("index", cwd=env.ws)
+    sub_db = sub / ".prima-memory" / "index.db"
+    sub_db.unlink()
+    shutil.copy(env.data / "index.db", sub_db)  # a copy holding a session (stamps are per file)
+    from prima_memory import api
+    assert not api.holds_nothing(str(sub))
+    assert wsmod.find_workspace(str(sub), empty=api.holds_nothing).folder == str(sub)
 
 
 def test_the_git_root_when_nothing_above_has_memory(env, tmp_path):
