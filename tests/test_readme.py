@@ -1,0 +1,58 @@
+"""The README a newcomer reads: short, the two commands first, every command it shows accepted as
+written, its links alive, and CI running exactly its test command."""
+from __future__ import annotations
+
+import re
+import shlex
+
+from conftest import REPO
+
+README = (REPO / "README.md").read_text(encoding="utf-8")
+
+
+def _blocks() -> list[str]:
+    return re.findall(r"```[a-z]*\n(.*?)```", README, re.S)
+
+
+def test_short_with_the_two_commands_first():
+    assert len(README.splitlines()) <= 150
+    first = [ln.split("#")[0].strip() for ln in _blocks()[0].splitlines()]
+    assert first == ["./install.sh", _test_command()]
+    assert README.index("```") < README.index("## ")  # before any section
+
+
+def _test_command() -> str:
+    return next(ln.split("#")[0].strip() for ln in _blocks()[0].splitlines()
+                if "pytest" in ln)
+
+
+def test_ci_runs_exactly_the_readme_test_command():
+    steps = [ln.strip() for ln in (REPO / ".ci" / "run").read_text().splitlines()
+             if ln.strip() and not ln.lstrip().startswith("#")]
+    assert steps[-1] == _test_command()
+
+
+def test_every_link_to_a_file_exists():
+    links = re.findall(r"\]\(([^)#]+)\)", README)
+    assert links
+    for link in links:
+        if "://" not in link:
+            assert (REPO / link).exists(), link
+
+
+def test_every_command_shown_is_accepted_as_written():
+    from prima_memory import cli
+    from prima_memory.timeparse import parse_when
+    shown = [ln.split("#")[0].strip() for ln in README.splitlines()
+             if ln.startswith("$ prima-memory ")]
+    # placeholders (<id>, <an error>) stand for one word
+    shown += [re.sub(r"<[^>]*>", "x", m) for m in re.findall(r"`(prima-memory [^`]+)`", README)
+              if "COMMAND" not in m]
+    assert len(shown) >= 6
+    parser = cli._parser()
+    for line in shown:
+        argv = shlex.split(line.removeprefix("$ "))[1:]
+        args = parser.parse_args(cli._attach_slices(argv))
+        for opt in ("since", "until"):
+            if getattr(args, opt, None):
+                parse_when(getattr(args, opt))
