@@ -5,11 +5,26 @@ Standard library only and cheap: the hooks render with these.
 """
 from __future__ import annotations
 
+_TRAILING = " ,;:-–—"  # left at a cut, they would read as if the text went on there
+
+
+def cut(text: str, limit: int) -> str:
+    """`text` within `limit` characters: whole when it fits, else cut after its last whole word
+    that fits and ended by "…" (a single word longer than half the limit is cut inside)."""
+    if len(text) <= limit:
+        return text
+    room = max(0, limit - 1)
+    head = text[:room]
+    if not text[room].isspace():  # the last word goes on past the cut: leave it out
+        space = head.rfind(" ")
+        if space >= room // 2:
+            head = head[:space]
+    return head.rstrip(_TRAILING) + "…"
+
 
 def one_line(text: str | None, limit: int) -> str:
-    """`text` with its white space collapsed, cut to `limit` characters (ending in "…")."""
-    text = " ".join((text or "").split())
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+    """`text` with its white space collapsed, within `limit` characters (see `cut`)."""
+    return cut(" ".join((text or "").split()), limit)
 
 
 def duration(seconds: float) -> str:
