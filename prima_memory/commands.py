@@ -323,8 +323,12 @@ def render_index(data: dict, *, rebuild: bool = False) -> str:
     if "rebuild" in data:
         return (f"rebuild started in the background (pid {data['rebuild']['pid']}); "
                 f"`{cli()} status` shows its progress")
-    text = (f"indexed {data['files_read']} of {data['files_seen']} files "
-            f"({data['bytes_read'] / 1e6:.1f} MB), {data['sessions_updated']} sessions updated")
+    seen, read = data["files_seen"], data["files_read"]
+    if read:
+        text = (f"read {read} of {_n(seen, 'file')} ({data['bytes_read'] / 1e6:.1f} MB), "
+                f"{_n(data['sessions_updated'], 'session')} updated")
+    else:
+        text = f"{_n(seen, 'file')}, none changed" if seen else "no session files found"
     if data["archived"]:
         text += f", {data['archived']} archived (files gone)"
     if data["pruned"]:

@@ -93,6 +93,7 @@ class Indexer:
         self.lock_fd: int | None = None  # the writer lock's descriptor, closed in a reader child
         self._mtime: int | None = None  # the time of the file being read (see _copies)
         self.handed: set[int] = set()  # sessions whose copies went to the one that had them first
+        self.seen_unchanged = 0  # files of the sources sources_changed found unchanged
 
     # -- public ----------------------------------------------------------------------------------
 
@@ -105,7 +106,7 @@ class Indexer:
         (SessionStart), so the cost does not grow with the history. (Both narrow a streamed
         source; the others are looked at whole.) `prune`: archived sessions are dropped."""
         self.deadline = None if budget is None else time.monotonic() + budget
-        rep = Report()
+        rep = self.nothing_to_do()
         for src in sources:
             self._index_source(src, rep, only_session, quick, prune)
             prune = False  # once, after the first source's files gone are noted
@@ -118,10 +119,27 @@ class Indexer:
                         quick: bool = False) -> list:
         """The sources with a file new, changed or gone since indexed, known without the lock:
         a streamed source's scope listed and stat'ed (the run that follows reuses the look),
-        the others' noted folders and known files stat'ed, no listing."""
-        return [src for src in sources
-                if (self.pending(only_session, quick, src) != (0, 0) if src.streamed
-                    else self._source_changed(src))]
+        the others' noted folders and known files stat'ed, no listing. The files of the
+        sources found unchanged are counted (seen_unchanged): a run's report counts them
+        as seen."""
+        changed = []
+        self.seen_unchanged = 0
+        for src in sources:
+            if src.streamed:
+                looked = self.pending(only_session, quick, src) != (0, 0)
+                if not looked:
+                    self.seen_unchanged += len(self._last_scan[0]) if self._last_scan else 0
+            else:
+                looked = self._source_changed(src)
+            if looked:
+                changed.append(src)
+        return changed
+
+    def nothing_to_do(self) -> Report:
+        """The report of a run before it reads anything: the unchanged files it was spared."""
+        rep = Report()
+        rep.files_seen = self.seen_unchanged
+        return rep
 
     def _source_changed(self, src) -> bool:
         noted = _loads(self.store.get_meta(f"folders:{src.name}"))
@@ -134,6 +152,7 @@ class Indexer:
                 now = None
             if now != mtime:
                 return True  # a file may have come or gone there
+        files = 0
         for path, row in self.store.files(src.name).items():
             if row.status == "missing":
                 continue  # (back, it changes its folder)
@@ -143,6 +162,8 @@ class Indexer:
                 return True
             if not _same(row, st) and not _foreign_growing(row, st):
                 return True
+            files += 1
+        self.seen_unchanged += files
         return False
 
     # -- the pipeline ----------------------------------------------------------------------------

@@ -11,7 +11,7 @@ import time
 
 from . import workspace as wsmod
 from .errors import Failure
-from .indexer import Indexer, Report
+from .indexer import Indexer
 from .locking import LockTimeout, WriterLock
 from .logs import Log
 from .sources import registry
@@ -296,7 +296,7 @@ class Memory:
             if not todo and not (extracts and store.unfinished_sessions()):
                 if quick and any(src.streamed for src in sources):
                     indexer.quick_done(complete=True)
-                return Report()  # nothing to do: no lock taken
+                return indexer.nothing_to_do()  # no lock taken
         try:
             self._take_lock(lock_timeout)
         except IndexBusy:
