@@ -246,7 +246,7 @@ def cmd_show(mem, args) -> int:
         if d["stopped_at"]:
             lines.append(f"stopped at: {stopped_line(d['stopped_at'], 300)}")
         for c in d["files_changed"]:
-            lines.append(f"changed {c['path']} ({c['tool']})"
+            lines.append(f"changed {c['relative']} ({c['tool']})"
                          + (f": {one_line(c['explanation'], 160)}" if c["explanation"] else ""))
         lines += [f"decision: {x}" for x in d["decisions"]]
     for m in d.get("messages", []):
@@ -293,7 +293,8 @@ def cmd_digest(mem, args) -> int:
                              f"{one_line(d['last_request'], 160)}")
     if data["files_most_changed"]:
         lines += ["", "## Files changed most"]
-        lines += [f"- {f['path']} ({f['sessions']} sessions)" for f in data["files_most_changed"]]
+        lines += [f"- {f['relative']} ({_n(f['sessions'], 'session')})"
+                  for f in data["files_most_changed"]]
     if data["decisions"]:
         lines += ["", "## Decisions"]
         lines += [f"- {one_line(x['line'], 200)}  ({x['title']})" for x in data["decisions"]]

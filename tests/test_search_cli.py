@@ -227,7 +227,8 @@ def test_a_digest_of_a_period_from_the_index_alone(env):
     # (session_view.TOO_LITTLE), so the reply before it comes first
     assert first["stopped_at"] == ("DECIDED: Redis for the session cache, not memcached."
                                    + WHY_REDIS + "\n\nSet allkeys-lru.")
-    assert d["files_most_changed"][0] == {"path": str(env.ws / "src" / "cache.py"), "sessions": 2}
+    assert d["files_most_changed"][0] == {"path": str(env.ws / "src" / "cache.py"),
+                                          "relative": "src/cache.py", "sessions": 2}
     assert [x["line"] for x in d["decisions"]] == [
         "DECIDED: Redis for the session cache, not memcached."]
     assert env.json("digest", "--since", "60d")["sessions"] == 3
