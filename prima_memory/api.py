@@ -469,9 +469,12 @@ def files(mem: Memory, path: str | None = None, skip: int = 0,
     for each change, newest first. `path` is taken relative to the workspace; it names a file,
     a folder, or the end of a path ("upload.py" finds src/upload.py); when nothing has such a
     path, the paths containing it (in any case) are shown, with a warning. `skip` leaves out
-    the newest that many changes (to page through a long history)."""
+    the newest that many changes and `limit` keeps that many of the rest (to page through a long
+    history); "more" counts the changes after those kept."""
     if skip < 0:
         raise UsageError(f"skip must be 0 or more, not {skip}")
+    if limit is not None and limit < 1:
+        raise UsageError(f"limit must be 1 or more, not {limit}")
     rel = workspace_path(mem.ws, path) if path is not None else None
     warnings = _begin(mem)
     store = mem.store()
@@ -491,7 +494,8 @@ def files(mem: Memory, path: str | None = None, skip: int = 0,
     titles: dict[int, SessionRow] = {}
     changes = []
     total = len(rows)
-    for shown, p, tool, explanation, ts, sid in rows[skip:]:
+    end = len(rows) if limit is None else skip + limit
+    for shown, p, tool, explanation, ts, sid in rows[skip:end]:
         row = titles.get(sid) or store.session(sid)
         if row is None:
             continue  # (dropped since the paths were read)
@@ -499,7 +503,7 @@ def files(mem: Memory, path: str | None = None, skip: int = 0,
         changes.append({"path": p, "relative": shown, "tool": tool, "explanation": explanation,
                         "at": iso_utc(ts), "session_id": row.session_id, "title": row.title})
     return {"path": rel, "warnings": warnings, "total_changes": total, "skipped": skip,
-            "sessions": len(titles), "changes": changes}
+            "more": max(0, total - end), "sessions": len(titles), "changes": changes}
 
 
 def index(mem: Memory, *, rebuild: bool = False, background: bool = False, prune: bool = False,

@@ -260,13 +260,15 @@ def cmd_show(mem, args) -> int:
 
 
 def cmd_files(mem, args) -> int:
-    data = api.files(mem, args.path, args.skip)
+    data = api.files(mem, args.path, args.skip, args.limit)
     lines = [f"warning: {w}" for w in data["warnings"]]
     for c in data["changes"]:
         lines.append(f"{local_iso(c['at'])}  {c['tool'] or '':<12} {c['relative']}")
         lines.append(f"   {c['title']} (session {c['session_id']})")
         if c["explanation"]:
             lines.append(f"   why: {one_line(c['explanation'], 160)}")
+    if data["more"]:
+        lines.append(f"… {data['more']} more (use --limit or --skip)")
     if not data["changes"]:
         lines.append("No file changes recorded" + (f" for {data['path']!r}." if data["path"]
                                                     else "."))
