@@ -6,9 +6,9 @@ import os
 import re
 
 from .hints import cli
-from .wording import duration, one_line, short_path
+from .wording import one_line, short_path
 from .sources.registry import other_agent
-from .timeparse import local
+from .timeparse import span
 from .session_view import SessionView, stopped_line
 
 DEFAULT_CHARS = 2500
@@ -56,8 +56,8 @@ def budget(env_name: str, default: int) -> int:
 
 def session_block(view: SessionView, width: int, ws: str | None = None) -> list[str]:
     row = view.row
-    head = f"- {local(row.started_at)} ({duration((row.ended_at or 0) - (row.started_at or 0))}"
-    head += f", branch {row.branch})" if row.branch else ")"
+    head = f"- {span(row.started_at, row.ended_at)}"
+    head += f" (branch {row.branch})" if row.branch else ""
     label = other_agent(row.source, row.label)
     lines = [f"{head} {label}\"{one_line(row.title, 90)}\" [session {row.session_id}]"]
     files = view.changed_paths

@@ -10,7 +10,7 @@ import time
 from . import wording
 from .session_view import Change, SessionView, build, stopped_line
 from .sources.registry import other_agent, source_named
-from .timeparse import local
+from .timeparse import local, span
 from .workspace import create_whole, data_dir, is_real_dir
 
 MIN_MESSAGES = 50
@@ -86,7 +86,7 @@ def session_header(row) -> list[str]:
     duration = (row.ended_at or 0) - (row.started_at or 0)
     return [
         f"- Session ID: `{row.session_id}`",
-        f"- Date: {local(row.started_at)}",
+        f"- Date: {span(row.started_at, row.ended_at)}",
         f"- Duration: {wording.duration(duration)}",
         f"- Project folder: {row.cwd or 'unknown'}",
         f"- Branch: {row.branch or '—'}",

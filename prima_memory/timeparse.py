@@ -125,3 +125,27 @@ def local_iso(iso: str | None, fmt: str = "%Y-%m-%d %H:%M") -> str:
         return "—"
     return local(datetime.strptime(iso, "%Y-%m-%dT%H:%M:%SZ").replace(
         tzinfo=timezone.utc).timestamp(), fmt)
+
+
+def span(start: float | str | None, end: float | str | None, *, dated: bool = True) -> str:
+    """A session's time as every listing shows it, in local time: "2026-11-30 14:02 – 15:10",
+    the end's date only when it is another day's, the start alone when the end is the same
+    minute or unknown. `dated=False` leaves the start's date out (a digest's day says it).
+    Times as epoch seconds or as iso_utc() gives them (the data API's)."""
+    a, b = _epoch(start), _epoch(end)
+    day, clock = "%Y-%m-%d", "%H:%M"
+    first = local(a, f"{day} {clock}" if dated else clock)
+    if a is None or b is None or local(a) == local(b) or local(b) == "—":
+        return first
+    same_day = local(a, day) == local(b, day)
+    return f"{first} – {local(b, clock if same_day else f'{day} {clock}')}"
+
+
+def _epoch(t: float | str | None) -> float | None:
+    if isinstance(t, str):
+        try:
+            return datetime.strptime(t, "%Y-%m-%dT%H:%M:%SZ").replace(
+                tzinfo=timezone.utc).timestamp()
+        except ValueError:
+            return None
+    return t
