@@ -32,6 +32,10 @@ BATCH_SECONDS = 2.0  # ... and at least this often, so readers see progress
 BULK_BYTES = 8 << 20  # a run this big parses with orjson and fully merges the index after
 RECENT = 2 * 86400  # a SessionStart looks again at the files changed in the last two days ...
 SWEEP = 500  # ... and at this many of the others, in turn (PRIMA_SWEEP)
+# What an older version made of the files differently, made again once per index (meta
+# "rules"; no schema change): 2, titles cut after a whole word and left as written, and the
+# extracts dated by their sessions (#21).
+RULES = "2"
 
 
 class Report:
@@ -134,6 +138,30 @@ class Indexer:
             if looked:
                 changed.append(src)
         return changed
+
+    def rules_current(self) -> bool:
+        return self.store.get_meta("rules") == RULES
+
+    def apply_rules(self) -> None:
+        """Bring what an older version made to this version's RULES, once, under the writer
+        lock: the titles from first prompts made again from the prompts as stored, and the
+        extracts forgotten, to be read again by the next deep search."""
+        if self.rules_current():
+            return
+        from . import titles  # (once per index)
+        store = self.store
+        with store.write():
+            for session, old, prompt in store.first_titles():
+                new = titles.clean_first_prompt(prompt) if prompt else None
+                if new and new != old:
+                    store.set_first_title(session, new)
+            src = registry.EXTRACTS
+            for path, row in store.files(src.name).items():
+                if row.session is not None:
+                    store.delete_session(row.session)
+                store.forget_file(path)
+            store.set_meta(f"folders:{src.name}", None)  # (listed again: see _source_changed)
+            store.set_meta("rules", RULES)
 
     def nothing_to_do(self) -> Report:
         """The report of a run before it reads anything: the unchanged files it was spared."""

@@ -293,7 +293,8 @@ class Memory:
         todo = list(sources)
         if not (rebuild or prune):
             todo = indexer.sources_changed(sources, only_session, quick)
-            if not todo and not (extracts and store.unfinished_sessions()):
+            if not todo and not (extracts and store.unfinished_sessions()) \
+                    and indexer.rules_current():
                 if quick and any(src.streamed for src in sources):
                     indexer.quick_done(complete=True)
                 return indexer.nothing_to_do()  # no lock taken
@@ -304,6 +305,7 @@ class Memory:
                 self.owe(only_session)
             raise
         try:
+            indexer.apply_rules()
             if rebuild:
                 with store.write():
                     store.clear_live()
