@@ -24,6 +24,7 @@ from .memory import ALL, EXTRACTS, DiskFull, IndexBusy, IndexReadOnly, Memory
 from .sources.registry import CLAUDE_CODE, OTHERS, SOURCES, source_named
 from .store import SHIFT, Busy, Store, StoreError, is_corruption
 from .timeparse import iso_utc, local, parse_when
+from .wording import short_path
 from .workspace import path_variants
 
 TYPE_CHECKING = False  # (typing's own costs the hooks, which import this module, an import)
@@ -219,7 +220,8 @@ def briefing(mem: Memory, *, exclude_session: str | None = None, chars: int | No
     store = mem.store()
     rows = [r for r in store.recent_sessions(text.MAX_SESSIONS + 1)
             if r.session_id != exclude_session][:text.MAX_SESSIONS]
-    return text.render([session_view.build(store, r, paths=True) for r in rows], chars=chars)
+    return text.render([session_view.build(store, r, paths=True) for r in rows], chars=chars,
+                       ws=mem.ws)
 
 
 def checkpoint(mem: Memory, session_id: str, trigger: str | None = None) -> str | None:
@@ -429,7 +431,8 @@ def show(mem: Memory, session_id: str, range: str | None = None, detail: str = "
     summary = detail == "summary"
     view = session_view.build(store, row, requests=summary, changes=True)
     d = session_json(row, mem.ws, store.origins([row.id]).get(row.id))
-    d.update(files_changed=[{"path": c.path, "tool": c.tool, "explanation": c.explanation,
+    d.update(files_changed=[{"path": c.path, "relative": short_path(c.path, mem.ws, row.cwd),
+                             "tool": c.tool, "explanation": c.explanation,
                              "at": iso_utc(c.at)} for c in view.changes],
              decisions=row.decisions.splitlines() if row.decisions else [])
     if summary:
@@ -460,29 +463,22 @@ def workspace_path(ws: str, path: str) -> str:
                      "absolute or relative to it")
 
 
-def shown_path(ws: str, path: str, cwd: str | None) -> str:
-    """A changed file as the workspace sees it: relative to it when inside it, else relative to
-    the folder its session worked in (a history recorded where the workspace used to be)."""
-    if not os.path.isabs(path):
-        return path
-    for root in (*path_variants(ws), cwd):
-        if root and (path == root or path.startswith(root.rstrip(os.sep) + os.sep)):
-            return os.path.relpath(path, root).replace(os.sep, "/")
-    return path
-
-
-def files(mem: Memory, path: str | None = None, skip: int = 0) -> dict:
+def files(mem: Memory, path: str | None = None, skip: int = 0,
+          limit: int | None = None) -> dict:
     """Which sessions changed a file (or the files under a folder), when, and Claude's reason
     for each change, newest first. `path` is taken relative to the workspace; it names a file,
     a folder, or the end of a path ("upload.py" finds src/upload.py); when nothing has such a
     path, the paths containing it (in any case) are shown, with a warning. `skip` leaves out
-    the newest that many changes (to page through a long history)."""
+    the newest that many changes and `limit` keeps that many of the rest (to page through a long
+    history); "more" counts the changes after those kept."""
     if skip < 0:
         raise UsageError(f"skip must be 0 or more, not {skip}")
+    if limit is not None and limit < 1:
+        raise UsageError(f"limit must be 1 or more, not {limit}")
     rel = workspace_path(mem.ws, path) if path is not None else None
     warnings = _begin(mem)
     store = mem.store()
-    rows = [(shown_path(mem.ws, p, cwd), p, tool, why, ts, sid)
+    rows = [(short_path(p, mem.ws, cwd), p, tool, why, ts, sid)
             for p, tool, why, ts, sid, cwd in store.file_history(
                 None if rel in (None, ".") else os.path.basename(rel))]
     if rel not in (None, "."):
@@ -498,7 +494,8 @@ def files(mem: Memory, path: str | None = None, skip: int = 0) -> dict:
     titles: dict[int, SessionRow] = {}
     changes = []
     total = len(rows)
-    for shown, p, tool, explanation, ts, sid in rows[skip:]:
+    end = len(rows) if limit is None else skip + limit
+    for shown, p, tool, explanation, ts, sid in rows[skip:end]:
         row = titles.get(sid) or store.session(sid)
         if row is None:
             continue  # (dropped since the paths were read)
@@ -506,7 +503,7 @@ def files(mem: Memory, path: str | None = None, skip: int = 0) -> dict:
         changes.append({"path": p, "relative": shown, "tool": tool, "explanation": explanation,
                         "at": iso_utc(ts), "session_id": row.session_id, "title": row.title})
     return {"path": rel, "warnings": warnings, "total_changes": total, "skipped": skip,
-            "sessions": len(titles), "changes": changes}
+            "more": max(0, total - end), "sessions": len(titles), "changes": changes}
 
 
 def index(mem: Memory, *, rebuild: bool = False, background: bool = False, prune: bool = False,
@@ -819,8 +816,10 @@ def digest(mem: Memory, since: str | None = None, until: str | None = None) -> d
         decisions += [{"session_id": row.session_id, "title": row.title, "line": line}
                       for line in row.decisions.splitlines() if line.strip()]
     files_most = sorted(changed.items(), key=lambda kv: (-len(kv[1]), kv[0]))[:DIGEST_FILES]
+    cwds = {r.session_id: r.cwd for r in rows.values()}
     return {"since": iso_utc(f.since), "until": iso_utc(f.until), "warnings": warnings,
             "sessions": sum(len(v) for v in days.values()),
             "days": [{"day": day, "sessions": days[day]} for day in sorted(days, reverse=True)],
-            "files_most_changed": [{"path": p, "sessions": len(s)} for p, s in files_most],
+            "files_most_changed": [{"path": p, "relative": short_path(p, mem.ws, cwds.get(min(s))),
+                                    "sessions": len(s)} for p, s in files_most],
             "decisions": decisions}

@@ -6,9 +6,9 @@ import os
 import re
 
 from .hints import cli
-from .wording import duration, one_line, short_path
+from .wording import one_line, short_path
 from .sources.registry import other_agent
-from .timeparse import local
+from .timeparse import span
 from .session_view import SessionView, stopped_line
 
 DEFAULT_CHARS = 2500
@@ -54,15 +54,15 @@ def budget(env_name: str, default: int) -> int:
     return max(200, min(HARD_CAP, value))
 
 
-def session_block(view: SessionView, width: int) -> list[str]:
+def session_block(view: SessionView, width: int, ws: str | None = None) -> list[str]:
     row = view.row
-    head = f"- {local(row.started_at)} ({duration((row.ended_at or 0) - (row.started_at or 0))}"
-    head += f", branch {row.branch})" if row.branch else ")"
+    head = f"- {span(row.started_at, row.ended_at)}"
+    head += f" (branch {row.branch})" if row.branch else ""
     label = other_agent(row.source, row.label)
     lines = [f"{head} {label}\"{one_line(row.title, 90)}\" [session {row.session_id}]"]
     files = view.changed_paths
     if files:
-        shown = [short_path(f, row.cwd)[-70:] for f in files[:4]]
+        shown = [short_path(f, ws, row.cwd)[-70:] for f in files[:4]]
         more = f" (+{len(files) - 4} more)" if len(files) > 4 else ""
         lines.append(f"  files changed: {', '.join(shown)}{more}")
     if row.tags:
@@ -74,9 +74,10 @@ def session_block(view: SessionView, width: int) -> list[str]:
     return lines
 
 
-def render(views: list[SessionView], *, chars: int | None = None) -> str:
+def render(views: list[SessionView], *, chars: int | None = None, ws: str | None = None) -> str:
     """The briefing of these sessions (the latest first), or "" when there is nothing to tell.
-    Never longer than `chars`. (Everything in the index was redacted before it was stored.)"""
+    Never longer than `chars`; files relative to the workspace `ws`. (Everything in the index
+    was redacted before it was stored.)"""
     chars = budget("PRIMA_BRIEFING_CHARS", DEFAULT_CHARS) if chars is None else min(chars, HARD_CAP)
     if not views:
         return ""
@@ -85,7 +86,7 @@ def render(views: list[SessionView], *, chars: int | None = None) -> str:
     out: list[str] = []
     for view in views[:MAX_SESSIONS]:
         for width in (200, 120, 60):  # shorten a session before dropping it
-            block = escape("\n".join(session_block(view, width)))
+            block = escape("\n".join(session_block(view, width, ws)))
             if fixed + sum(len(b) + 1 for b in out) + len(block) <= chars:
                 out.append(block)
                 break

@@ -21,8 +21,9 @@ INJECT_HEADER = ("The conversation was just compacted. Below is prima-memory's c
 EXCHANGES = 5  # the last exchanges a checkpoint quotes
 
 
-def render(view: SessionView, trigger: str | None = None) -> str:
-    """The checkpoint of a view built with its requests, changes and last EXCHANGES exchanges."""
+def render(view: SessionView, trigger: str | None = None, ws: str | None = None) -> str:
+    """The checkpoint of a view built with its requests, changes and last EXCHANGES exchanges;
+    its files relative to the workspace `ws`."""
     row = view.row
     prompts = view.requests
     out = [f"# Checkpoint: {row.title}", "",
@@ -41,7 +42,7 @@ def render(view: SessionView, trigger: str | None = None) -> str:
     out += ["", "## Decisions", ""]
     out += [f"- {d}" for d in row.decisions.splitlines()[-20:]] or ["None recorded."]
     out += ["", "## Files changed", ""]
-    out += files_table(view.changes) if view.changes else ["No files changed."]
+    out += files_table(view.changes, ws, row.cwd) if view.changes else ["No files changed."]
     out += ["", "## Last exchanges", ""]
     for e in view.exchanges[-EXCHANGES:]:
         out.append(f"### {local(e.at)}")
@@ -57,7 +58,7 @@ def write(view: SessionView, ws: str, trigger: str | None = None) -> str:
     row = view.row
     folder = extracts_dir(ws, row.cwd)
     stem = time.strftime("%Y-%m-%d-%H%M", time.localtime()) + f"-{file_id(row.session_id)}-checkpoint"
-    text = render(view, trigger)
+    text = render(view, trigger, ws)
     n = 1
     while True:
         path = os.path.join(folder, f"{stem}.md" if n == 1 else f"{stem}-{n}.md")

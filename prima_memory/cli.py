@@ -16,6 +16,7 @@ def _parser():
     # argparse is imported here, not above: the hooks and the MCP server never parse arguments
     # with it, and Claude Code waits for both
     import argparse
+    from .timeparse import ACCEPTED as WHEN  # (with argparse: only when a command is parsed)
 
     class _Parser(argparse.ArgumentParser):
         def error(self, message):  # one line, exit 2, no usage dump
@@ -36,13 +37,17 @@ def _parser():
 
     s = sub.add_parser("search", parents=[common], help="search past sessions")
     s.add_argument("query", nargs="+", help="words to find (taken literally)")
-    s.add_argument("--mode", choices=["combined", "keyword", "semantic"], default="combined")
+    s.add_argument("--mode", choices=["combined", "keyword", "semantic"], default="combined",
+                   help="combined (default): by the words and by meaning, merged; keyword: by "
+                        "the words alone; semantic: by meaning alone (needs the embedding model)")
     s.add_argument("--deep", action="store_true", help="also search extracts and checkpoints")
-    s.add_argument("--limit", type=_positive, default=10)
-    s.add_argument("--since", metavar="WHEN")
-    s.add_argument("--until", metavar="WHEN")
-    s.add_argument("--branch")
-    s.add_argument("--tag")
+    s.add_argument("--limit", type=_positive, default=10, metavar="N",
+                   help="at most N sessions (default 10)")
+    s.add_argument("--since", metavar="WHEN", help=f"only sessions from WHEN on: {WHEN}")
+    s.add_argument("--until", metavar="WHEN", help="only sessions up to WHEN, as --since takes it (a "
+                   "day: to its end)")
+    s.add_argument("--branch", help="only sessions on this git branch")
+    s.add_argument("--tag", help="only sessions with this tag (python, bugfix, decision, ...)")
     s.add_argument("--source", help="only this source (claude-code, ...)")
 
     s.add_argument("--context", type=_whole(0, MAX_CONTEXT), default=0, metavar="N",
@@ -51,10 +56,12 @@ def _parser():
     si = sub.add_parser("similar", parents=[common],
                         help="past exchanges most like QUERY, with the ones linked to them")
     si.add_argument("query", nargs="+", help="words describing it (an error, a question)")
-    si.add_argument("--limit", type=_positive, default=10)
+    si.add_argument("--limit", type=_positive, default=10, metavar="N",
+                    help="at most N exchanges (default 10)")
 
     r = sub.add_parser("recent", parents=[common], help="the latest sessions")
-    r.add_argument("-n", type=_positive, default=10, dest="n")
+    r.add_argument("-n", type=_positive, default=10, dest="n", metavar="N",
+                   help="how many sessions (default 10)")
 
     sh = sub.add_parser("show", parents=[common], help="print one session")
     sh.add_argument("session_id", help="a session id or a unique prefix of one")
@@ -68,11 +75,15 @@ def _parser():
                    "bare name finds it in any folder")
     f.add_argument("--skip", type=_whole(0, MAX_COUNT), default=0, metavar="N",
                    help="leave out the newest N changes")
+    f.add_argument("--limit", type=_positive, default=FILES_SHOWN, metavar="N",
+                   help=f"at most N changes (default {FILES_SHOWN})")
 
     dg = sub.add_parser("digest", parents=[common],
                         help="a period's sessions by day, files changed most, decisions, open ends")
-    dg.add_argument("--since", metavar="WHEN", help="from (default: 7d, the last seven days)")
-    dg.add_argument("--until", metavar="WHEN")
+    dg.add_argument("--since", metavar="WHEN",
+                    help=f"from WHEN (default: 7d, the last seven days): {WHEN}")
+    dg.add_argument("--until", metavar="WHEN", help="up to WHEN, as --since takes it (a day: to its "
+                    "end; default: now)")
 
     ix = sub.add_parser("index", parents=[common], help="bring the index up to date")
     ix.add_argument("--rebuild", action="store_true", help="read every source file again")
@@ -92,10 +103,12 @@ def _parser():
     rc = sub.add_parser("recall", parents=[common],
                         help="compact search results for Claude (/recall); the query may come on stdin")
     rc.add_argument("query", nargs="*", help="words to find; read from standard input when absent")
-    rc.add_argument("--limit", type=_positive, default=8)
+    rc.add_argument("--limit", type=_positive, default=8, metavar="N",
+                    help="at most N sessions (default 8)")
 
     h = sub.add_parser("hook", parents=[common], help="run a Claude Code hook (JSON on stdin)")
-    h.add_argument("event", choices=["session-start", "stop", "pre-compact", "user-prompt-submit"])
+    h.add_argument("event", choices=["session-start", "stop", "pre-compact", "user-prompt-submit"],
+                   help="the hook event Claude Code runs it for")
 
     sub.add_parser("status", parents=[common], help="what is indexed, pending, warnings")
     sub.add_parser("mcp", parents=[common],
@@ -107,6 +120,7 @@ def _parser():
 
 
 MAX_COUNT = 1_000_000  # SQLite's integers end at 2**63; no listing needs more
+FILES_SHOWN = 50  # `files .` in a long history lists thousands of changes
 MAX_CONTEXT = 20
 
 

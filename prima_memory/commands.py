@@ -16,7 +16,7 @@ from .hints import cli, quote
 from .progress import Progress
 from .session_view import stopped_line
 from .sources.registry import other_agent
-from .timeparse import local_iso
+from .timeparse import local_iso, span
 from .wording import one_line
 
 
@@ -90,7 +90,7 @@ def cmd_search(mem, args) -> int:
     for i, r in enumerate(data["results"], 1):
         branch = f"  ({r['branch']})" if r["branch"] else ""
         lines.append(f"{i}. {r['label']} {r['title']}  [{score_text(r)}]")
-        lines.append(f"   {local_iso(r['started_at'])}{branch}  session {r['session_id']}")
+        lines.append(f"   {span(r['started_at'], r['ended_at'])}{branch}  session {r['session_id']}")
         lines.append(f"   {_back(r)}")
         for m in r["matches"] or ([r["snippet"]] if r["snippet"] else []):
             lines.append(f"   > {m}")
@@ -109,7 +109,7 @@ def cmd_similar(mem, args) -> int:
     for i, r in enumerate(data["results"], 1):
         lines.append(f"{i}. {r['label']} {r['title']}  [match {100 * r['score']:.0f}%: similarity "
                      f"{r['similarity']:.2f}, recency {r['recency']:.2f}, {r['turns']} turns]")
-        lines.append(f"   {local_iso(r['at'])}  session {r['session_id']}")
+        lines.append(f"   {span(r['started_at'], r['ended_at'])}  session {r['session_id']}")
         if r["prompt"]:
             lines.append(f"   asked: {one_line(r['prompt'], 200)}")
         if r["reply"]:
@@ -158,7 +158,7 @@ def recall(mem, query: str, *, limit: int = 8, fresh: bool = True,
         head.append("No session matches.")
     for i, r in enumerate(data["results"], 1):
         blocks.append([f"{i}. {r['label']} {one_line(r['title'], 100)} — "
-                       f"{local_iso(r['started_at'])} · {score_text(r)}"]
+                       f"{span(r['started_at'], r['ended_at'])} · {score_text(r)}"]
                       + [f"   > {one_line(m, 200)}"
                          for m in r["matches"][:3] or ([r["snippet"]] if r["snippet"] else [])]
                       + _way_back(r))
@@ -174,7 +174,7 @@ def _recent_text(data: dict) -> str:
     blocks = []
     for i, d in enumerate(data["sessions"], 1):
         blocks.append([f"{i}. {d['label']} {one_line(d['title'], 100)} — "
-                       f"{local_iso(d['started_at'])}, {d['message_count']} messages"]
+                       f"{span(d['started_at'], d['ended_at'])}, {d['message_count']} messages"]
                       + ([f"   last asked: {one_line(d['last_user_message'], 160)}"]
                          if d["last_user_message"] else [])
                       + _way_back(d))
@@ -213,7 +213,7 @@ def cmd_recent(mem, args) -> int:
     data = api.recent(mem, args.n)
     lines = [f"warning: {w}" for w in data["warnings"]]
     for d in data["sessions"]:
-        lines.append(f"{local_iso(d['ended_at'])}  {other_agent(d['source'], d['label'])}"
+        lines.append(f"{span(d['started_at'], d['ended_at'])}  {other_agent(d['source'], d['label'])}"
                      f"{d['title']}" + (f"  ({d['branch']})" if d["branch"] else "")
                      + f"\n   session {d['session_id']}, {_n(d['message_count'], 'message')}, "
                        f"{_n(len(d['files_changed']), 'file')} changed\n   {_back(d)}")
@@ -229,7 +229,7 @@ def cmd_show(mem, args) -> int:
     data = api.show(mem, args.session_id, args.range, args.detail)
     d = data["session"]
     lines = [f"{d['title']}", f"session {d['session_id']}  {d['label']}  "
-             f"{local_iso(d['started_at'])} – {local_iso(d['ended_at'])}  branch {d['branch'] or '—'}",
+             f"{span(d['started_at'], d['ended_at'])}  branch {d['branch'] or '—'}",
              f"project {d['project'] or '—'}"]
     if d.get("resume"):
         lines.append(f"resume  {d['resume']}")
@@ -246,7 +246,7 @@ def cmd_show(mem, args) -> int:
         if d["stopped_at"]:
             lines.append(f"stopped at: {stopped_line(d['stopped_at'], 300)}")
         for c in d["files_changed"]:
-            lines.append(f"changed {c['path']} ({c['tool']})"
+            lines.append(f"changed {c['relative']} ({c['tool']})"
                          + (f": {one_line(c['explanation'], 160)}" if c["explanation"] else ""))
         lines += [f"decision: {x}" for x in d["decisions"]]
     for m in d.get("messages", []):
@@ -260,13 +260,15 @@ def cmd_show(mem, args) -> int:
 
 
 def cmd_files(mem, args) -> int:
-    data = api.files(mem, args.path, args.skip)
+    data = api.files(mem, args.path, args.skip, args.limit)
     lines = [f"warning: {w}" for w in data["warnings"]]
     for c in data["changes"]:
         lines.append(f"{local_iso(c['at'])}  {c['tool'] or '':<12} {c['relative']}")
         lines.append(f"   {c['title']} (session {c['session_id']})")
         if c["explanation"]:
             lines.append(f"   why: {one_line(c['explanation'], 160)}")
+    if data["more"]:
+        lines.append(f"… {data['more']} more (use --limit or --skip)")
     if not data["changes"]:
         lines.append("No file changes recorded" + (f" for {data['path']!r}." if data["path"]
                                                     else "."))
@@ -282,7 +284,8 @@ def cmd_digest(mem, args) -> int:
     for day in data["days"]:
         lines += ["", f"## {day['day']}"]
         for d in day["sessions"]:
-            lines.append(f"- {other_agent(d['source'], d['label'])}{d['title']}"
+            lines.append(f"- {span(d['started_at'], d['ended_at'], dated=False)}  "
+                         f"{other_agent(d['source'], d['label'])}{d['title']}"
                          + (f"  ({d['branch']})" if d["branch"] else "")
                          + (f"  [{', '.join(d['tags'])}]" if d["tags"] else "")
                          + f"  session {d['session_id']}")
@@ -293,7 +296,8 @@ def cmd_digest(mem, args) -> int:
                              f"{one_line(d['last_request'], 160)}")
     if data["files_most_changed"]:
         lines += ["", "## Files changed most"]
-        lines += [f"- {f['path']} ({f['sessions']} sessions)" for f in data["files_most_changed"]]
+        lines += [f"- {f['relative']} ({_n(f['sessions'], 'session')})"
+                  for f in data["files_most_changed"]]
     if data["decisions"]:
         lines += ["", "## Decisions"]
         lines += [f"- {one_line(x['line'], 200)}  ({x['title']})" for x in data["decisions"]]
@@ -323,8 +327,12 @@ def render_index(data: dict, *, rebuild: bool = False) -> str:
     if "rebuild" in data:
         return (f"rebuild started in the background (pid {data['rebuild']['pid']}); "
                 f"`{cli()} status` shows its progress")
-    text = (f"indexed {data['files_read']} of {data['files_seen']} files "
-            f"({data['bytes_read'] / 1e6:.1f} MB), {data['sessions_updated']} sessions updated")
+    seen, read = data["files_seen"], data["files_read"]
+    if read:
+        text = (f"read {read} of {_n(seen, 'file')} ({data['bytes_read'] / 1e6:.1f} MB), "
+                f"{_n(data['sessions_updated'], 'session')} updated")
+    else:
+        text = f"{_n(seen, 'file')}, none changed" if seen else "no session files found"
     if data["archived"]:
         text += f", {data['archived']} archived (files gone)"
     if data["pruned"]:

@@ -10,7 +10,7 @@ import time
 from . import wording
 from .session_view import Change, SessionView, build, stopped_line
 from .sources.registry import other_agent, source_named
-from .timeparse import local
+from .timeparse import local, span
 from .workspace import create_whole, data_dir, is_real_dir
 
 MIN_MESSAGES = 50
@@ -67,17 +67,18 @@ def maybe_write(store, session: int, ws: str) -> str | None:
         return None
     path = os.path.join(folder, time.strftime("%Y-%m-%d-%H%M", start) + "-session-extract.md")
     view = build(store, row, changes=True, excerpts=EXCERPTS, exchanges=EXCHANGES)
-    if not write_new(path, render(view)):
+    if not write_new(path, render(view, ws)):
         return None
     store.set_extract(session, path)  # in the caller's transaction
     return path
 
 
-def files_table(changes: list[Change]) -> list[str]:
+def files_table(changes: list[Change], ws: str | None, cwd: str | None) -> list[str]:
+    """The changes as a table, each file as the workspace sees it (wording.short_path)."""
     lines = ["| File | Tool | Explanation |", "|---|---|---|"]
     for c in changes:
         cell = wording.one_line(c.explanation, 300).replace("|", "\\|") or "—"
-        lines.append(f"| `{c.path}` | {c.tool} | {cell} |")
+        lines.append(f"| `{wording.short_path(c.path, ws, cwd)}` | {c.tool} | {cell} |")
     return lines
 
 
@@ -85,7 +86,7 @@ def session_header(row) -> list[str]:
     duration = (row.ended_at or 0) - (row.started_at or 0)
     return [
         f"- Session ID: `{row.session_id}`",
-        f"- Date: {local(row.started_at)}",
+        f"- Date: {span(row.started_at, row.ended_at)}",
         f"- Duration: {wording.duration(duration)}",
         f"- Project folder: {row.cwd or 'unknown'}",
         f"- Branch: {row.branch or '—'}",
@@ -99,15 +100,16 @@ EXCERPTS = 5  # the last substantial replies an extract quotes
 EXCHANGES = 10  # and its last exchanges
 
 
-def render(view: SessionView) -> str:
-    """The extract of a view built with its changes, EXCERPTS excerpts and EXCHANGES exchanges."""
+def render(view: SessionView, ws: str | None = None) -> str:
+    """The extract of a view built with its changes, EXCERPTS excerpts and EXCHANGES exchanges;
+    its files relative to the workspace `ws`."""
     row = view.row
     src = source_named(row.source)
     agent = src.agent if src is not None else "Agent"
     title = f"{other_agent(row.source, row.label)}{row.title}"  # "[Codex] …" for another agent
     out = ["# Session extract", "", *session_header(row), "", f"## {title}", "",
            "## Files changed", ""]
-    out += files_table(view.changes) if view.changes else ["No files changed."]
+    out += files_table(view.changes, ws, row.cwd) if view.changes else ["No files changed."]
     # (beyond the seed's parts: where the session stopped, as the briefing says it)
     out += ["", "## Where it stopped", "",
             stopped_line(view.stopped.text, 1200) if view.stopped else "No reply yet."]

@@ -32,6 +32,10 @@ BATCH_SECONDS = 2.0  # ... and at least this often, so readers see progress
 BULK_BYTES = 8 << 20  # a run this big parses with orjson and fully merges the index after
 RECENT = 2 * 86400  # a SessionStart looks again at the files changed in the last two days ...
 SWEEP = 500  # ... and at this many of the others, in turn (PRIMA_SWEEP)
+# What an older version made of the files differently, made again once per index (meta
+# "rules"; no schema change): 2, titles cut after a whole word and left as written, and the
+# extracts dated by their sessions (#21).
+RULES = "2"
 
 
 class Report:
@@ -93,6 +97,7 @@ class Indexer:
         self.lock_fd: int | None = None  # the writer lock's descriptor, closed in a reader child
         self._mtime: int | None = None  # the time of the file being read (see _copies)
         self.handed: set[int] = set()  # sessions whose copies went to the one that had them first
+        self.seen_unchanged = 0  # files of the sources sources_changed found unchanged
 
     # -- public ----------------------------------------------------------------------------------
 
@@ -105,7 +110,7 @@ class Indexer:
         (SessionStart), so the cost does not grow with the history. (Both narrow a streamed
         source; the others are looked at whole.) `prune`: archived sessions are dropped."""
         self.deadline = None if budget is None else time.monotonic() + budget
-        rep = Report()
+        rep = self.nothing_to_do()
         for src in sources:
             self._index_source(src, rep, only_session, quick, prune)
             prune = False  # once, after the first source's files gone are noted
@@ -118,10 +123,51 @@ class Indexer:
                         quick: bool = False) -> list:
         """The sources with a file new, changed or gone since indexed, known without the lock:
         a streamed source's scope listed and stat'ed (the run that follows reuses the look),
-        the others' noted folders and known files stat'ed, no listing."""
-        return [src for src in sources
-                if (self.pending(only_session, quick, src) != (0, 0) if src.streamed
-                    else self._source_changed(src))]
+        the others' noted folders and known files stat'ed, no listing. The files of the
+        sources found unchanged are counted (seen_unchanged): a run's report counts them
+        as seen."""
+        changed = []
+        self.seen_unchanged = 0
+        for src in sources:
+            if src.streamed:
+                looked = self.pending(only_session, quick, src) != (0, 0)
+                if not looked:
+                    self.seen_unchanged += len(self._last_scan[0]) if self._last_scan else 0
+            else:
+                looked = self._source_changed(src)
+            if looked:
+                changed.append(src)
+        return changed
+
+    def rules_current(self) -> bool:
+        return self.store.get_meta("rules") == RULES
+
+    def apply_rules(self) -> None:
+        """Bring what an older version made to this version's RULES, once, under the writer
+        lock: the titles from first prompts made again from the prompts as stored, and the
+        extracts forgotten, to be read again by the next deep search."""
+        if self.rules_current():
+            return
+        from . import titles  # (once per index)
+        store = self.store
+        with store.write():
+            for session, old, prompt in store.first_titles():
+                new = titles.clean_first_prompt(prompt) if prompt else None
+                if new and new != old:
+                    store.set_first_title(session, new)
+            src = registry.EXTRACTS
+            for path, row in store.files(src.name).items():
+                if row.session is not None:
+                    store.delete_session(row.session)
+                store.forget_file(path)
+            store.set_meta(f"folders:{src.name}", None)  # (listed again: see _source_changed)
+            store.set_meta("rules", RULES)
+
+    def nothing_to_do(self) -> Report:
+        """The report of a run before it reads anything: the unchanged files it was spared."""
+        rep = Report()
+        rep.files_seen = self.seen_unchanged
+        return rep
 
     def _source_changed(self, src) -> bool:
         noted = _loads(self.store.get_meta(f"folders:{src.name}"))
@@ -134,6 +180,7 @@ class Indexer:
                 now = None
             if now != mtime:
                 return True  # a file may have come or gone there
+        files = 0
         for path, row in self.store.files(src.name).items():
             if row.status == "missing":
                 continue  # (back, it changes its folder)
@@ -143,6 +190,8 @@ class Indexer:
                 return True
             if not _same(row, st) and not _foreign_growing(row, st):
                 return True
+            files += 1
+        self.seen_unchanged += files
         return False
 
     # -- the pipeline ----------------------------------------------------------------------------

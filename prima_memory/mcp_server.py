@@ -347,7 +347,10 @@ def _choice(values: tuple[str, ...], default: str) -> dict:
 
 
 QUERY = _text("what to look for, in words", 4000, 1)
-WHEN = _text("a date (2026-11-30), a time ago (12h, 7d, 2w) or yesterday/today", 40)
+# (timeparse.ACCEPTED's forms, written out: tools/list imports nothing)
+WHEN_FORMS = ("a date (2026-11-30), an ISO time, today, yesterday, a weekday (monday, last "
+              "friday), this week, last week, last month, 3 days ago, or 12h / 3d / 2w")
+WHEN = _text(WHEN_FORMS, 40)
 READS = {"readOnlyHint": True, "openWorldHint": False}
 
 
@@ -448,7 +451,7 @@ def tools(memory: ServedMemory) -> list[proto.Tool]:
     @tool("summarize_period", """A digest of a period from the index alone (no model): its
           sessions by day with titles, tags and where each stopped, the files changed most, and
           the decisions marked (DECIDED, SAVE ...).""",
-          {"since": _text("from: a date (2026-11-23), a time ago (7d, 2w) or yesterday", 40, 1),
+          {"since": _text(f"from: {WHEN_FORMS}", 40, 1),
            "until": WHEN}, required=["since"])
     def summarize_period(a: dict) -> str:
         # after the handshake: Claude Code waits for it (see above)

@@ -11,7 +11,7 @@ import time
 
 from . import workspace as wsmod
 from .errors import Failure
-from .indexer import Indexer, Report
+from .indexer import Indexer
 from .locking import LockTimeout, WriterLock
 from .logs import Log
 from .sources import registry
@@ -293,10 +293,11 @@ class Memory:
         todo = list(sources)
         if not (rebuild or prune):
             todo = indexer.sources_changed(sources, only_session, quick)
-            if not todo and not (extracts and store.unfinished_sessions()):
+            if not todo and not (extracts and store.unfinished_sessions()) \
+                    and indexer.rules_current():
                 if quick and any(src.streamed for src in sources):
                     indexer.quick_done(complete=True)
-                return Report()  # nothing to do: no lock taken
+                return indexer.nothing_to_do()  # no lock taken
         try:
             self._take_lock(lock_timeout)
         except IndexBusy:
@@ -304,6 +305,7 @@ class Memory:
                 self.owe(only_session)
             raise
         try:
+            indexer.apply_rules()
             if rebuild:
                 with store.write():
                     store.clear_live()

@@ -752,6 +752,14 @@ class Store:
     def set_first_title(self, session: int, title: str | None) -> None:
         self.db.execute("UPDATE sessions SET title_first = ? WHERE id = ?", (title, session))
 
+    def first_titles(self) -> list[tuple[int, str, str | None]]:
+        """(session, its title from its first prompt, that prompt's text as stored) of every
+        session titled so: to title them again when the rule changes."""
+        return list(self.db.execute(
+            f"SELECT s.id, s.title_first, (SELECT text FROM messages WHERE id BETWEEN s.id << "
+            f"{SHIFT} AND ((s.id + 1) << {SHIFT}) - 1 AND role = 'user' AND sidechain = 0 AND "
+            "text != '' ORDER BY id LIMIT 1) FROM sessions s WHERE s.title_first IS NOT NULL"))
+
     def set_origin(self, session: int, origin: int) -> None:
         self.db.execute("UPDATE sessions SET origin = ? WHERE id = ? AND origin IS NULL",
                         (origin, session))

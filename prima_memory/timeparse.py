@@ -1,35 +1,105 @@
-"""Dates on the command line: 2025-09-19, an ISO time, 'today', 'yesterday', or 3d / 12h / 2w ago."""
+"""Dates on the command line (--since, --until, the MCP tools' since/until), and the one way
+times are shown: a point in local time, a session's span "2026-11-30 14:02 – 15:10"."""
 from __future__ import annotations
 
 import re
 import time
-from datetime import datetime, timezone
+from datetime import date, datetime, timedelta, timezone
 
 _RELATIVE = re.compile(r"^(\d+(?:\.\d+)?)\s*(m|min|h|d|w)$", re.I)
 _UNITS = {"m": 60, "min": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+# "3 days ago", "an hour ago", "last week", "past 2 hours", "the last 3 days", "3 days"
+_SPOKEN = re.compile(r"^(?:(?:the )?(last|past) )?(a|an|one|\d+(?:\.\d+)?)? ?"
+                     r"(min|minute|hour|hr|day|week|month|year)s?( ago)?$")
+_SECONDS = {"min": 60, "minute": 60, "hour": 3600, "hr": 3600, "day": 86400, "week": 7 * 86400}
+_WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+ACCEPTED = ("a date (2026-11-30), an ISO time, today, yesterday, a weekday (monday, last "
+            "friday), this week, last week, last month, 3 days ago, or 12h / 3d / 2w")
 
 
 def parse_when(text: str, *, end_of_day: bool = False, now: float | None = None) -> float:
-    """Epoch seconds. A bare date is local midnight (or the day's last second with end_of_day)."""
+    """Epoch seconds. A day (a date, today, yesterday, a weekday) is its local midnight, or its
+    last second with end_of_day; "3 days ago", "last week" (seven days ago), "last month" (a
+    calendar month ago) are that moment; "since monday" is "monday". A word it does not know is
+    a ValueError that says what it accepts."""
     now = time.time() if now is None else now
-    s = text.strip().lower()
+    raw = " ".join(text.split())
+    raw = raw[6:] if raw.lower().startswith("since ") else raw
+    s = raw.lower()
     m = _RELATIVE.match(s)
     if m:
         return now - float(m.group(1)) * _UNITS[m.group(2).lower()]
-    if s in ("today", "yesterday"):
-        day = time.localtime(now - (86400 if s == "yesterday" else 0))
-        s = time.strftime("%Y-%m-%d", day)
+    day = _day(s, now)
+    if day is not None:
+        s = day.isoformat()
     if re.fullmatch(r"\d{4}-\d{2}-\d{2}", s):
         t = time.mktime(time.strptime(s, "%Y-%m-%d"))
         return t + 86399.999 if end_of_day else t
+    spoken = _spoken(s, now)
+    if spoken is not None:
+        return spoken
     try:
-        dt = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+        dt = datetime.fromisoformat(raw.replace("Z", "+00:00"))
     except ValueError:
-        raise ValueError(f"not a date: {text!r} (use YYYY-MM-DD, an ISO time, today, "
-                         f"yesterday, or 3d / 12h / 2w)") from None
+        raise ValueError(f"not a date: {text[:60]!r} (use {ACCEPTED})") from None
     if dt.tzinfo is None:
         return time.mktime(dt.timetuple()) + dt.microsecond / 1e6
     return dt.timestamp()
+
+
+def _day(s: str, now: float) -> date | None:
+    """The local day a word names: today, yesterday, monday ("last monday": the one before
+    today), the first day of this week, month or year; None for any other text."""
+    today = date(*time.localtime(now)[:3])
+    if s == "today":
+        return today
+    if s == "yesterday":
+        return today - timedelta(days=1)
+    last = s.startswith("last ")
+    name = s[5:] if last else s
+    if name in _WEEKDAYS:
+        back = (today.weekday() - _WEEKDAYS.index(name)) % 7
+        return today - timedelta(days=back or (7 if last else 0))
+    if s == "this week":
+        return today - timedelta(days=today.weekday())
+    if s == "this month":
+        return today.replace(day=1)
+    if s == "this year":
+        return today.replace(month=1, day=1)
+    return None
+
+
+def _spoken(s: str, now: float) -> float | None:
+    """"3 days ago", "last week", "past 2 hours", "a month ago": that long before now (months and
+    years by the calendar, the day of the month kept where it can be); None for other text."""
+    m = _SPOKEN.match(s)
+    if not m:
+        return None
+    last, count, unit, ago = m.groups()
+    if not (last or ago or (count and count[0].isdigit())):
+        return None  # "week" alone, "a day": no time
+    n = 1.0 if count in (None, "a", "an", "one") else float(count)
+    if unit in _SECONDS:
+        return now - n * _SECONDS[unit]
+    months = n * (12 if unit == "year" else 1)
+    if months != int(months):
+        return now - months * 30.44 * 86400
+    return _months_before(now, int(months))
+
+
+def _months_before(now: float, months: int) -> float:
+    t = time.localtime(now)
+    index = t.tm_year * 12 + t.tm_mon - 1 - months
+    year, month = divmod(index, 12)
+    if year < 1:
+        raise ValueError(f"{months} months ago is before year 1")
+    day = min(t.tm_mday, _days_in(year, month + 1))  # a month ago from 31 March: 28/29 February
+    return time.mktime((year, month + 1, day, t.tm_hour, t.tm_min, t.tm_sec, 0, 0, -1))
+
+
+def _days_in(year: int, month: int) -> int:
+    following = date(year + 1, 1, 1) if month == 12 else date(year, month + 1, 1)
+    return (following - timedelta(days=1)).day
 
 
 def iso_utc(ts: float | None) -> str | None:
@@ -55,3 +125,27 @@ def local_iso(iso: str | None, fmt: str = "%Y-%m-%d %H:%M") -> str:
         return "—"
     return local(datetime.strptime(iso, "%Y-%m-%dT%H:%M:%SZ").replace(
         tzinfo=timezone.utc).timestamp(), fmt)
+
+
+def span(start: float | str | None, end: float | str | None, *, dated: bool = True) -> str:
+    """A session's time as every listing shows it, in local time: "2026-11-30 14:02 – 15:10",
+    the end's date only when it is another day's, the start alone when the end is the same
+    minute or unknown. `dated=False` leaves the start's date out (a digest's day says it).
+    Times as epoch seconds or as iso_utc() gives them (the data API's)."""
+    a, b = _epoch(start), _epoch(end)
+    day, clock = "%Y-%m-%d", "%H:%M"
+    first = local(a, f"{day} {clock}" if dated else clock)
+    if a is None or b is None or local(a) == local(b) or local(b) == "—":
+        return first
+    same_day = local(a, day) == local(b, day)
+    return f"{first} – {local(b, clock if same_day else f'{day} {clock}')}"
+
+
+def _epoch(t: float | str | None) -> float | None:
+    if isinstance(t, str):
+        try:
+            return datetime.strptime(t, "%Y-%m-%dT%H:%M:%SZ").replace(
+                tzinfo=timezone.utc).timestamp()
+        except ValueError:
+            return None
+    return t

@@ -342,7 +342,7 @@ def test_the_briefing_labels_another_agents_session(env):
     recent = env.run("recent").stdout.splitlines()  # `recent` labels it the same way
     assert "[Codex] Codex work on the manateeparser" in recent[0], recent
     assert "2 messages, 0 files changed" in recent[1]
-    assert "- [Codex] Codex work on the manateeparser" in env.run("digest").stdout
+    assert "  [Codex] Codex work on the manateeparser" in env.run("digest").stdout
     assert "  A claude session  (main)" in recent[3], "no label on a Claude Code session"
 
 

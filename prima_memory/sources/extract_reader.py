@@ -4,12 +4,15 @@ back as records so that a deep search finds them by words and by meaning like an
 Each file is one session (source "extract", its id the file's path inside the extracts folder);
 each `##`/`###` section is one message, so one exchange. A file is read whole and replaces what was
 read of it before: extracts are written once, checkpoints are new files, and a file edited by
-hand is simply read again.
+hand is simply read again. It is dated by the session it was made from, as its header gives it
+(extract_writer.session_header), a section headed by a time by that time; by the file's time only
+when its header names none (one written by hand).
 """
 from __future__ import annotations
 
 import os
 import re
+import time
 
 from ..records import Message, SessionDelta
 from ..workspace import data_dir, is_real_dir, read_plain
@@ -19,6 +22,14 @@ from .text import head, scrubber, utf8_name
 SOURCE = "extract"
 MAX_BYTES = 4 << 20  # an extract is a few kB: a larger file there is not one of ours
 MAX_SECTIONS = 200  # nor is one of thousands of sections (each would be embedded)
+
+_MINUTE = r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}"
+# "- Date: 2026-11-30 14:02 – 15:10" (or "– 2026-12-01 00:20"), or a start alone (an older
+# version's, with "- Duration: 1h 08m" after it)
+_DATE = re.compile(rf"^- Date: ({_MINUTE})(?: – (\d{{4}}-\d{{2}}-\d{{2}} )?(\d{{2}}:\d{{2}}))?\s*$",
+                   re.M)
+_DURATION = re.compile(r"^- Duration: (?:(\d{1,6})h )?(\d{1,6})m\s*$", re.M)
+_HEADING = re.compile(rf"^###? ({_MINUTE})\s*$")
 
 
 def root(ws: str) -> str:
@@ -62,7 +73,39 @@ def read(ws: str, path: str) -> SessionDelta | None:
     title = first[2:].strip() if first.startswith("# Checkpoint") else next(iter(headings), "")
     scrub = scrubber([])  # ours are redacted already; one edited by hand may not be
     d.custom_title = head(scrub(title or os.path.basename(name)[:-3]), 200)  # (cut once redacted)
+    start, end = session_times(sections[0])
     for i, section in enumerate([s for s in sections if s][:MAX_SECTIONS]):
-        d.messages.append(Message(f"s{i}", "assistant", scrub(section), mtime))
-    d.seen(mtime)
+        at = _heading_time(section) or start or mtime
+        d.messages.append(Message(f"s{i}", "assistant", scrub(section), at))
+        d.seen(at)
+    d.seen(start or mtime)
+    d.seen(end)
     return d
+
+
+def session_times(header: str) -> tuple[float | None, float | None]:
+    """(start, end) of the session an extract's or checkpoint's header names, in local time as
+    written; None for what it does not name (or names beyond a calendar)."""
+    m = _DATE.search(header)
+    if not m:
+        return None, None
+    start = _local(m.group(1))
+    if m.group(3):
+        end = _local(f"{(m.group(2) or m.group(1)[:11]).strip()} {m.group(3)}")
+    else:
+        took = _DURATION.search(header)
+        end = None if start is None or not took else \
+            start + 3600 * int(took.group(1) or 0) + 60 * int(took.group(2))
+    return start, end if end is None or start is None or end >= start else None
+
+
+def _heading_time(section: str) -> float | None:
+    m = _HEADING.match(section.split("\n", 1)[0])
+    return _local(m.group(1)) if m else None
+
+
+def _local(text: str) -> float | None:
+    try:
+        return time.mktime(time.strptime(text, "%Y-%m-%d %H:%M"))
+    except (ValueError, OverflowError):
+        return None
