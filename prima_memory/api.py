@@ -418,10 +418,13 @@ def _candidates(rows) -> str:
 DETAILS = ("summary", "turns", "full")
 
 
-def show(mem: Memory, session_id: str, range: str | None = None, detail: str = "full") -> dict:
+def show(mem: Memory, session_id: str, range: str | None = None, detail: str = "full",
+         tools: bool = True) -> dict:
     """One session at a depth: `summary` (its facts, changed files with Claude's reasons,
     decisions, first and last request, where it stopped: see session_view), `turns` (and the main
-    thread's messages) or `full` (and the subagents' too). `range` slices the messages."""
+    thread's messages) or `full` (and the subagents' too). `range` slices the messages.
+    `tools`: the tool calls too, each in brief after the message it follows (a summary: how
+    many of each tool)."""
     if detail not in DETAILS:
         raise UsageError(f"detail must be one of {', '.join(DETAILS)}, not {detail!r}")
     sl = parse_range(range)
@@ -439,13 +442,38 @@ def show(mem: Memory, session_id: str, range: str | None = None, detail: str = "
         d.update(first_request=_text(view.first_request),
                  last_request=_text(view.last_request),
                  stopped_at=_text(view.stopped), unanswered=view.unanswered)
+        if tools:
+            d["tools_used"] = store.tool_counts(row.id)
     else:
-        msgs = list(enumerate(store.messages(row.id)))
+        turns, before = session_view.turns(store, row.id, tools=tools)
+        msgs = list(enumerate(turns))
         if detail == "turns":
-            msgs = [(i, m) for i, m in msgs if not m[3]]
-        d["messages"] = [{"index": i, "role": role, "at": iso_utc(ts), "sidechain": bool(side),
-                          "text": text} for i, (_id, role, ts, side, text) in msgs[sl]]
+            msgs = [(i, t) for i, t in msgs if not t.sidechain]
+            before = [c for c in before if not c.sidechain]
+        shown = msgs[sl]
+        d["messages"] = [{"index": i, "role": t.role, "at": iso_utc(t.at),
+                          "sidechain": t.sidechain, "text": t.text,
+                          **({"tool_calls": [_call(c, mem.ws, row.cwd) for c in t.tools]}
+                             if tools else {})} for i, t in shown]
+        if tools:  # (those before the first message: shown with it)
+            d["tool_calls"] = [_call(c, mem.ws, row.cwd) for c in before] \
+                if not msgs or (shown and shown[0] is msgs[0]) else []
     return {"warnings": warnings, "detail": detail, "session": d}
+
+
+def _call(c: session_view.ToolUse, ws: str, cwd: str | None) -> dict:
+    return {"tool": c.tool, "target": shown_path(ws, c.target, cwd) if c.kind == "path"
+            else c.target, "kind": c.kind, "line": c.line, "at": iso_utc(c.at)}
+
+
+def export(mem: Memory, session_id: str) -> dict:
+    """A session whole, as `prima-memory export` writes it: show's `full` detail, its tool
+    calls with the messages, and each changed file as the workspace sees it too (`relative`)."""
+    data = show(mem, session_id, detail="full")
+    d = data["session"]
+    for c in d["files_changed"]:
+        c["relative"] = shown_path(mem.ws, c["path"], d["project"])
+    return data
 
 
 def workspace_path(ws: str, path: str) -> str:

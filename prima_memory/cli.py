@@ -70,6 +70,18 @@ def _parser():
                     help="summary: facts, files, decisions, where it stopped; turns: and the main "
                          "thread's messages; full (default): and the subagents' too")
 
+    sh.add_argument("--no-tools", action="store_true",
+                    help="leave out the tool calls (shown in brief after each message)")
+
+    ex = sub.add_parser("export", parents=[common],
+                        help="write one session as a document to read (Markdown or HTML)")
+    ex.add_argument("session_id", help="a session id or a unique prefix of one")
+    ex.add_argument("--format", choices=["markdown", "html"], default="markdown",
+                    help="markdown (default) or html: one self-contained file, no script")
+    ex.add_argument("-o", "--output", metavar="FILE",
+                    help="write it to FILE (replaced whole; never through a symbolic link) "
+                         "instead of printing it (-: print it)")
+
     f = sub.add_parser("files", parents=[common], help="file change history")
     f.add_argument("path", nargs="?", help="a file or folder, relative to the workspace; a "
                    "bare name finds it in any folder")

@@ -22,8 +22,8 @@ from .wording import one_line
 
 def run(args) -> int:
     for k, v in vars(args).items():  # command-line bytes that are not UTF-8 arrive as surrogates
-        if k == "workspace":
-            continue  # a folder name is whatever bytes it is
+        if k in ("workspace", "output"):
+            continue  # a file or folder name is whatever bytes it is
         if isinstance(v, str):
             setattr(args, k, api.clean_text(v))
         elif isinstance(v, list):
@@ -226,7 +226,10 @@ def cmd_recent(mem, args) -> int:
 
 
 def cmd_show(mem, args) -> int:
-    data = api.show(mem, args.session_id, args.range, args.detail)
+    # the documents' module, for its printable(): /recall's hook, which imports this one, never
+    # loads it
+    from .export import printable
+    data = api.show(mem, args.session_id, args.range, args.detail, tools=not args.no_tools)
     d = data["session"]
     lines = [f"{d['title']}", f"session {d['session_id']}  {d['label']}  "
              f"{span(d['started_at'], d['ended_at'])}  branch {d['branch'] or '—'}",
@@ -249,13 +252,44 @@ def cmd_show(mem, args) -> int:
             lines.append(f"changed {c['relative']} ({c['tool']})"
                          + (f": {one_line(c['explanation'], 160)}" if c["explanation"] else ""))
         lines += [f"decision: {x}" for x in d["decisions"]]
+        if d.get("tools_used"):
+            lines.append("tools used: " + ", ".join(f"{t} {n}" for t, n in d["tools_used"].items()))
+    if d.get("tool_calls"):  # before the first message
+        lines += [_call_line(c) for c in d["tool_calls"]] + [""]
     for m in d.get("messages", []):
         who = "user" if m["role"] == "user" else "claude"
         lines.append(f"[{m['index']}] {who}{' (subagent)' if m['sidechain'] else ''} "
                      f"{local_iso(m['at'])}")
         lines.append(m["text"])
+        lines += [_call_line(c) for c in m.get("tool_calls", ())]
         lines.append("")
-    emit(args, data, "\n".join(lines))
+    # (a transcript's escape sequences must not act on the terminal)
+    emit(args, data, printable("\n".join(lines)))
+    return 0
+
+
+def _call_line(c: dict) -> str:
+    """A tool call in brief: `  · Edit src/auth.py`, `  · Bash: git status  (Show the tree)`."""
+    target = one_line(c["target"], 160)
+    text = c["tool"] + ((" " if c["kind"] == "path" else ": ") + target if target else "")
+    return f"  · {text}" + (f"  ({one_line(c['line'], 100)})" if c["line"] else "")
+
+
+def cmd_export(mem, args) -> int:
+    # only export renders documents and writes files
+    from . import export
+    data = api.export(mem, args.session_id)
+    for w in data["warnings"]:  # (not in the document)
+        print(f"prima-memory: warning: {w}", file=sys.stderr)
+    text = (json.dumps(data, indent=2, ensure_ascii=False) + "\n" if args.json
+            else export.render(data, args.format))
+    if args.output in (None, "-"):
+        sys.stdout.write(api.clean_text(text))
+        sys.stdout.flush()
+        return 0
+    n = export.write(args.output, api.clean_text(text))
+    print(api.clean_text(f"wrote {args.output} ({'JSON' if args.json else args.format}, "
+                         f"{n:,} bytes)"))
     return 0
 
 

@@ -378,15 +378,16 @@ class Indexer:
             if not again and _foreign_growing(row, st):
                 notes.append((path, st, row))
                 continue
-            offset, state = 0, None
+            offset, state, tools = 0, None, False
             if row is not None and not again and row.status != "foreign" \
                     and not src.whole(path):
                 offset, state = row.offset, _loads(store.file_state(path))
                 if isinstance(state, dict):
                     state.pop("failed", None)  # (why an earlier read failed: see _unreadable)
+                    tools = bool(state.pop("tc", None)) and offset > 0  # (see _backfill)
             total += max(0, st.st_size - offset)
-            todo.append((Job(src, path, extra, offset, state, st.st_mtime_ns / 1e9, st.st_size),
-                         st, row.session if row is not None else None))
+            todo.append((Job(src, path, extra, offset, state, st.st_mtime_ns / 1e9, st.st_size,
+                             tools), st, row.session if row is not None else None))
         return todo, notes, total
 
     def _unreadable(self, src, path: str, st, e: BaseException, listing: _Listing) -> None:
@@ -421,6 +422,9 @@ class Indexer:
         path, offset, before = job.path, job.offset, job.state
         start = offset
         self._mtime = st.st_mtime_ns
+        if job.tools and not self._backfill(job, steps):
+            rep.pending_files += 1  # (left as it was, for the next run)
+            return 0
         replaces = offset == 0 and not src.spans_files
         touched: set[int] = set()  # sessions this read wrote: never cleared again by it
         status, held, stop = "ok", False, False
@@ -493,6 +497,38 @@ class Indexer:
             store.file_read(path, st.st_size)
         rep.files_read += 1
         return st.st_size - start
+
+    def _backfill(self, job, steps) -> bool:
+        """The tool calls of the lines an index from before schema 11 read without them (see
+        store._to_v11): those lines parsed again from the file's start, their calls alone
+        written, in one step (a call the read that follows meets again is stored once: see
+        Store.add_tool_calls), and a fork's copies of its origin's calls left to the origin, as
+        its messages are. False, with nothing written, when the run's time is up first."""
+        store, src = self.store, job.source
+        sessions: dict[str, int | None] = {}
+        try:
+            with store.write():
+                for deltas, end, _state, _problems in src.read_chunks(
+                        job.path, job.extra, 0, None, BATCH_BYTES, mtime=job.mtime,
+                        size=job.size, bulk=self.bulk or job.offset >= BULK_BYTES):
+                    for d in deltas:
+                        if d.session_id not in sessions:
+                            row = store.session_by_session_id(d.session_id, d.source)
+                            sessions[d.session_id] = row.id if row is not None else None
+                        sid, calls = sessions[d.session_id], d.tool_calls
+                        if sid is not None and calls and d.shared_keys:
+                            held = store.held_keys(sid, {c.message_key for c in calls})
+                            calls = [c for c in calls if c.message_key in held]
+                        if sid is not None and calls:
+                            store.add_tool_calls(_call_rows(sid, calls))
+                    if end >= job.offset:
+                        break
+                    if self._out_of_time():
+                        raise _OutOfTime
+        except _OutOfTime:
+            return False
+        steps.added(job.offset)
+        return True
 
     def _scan(self, src, only_session=None, quick=False):
         """(files found, their stats, what the index knows of them) for a run's scope."""
@@ -712,6 +748,9 @@ class Indexer:
                    for fc in d.file_changes if fc.message_key not in copied]
         if changes:
             store.add_file_changes(changes)
+        calls = [c for c in d.tool_calls if c.message_key not in copied]
+        if calls:
+            store.add_tool_calls(_call_rows(sid, calls))
         tag_text = None
         if not d.tags <= entry.tags:
             entry.tags |= d.tags
@@ -776,6 +815,15 @@ class Indexer:
                 self.store.tidy(bulk=rep.bytes_read > BULK_BYTES)
 
 
+def _call_rows(sid: int, calls) -> list[tuple]:
+    return [(sid, c.message_key or "", c.call, c.ts, int(c.sidechain), c.tool, c.target,
+             c.line, c.kind) for c in calls]
+
+
+class _OutOfTime(Exception):
+    """The run's time is up in the middle of a step that is all or nothing."""
+
+
 def _order(start: float | None, mtime_ns: int | None) -> tuple[float, float]:
     """What decides which of two sessions had a message first: the earlier start, then the
     main file last written earlier (a resumed session stopped before its continuation); an
@@ -819,7 +867,8 @@ def _unknown_types(state) -> set[str]:
 
 # One file of a run: what read_chunks needs to read it from where the index stopped. (Not
 # typing.NamedTuple: importing typing costs the hooks 1.6 ms.)
-Job = namedtuple("Job", "source path extra offset state mtime size")
+# `tools`: its calls up to `offset` are still to be read (see Indexer._backfill).
+Job = namedtuple("Job", "source path extra offset state mtime size tools", defaults=(False,))
 
 
 def read_chunks(job: Job, bulk: bool):

@@ -383,9 +383,9 @@ def tools(memory: ServedMemory) -> list[proto.Tool]:
                              "read one session with recall_session.")
 
     @tool("recall_session", """One past session: "summary" (the default) gives its facts,
-          changed files with Claude's reasons, decisions, first and last request and where it
-          stopped (its last reply); "turns" adds its main thread's messages; "full" adds the
-          subagents' too. range slices the messages.""",
+          changed files with Claude's reasons, decisions, first and last request, where it
+          stopped (its last reply) and the tools it used, how often; "turns" adds its main
+          thread's messages; "full" adds the subagents' too. range slices the messages.""",
           {"session_id": _text("a session id, or a unique start of one", 200, 1),
            "range": dict(_text('"full" or a slice of its messages, Python style: "0:20", '
                                '"-10:"', 40), default="full"),
@@ -394,7 +394,9 @@ def tools(memory: ServedMemory) -> list[proto.Tool]:
         # after the handshake: Claude Code waits for it (see above)
         from . import api
         rng = None if a["range"] == "full" else a["range"]
-        data = guarded_tool(memory, lambda mem: api.show(mem, a["session_id"], rng, a["detail"]))
+        # (the tool calls of every message would crowd the messages out: a summary's count)
+        data = guarded_tool(memory, lambda mem: api.show(mem, a["session_id"], rng, a["detail"],
+                                                         tools=a["detail"] == "summary"))
 
         def more(kept: dict, dropped: dict) -> str:
             msgs = kept["session"].get("messages")

@@ -34,6 +34,27 @@ class FileChange:
         self.message_key = message_key
 
 
+class ToolCall:
+    """One call of a tool: which, what it acts on (`target`: a file, a command, a URL, a
+    pattern...), one short line about it. Both texts redacted, on one line, cut short."""
+    __slots__ = ("tool", "target", "line", "ts", "message_key", "sidechain", "call", "kind")
+
+    def __init__(self, tool: str, target: str, line: str, ts: float | None = None,
+                 message_key: str | None = None, sidechain: bool = False,
+                 call: str | None = None, kind: str = ""):
+        self.tool = tool
+        self.target = target
+        self.line = line
+        self.ts = ts
+        # the message it follows: the reply that made it (Claude Code, Copilot), or the last
+        # message before it (Codex), None if none; a fork's copies of its origin's calls are
+        # known by it
+        self.message_key = message_key
+        self.sidechain = sidechain
+        self.call = call  # its id in the file (a call read twice is stored once)
+        self.kind = kind  # what target is: "path", "command", "url" or "" (anything else)
+
+
 class SessionDelta:
     """What a run of lines adds to one session. Empty fields mean "nothing new"."""
 
@@ -51,6 +72,7 @@ class SessionDelta:
         self.last_ts: float | None = None
         self.messages: list[Message] = []
         self.file_changes: list[FileChange] = []
+        self.tool_calls: list[ToolCall] = []
         self.decisions: list[str] = []  # lines carrying DECIDED / SAVE markers
         self.tags: set[str] = set()
         # the messages' keys name them across sessions: a fork or a resume that copies a message
@@ -66,5 +88,6 @@ class SessionDelta:
             self.last_ts = ts
 
     def is_empty(self) -> bool:
-        return not (self.messages or self.file_changes or self.custom_title or self.summary_title
-                    or self.first_ts is not None or self.cwd or self.decisions or self.tags)
+        return not (self.messages or self.file_changes or self.tool_calls or self.custom_title
+                    or self.summary_title or self.first_ts is not None or self.cwd
+                    or self.decisions or self.tags)

@@ -13,6 +13,8 @@ SessionStart hook milliseconds): the hook renders the briefing from these views.
 """
 from __future__ import annotations
 
+from bisect import bisect_right
+
 TYPE_CHECKING = False  # (typing's own costs the hook an import; type checkers read this as True)
 if TYPE_CHECKING:  # types only: the store is the caller's, already open
     from .store import SessionRow, Store
@@ -70,6 +72,34 @@ class Exchange:
         self.at = at
         self.prompt = prompt
         self.reply = reply
+
+
+class ToolUse:
+    """One tool call: which tool, what it acted on, one line about it, when; `kind` says what
+    `target` is ("path", "command", "url", or "")."""
+    __slots__ = ("tool", "target", "line", "at", "kind", "sidechain")
+
+    def __init__(self, tool: str, target: str, line: str, at: float | None, kind: str = "",
+                 sidechain: bool = False) -> None:
+        self.tool = tool
+        self.target = target
+        self.line = line
+        self.at = at
+        self.kind = kind
+        self.sidechain = sidechain
+
+
+class Turn:
+    """One message as `show` and `export` read it, with the tool calls made after it (before
+    the next message of its thread)."""
+    __slots__ = ("role", "at", "sidechain", "text", "tools")
+
+    def __init__(self, role: str, at: float | None, sidechain: bool, text: str) -> None:
+        self.role = role
+        self.at = at
+        self.sidechain = sidechain
+        self.text = text
+        self.tools: list[ToolUse] = []
 
 
 class SessionView:
@@ -185,3 +215,38 @@ def _substantial(store: Store, session: int, n: int) -> list[Said]:
 def _requests(store: Store, session: int) -> list[Said]:
     return [Said(ts, text) for _id, role, ts, side, text in store.messages(session)
             if role == "user" and not side]
+
+
+def turns(store: Store, session: int, *, tools: bool = True) -> tuple[list[Turn], list[ToolUse]]:
+    """A session's messages in conversation order (its main thread, then its subagents'), each
+    with the tool calls after it; and the calls that come before any message of their thread.
+    A call goes after the message it follows (ToolCall.message_key) where that message is shown,
+    else after the last one shown before it (a reply of tool calls alone has no text to show);
+    a call whose message this session does not hold goes by its own time."""
+    msgs = store.messages(session)  # (by thread, then time and id: the order placed into)
+    out = [Turn(role, ts, bool(side), text) for _id, role, ts, side, text in msgs]
+    if not tools:
+        return out, []
+    places: dict[bool, tuple[list, list[int]]] = {}  # thread -> (sorted places, turn numbers)
+    for n, (mid, _role, ts, side, _text) in enumerate(msgs):
+        keys, where = places.setdefault(bool(side), ([], []))
+        keys.append((_time(ts), mid))
+        where.append(n)
+    before = []
+    for ts, side, tool, target, line, kind, mid, mts in store.tool_calls(session):
+        call = ToolUse(tool, target, line, ts, kind, bool(side))
+        place = (_time(mts), mid) if mid is not None else (_time(ts), _LAST)
+        keys, where = places.get(bool(side), ([], []))
+        i = bisect_right(keys, place) - 1
+        if i < 0:
+            before.append(call)
+        else:
+            out[where[i]].tools.append(call)
+    return out, before
+
+
+_LAST = 1 << 62  # after every message of the same time
+
+
+def _time(ts: float | None) -> float:
+    return float("-inf") if ts is None else ts  # (SQLite orders no time first)

@@ -32,8 +32,8 @@ BUSY_MS = 5000  # how long a statement waits for another writer, unless told oth
 # 8: SIMILAR_TO edges between exchanges; 9: vectors keyed by the build that made them too (the
 # keys in use until then are listed, for the embedder to adopt or drop: semantic.Embedding.adopt);
 # 10: a message copied into another session (a fork, a resume) is stored once: messages looked up
-# by key, and each session's origin
-SCHEMA_VERSION = 10
+# by key, and each session's origin; 11: tool calls
+SCHEMA_VERSION = 11
 SHIFT = 24  # ordinals per session: 16M fragments, far past any real transcript
 _TOKENIZER_ARGS = ["remove_diacritics", "0"]
 
@@ -90,6 +90,18 @@ CREATE TRIGGER IF NOT EXISTS embedded_ad_edges AFTER DELETE ON embedded BEGIN
 # A session's message keys name the message wherever it is copied (Claude Code's uuids and
 # message ids): a fork or a resume writes the earlier session's lines again under a new session.
 _KEY_INDEX = "CREATE INDEX IF NOT EXISTS messages_key ON messages(key);"
+
+# What the agent ran, read, searched, fetched: shown and exported with the messages they follow
+# (ToolCall.message_key), never searched. A call read twice (a file's lines read again to find
+# the calls an older index left out: Indexer._backfill) is stored once, by its id in the file
+# and the message it follows (ids are unique in a file, not always in a session's files).
+_TOOL_SCHEMA = """
+CREATE TABLE IF NOT EXISTS tool_calls(
+  id INTEGER PRIMARY KEY, session INTEGER NOT NULL, message_key TEXT NOT NULL, call TEXT,
+  ts REAL, sidechain INTEGER NOT NULL DEFAULT 0, tool TEXT NOT NULL, target TEXT NOT NULL,
+  line TEXT NOT NULL, kind TEXT NOT NULL DEFAULT '');
+CREATE UNIQUE INDEX IF NOT EXISTS tool_calls_call ON tool_calls(session, message_key, call);
+"""
 
 EDGE_K = 8  # the nearest kept per exchange: edges per exchange at most (see _EDGE_SCHEMA)
 
@@ -153,6 +165,7 @@ CREATE VIEW exchanges AS
   WHERE r.role = 'assistant' AND (r.text != '' OR u.id IS NOT NULL);
 {_VECTOR_SCHEMA}
 {_EDGE_SCHEMA}
+{_TOOL_SCHEMA}
 INSERT INTO meta(key, value) VALUES ('schema_version', '{SCHEMA_VERSION}');
 PRAGMA user_version = {SCHEMA_VERSION};
 """
@@ -735,7 +748,8 @@ class Store:
         """`to` had these messages first: the holder's copies go (it keeps its own), and the
         holder is now a fork of `to`."""
         for sql in ("DELETE FROM messages WHERE session = ? AND key IN ({})",
-                    "DELETE FROM file_changes WHERE session = ? AND message_key IN ({})"):
+                    "DELETE FROM file_changes WHERE session = ? AND message_key IN ({})",
+                    "DELETE FROM tool_calls WHERE session = ? AND message_key IN ({})"):
             list(self._chunked(sql, keys, (holder,)))
         self.db.execute("UPDATE sessions SET origin = ? WHERE id = ?", (to, holder))
         self.db.execute("UPDATE sessions SET origin = NULL WHERE id = ? AND origin = ?",
@@ -786,6 +800,18 @@ class Store:
         self.db.executemany("INSERT INTO file_changes(session, path, tool, explanation, ts, "
                             "message_key) VALUES (?, ?, ?, ?, ?, ?)", rows)
 
+    def add_tool_calls(self, rows) -> None:
+        """rows: (session, message_key, call id, ts, sidechain, tool, target, line, kind); a
+        call already held (its session and id) is not added again."""
+        self.db.executemany("INSERT OR IGNORE INTO tool_calls(session, message_key, call, ts, "
+                            "sidechain, tool, target, line, kind) VALUES (?,?,?,?,?,?,?,?,?)",
+                            rows)
+
+    def held_keys(self, session: int, keys) -> set[str]:
+        """Those of `keys` that name a message this session holds."""
+        return {r[0] for r in self._chunked(
+            "SELECT key FROM messages WHERE session = ? AND key IN ({})", keys, (session,))}
+
     def refresh_counts(self, session: int) -> None:
         self.db.execute(
             """UPDATE sessions SET
@@ -811,6 +837,7 @@ class Store:
         db = self.db
         db.execute("DELETE FROM messages WHERE session = ?", (session,))
         db.execute("DELETE FROM file_changes WHERE session = ?", (session,))
+        db.execute("DELETE FROM tool_calls WHERE session = ?", (session,))
         db.execute("""UPDATE sessions SET cwd = NULL, branch = NULL, title_custom = NULL,
                         title_summary = NULL, title_first = NULL, started_at = NULL,
                         ended_at = NULL, tags = '', decisions = '', message_count = 0,
@@ -836,6 +863,7 @@ class Store:
         for (fork,) in list(self.db.execute("SELECT id FROM sessions WHERE origin = ?", (sid,))):
             self.clear_session(fork)
         for sql in ("DELETE FROM messages WHERE session = ?", "DELETE FROM file_changes WHERE session = ?",
+                    "DELETE FROM tool_calls WHERE session = ?",
                     "DELETE FROM files WHERE session = ?", "DELETE FROM sessions WHERE id = ?"):
             self.db.execute(sql, (sid,))
 
@@ -859,6 +887,7 @@ class Store:
                        [(i, index_text(t)) for i, t in db.execute(
                            "SELECT id, text FROM messages WHERE text != ''")])
         db.execute("DELETE FROM file_changes WHERE session IN (SELECT id FROM sessions WHERE archived = 0)")
+        db.execute("DELETE FROM tool_calls WHERE session IN (SELECT id FROM sessions WHERE archived = 0)")
         # archived sessions keep their rows: a file that comes back is then read afresh
         db.execute("DELETE FROM files WHERE session IS NULL OR session NOT IN "
                    "(SELECT id FROM sessions WHERE archived = 1)")
@@ -1078,6 +1107,20 @@ class Store:
         return list(self.db.execute(
             "SELECT path, tool, explanation, ts FROM file_changes WHERE session = ? ORDER BY ts, id",
             (session,)))
+
+    def tool_calls(self, session: int) -> list[tuple]:
+        """(ts, sidechain, tool, target, line, kind, id and ts of the message it follows) of a
+        session's calls, in the order they were read; the message's are None where this
+        session holds no message of that key."""
+        return list(self.db.execute(
+            "SELECT t.ts, t.sidechain, t.tool, t.target, t.line, t.kind, m.id, m.ts "
+            "FROM tool_calls t LEFT JOIN messages m ON m.session = t.session "
+            "AND m.key = t.message_key WHERE t.session = ? ORDER BY t.id", (session,)))
+
+    def tool_counts(self, session: int) -> dict[str, int]:
+        """tool -> how many calls of it the session made, the most used first."""
+        return dict(self.db.execute("SELECT tool, count(*) FROM tool_calls WHERE session = ? "
+                                    "GROUP BY tool ORDER BY count(*) DESC, tool", (session,)))
 
     def changed_paths(self, session: int) -> list[str]:
         return [r[0] for r in self.db.execute(
@@ -1513,6 +1556,13 @@ class Store:
                                             "WHERE session = ? ORDER BY id", (row.id,))
                 except (apsw.Error, UnicodeDecodeError):
                     continue  # this session's pages are unreadable
+                try:
+                    calls = _lenient(old, "SELECT message_key, call, ts, sidechain, CAST(tool AS "
+                                          "BLOB), CAST(target AS BLOB), CAST(line AS BLOB), kind "
+                                          "FROM tool_calls WHERE session = ? ORDER BY id",
+                                     (row.id,))
+                except (apsw.Error, UnicodeDecodeError):
+                    calls = []  # an index from before schema 11, or pages unreadable
                 with self.db:
                     new = self.session_for(row.source, row.session_id, row.label)
                     base = new.id << SHIFT
@@ -1525,6 +1575,7 @@ class Store:
                     self.add_terms(terms)
                     self.index_terms()
                     self.add_file_changes([(new.id, *c) for c in changes])
+                    self.add_tool_calls([(new.id, *c) for c in calls])
                     self.db.execute(
                         """UPDATE sessions SET cwd=?, branch=?, author=?, title_custom=?,
                              title_summary=?, title_first=?, started_at=?, ended_at=?, tags=?,
@@ -1624,6 +1675,7 @@ class Steps:
 def _to_v4(store: Store) -> None:
     """Claude Code records the branch "HEAD" outside git: no branch. Sessions where one of
     prima-memory's commands was typed are read again, so the command runs drop out."""
+    store.db.execute(_TOOL_SCHEMA)  # (clear_session clears tool calls too: their table first)
     store.db.execute("UPDATE sessions SET branch = NULL WHERE branch = 'HEAD'")
     for (session,) in list(store.db.execute(
             "SELECT DISTINCT session FROM messages WHERE role = 'user' "
@@ -1683,6 +1735,7 @@ def _to_v10(store: Store) -> None:
     if "origin" not in {r[1] for r in db.execute("PRAGMA table_info(sessions)")}:
         db.execute("ALTER TABLE sessions ADD COLUMN origin INTEGER")
     db.execute(_KEY_INDEX)
+    db.execute(_TOOL_SCHEMA)  # (clear_session clears tool calls too: their table first)
     # (Claude Code's are the only keys that name a message across sessions: SessionDelta.shared_keys)
     for (session,) in list(db.execute(
             "SELECT DISTINCT m.session FROM messages m JOIN sessions s ON s.id = m.session "
@@ -1692,8 +1745,25 @@ def _to_v10(store: Store) -> None:
         store.clear_session(session)
 
 
+def _to_v11(store: Store) -> None:
+    """Tool calls are kept, and an index from before holds none. Nothing is cleared (every
+    session answers as before meanwhile; vectors and edges stay): each Claude Code and Codex
+    file it read is marked ("tc" in its parser state) to have its calls read from its start
+    (Indexer._backfill) when the indexer next reads it, which it does soon, its size being
+    forgotten as after a read cut short; a VS Code chat is read whole again anyway."""
+    db = store.db
+    db.execute(_TOOL_SCHEMA)
+    db.execute("UPDATE files SET state = json_set(CASE WHEN json_valid(state) AND "
+               "json_type(state) = 'object' THEN state ELSE '{}' END, '$.tc', 1) "
+               "WHERE source IN ('claude-code', 'codex') AND status IN ('ok', 'failed') "
+               "AND offset > 0")
+    db.execute("UPDATE files SET size = NULL WHERE source IN ('claude-code', 'codex', "
+               "'copilot-chat') AND status = 'ok'")
+
+
 # version -> the step that brings an index of that version to the next; older ones are rebuilt
-_MIGRATIONS = {3: _to_v4, 4: _to_v5, 5: _to_v6, 6: _to_v7, 7: _to_v8, 8: _to_v9, 9: _to_v10}
+_MIGRATIONS = {3: _to_v4, 4: _to_v5, 5: _to_v6, 6: _to_v7, 7: _to_v8, 8: _to_v9, 9: _to_v10,
+               10: _to_v11}
 
 
 # The sessions' columns with every text one read as bytes (see _lenient), for recovery.

@@ -103,7 +103,9 @@ def test_only_real_prompts_and_replies_are_messages(env):
     assert [m["index"] for m in msgs] == list(range(6))
     assert session["message_count"] == 6
     assert session["title"] == "Plan the zephyr rollout"
-    everything = json.dumps(msgs)
+    # (the Bash call itself is shown, as a tool call: its command names carrierword-dir)
+    assert [c["target"] for c in msgs[1]["tool_calls"]] == ["ls carrierword-dir"]
+    everything = json.dumps([m["text"] for m in msgs])
     for word in ("caveatword", "stdoutword", "hookctxword", "carrierword", "metaword",
                  "compactword", "reminderword", "syntheticword", "interrupted", "/clear"):
         assert word not in everything, word

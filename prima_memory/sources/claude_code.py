@@ -15,16 +15,18 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (2 ms for
 if TYPE_CHECKING:  # what _load_parsing binds, for the type checker
     from .. import titles
     from ..records import FileChange, Message, SessionDelta
+    from . import tool_calls
     from .jsonl import JsonlReader
 
 
 def _load_parsing() -> None:
     """Parsing needs records, titles and the JSONL reader: imported on first read, so hooks that
     only look for changed files (discover) start fast. Redaction loads on the first text."""
-    global FileChange, Message, SessionDelta, titles, JsonlReader
+    global FileChange, Message, SessionDelta, titles, tool_calls, JsonlReader
     # late on purpose (1.2 ms): bound as module globals, the names the parsing functions use
     from .. import titles
     from ..records import FileChange, Message, SessionDelta
+    from . import tool_calls
     from .jsonl import JsonlReader
 
 
@@ -412,12 +414,14 @@ def _take_message(obj: dict, kind: str, d, state: dict, file_sidechain: bool, sc
             t = scrub(block["text"].strip())
             texts.append(t)
             th["t"], th["tk"] = tail(_said_before(th, key, t, scrub), _EXPLANATION_MAX), key
-        elif btype == "tool_use" and isinstance(block.get("name"), str) \
-                and block["name"] in FILE_TOOLS:
-            inp = block.get("input")
-            path = inp.get(FILE_TOOLS[block["name"]]) if isinstance(inp, dict) else None
+        elif btype == "tool_use" and isinstance(block.get("name"), str):
+            name, inp = block["name"], block.get("input")
+            path = inp.get(FILE_TOOLS[name]) if name in FILE_TOOLS and isinstance(inp, dict) \
+                else None
             if isinstance(path, str) and path:
-                d.file_changes.append(FileChange(path, block["name"], th.get("t", ""), ts, key))
+                d.file_changes.append(FileChange(path, name, th.get("t", ""), ts, key))
+            d.tool_calls.append(tool_calls.claude_code(name, inp, scrub, ts, key, sidechain,
+                                                       block.get("id")))
     text = "\n".join(texts) if len(texts) < 2 else scrub("\n".join(texts))  # (as for lines)
     pairs = None
     if th.get("r") != key:  # a new reply: the first after a prompt forms an exchange with it

@@ -18,7 +18,8 @@ import os
 import re
 
 from .. import titles
-from ..records import FileChange, Message, SessionDelta
+from ..records import FileChange, Message, SessionDelta, ToolCall
+from . import tool_calls
 from .text import (NotNow, TooBig, dated_by_file, head, load_json, open_bounded, parse_ts,
                    read_document, scrubber)
 from .jsonl import JsonlReader
@@ -199,6 +200,7 @@ class _Reader:
         self.responses: list[Message] = []  # the stream kept ...
         self.events: list[Message] = []  # ... unless the file has no response items at all
         self.changes: list[FileChange] = []
+        self.calls: list[ToolCall] = []
         self.ts: float | None = None
         self.scrub = scrubber(self.problems)  # redacted and cut, as every source's text is
         self.unknown: set[str] = set()  # record types this reader does not know
@@ -276,6 +278,8 @@ class _Reader:
         pairs = self.state.get(f"prompt_{which}") if role == "assistant" else None
         text = self.scrub(text)
         stream.append(Message(key, role, text, self.ts, pairs_with=pairs))
+        if stream is self.responses:
+            self.state["at"] = key  # the message the calls after it follow (ToolCall.message_key)
         if role == "user":
             self.state[f"prompt_{which}"] = key
         else:  # said before a change: its reason, cut once redacted (a token cut escapes)
@@ -293,17 +297,26 @@ class _Reader:
             self._text(role, "\n".join(parts), self.responses)
         elif kind == "custom_tool_call" and p.get("name") in ("apply_patch", "applypatch"):
             self._patch(p.get("input"), p.get("call_id"), "apply_patch")
-        elif kind == "function_call":
-            args = _json(p.get("arguments"))
-            if p.get("name") in ("apply_patch", "applypatch"):
-                self._patch(args.get("input") if isinstance(args, dict) else p.get("arguments"),
+        elif kind in ("function_call", "custom_tool_call"):
+            raw = p.get("arguments" if kind == "function_call" else "input")
+            args, name = _json(raw), p.get("name")
+            if name in ("apply_patch", "applypatch"):
+                self._patch(args.get("input") if isinstance(args, dict) else raw,
                             p.get("call_id"), "apply_patch")
-            elif p.get("name") in _SHELLS and isinstance(args, dict):
+            elif name in _SHELLS and isinstance(args, dict):
                 self._shell(args.get("command") or args.get("cmd"), args.get("workdir"),
-                            p.get("call_id"))
+                            p.get("call_id"), name)
+            else:
+                self._call(tool_calls.codex(name, raw if args is None else args, self.scrub,
+                                            self.ts, self.state.get("at"), p.get("call_id")))
         elif kind == "local_shell_call":
             action = p.get("action") or {}
-            self._shell(action.get("command"), action.get("working_directory"), p.get("call_id"))
+            self._shell(action.get("command"), action.get("working_directory"), p.get("call_id"),
+                        "local_shell")
+        elif kind in ("web_search_call", "tool_search_call"):
+            self._call(tool_calls.codex(kind[:-5], p.get("action") or p.get("arguments"),
+                                        self.scrub, self.ts, self.state.get("at"),
+                                        p.get("call_id") or p.get("id")))
 
     def _event(self, p: dict) -> None:
         kind = p.get("type")
@@ -323,7 +336,7 @@ class _Reader:
 
     # -- file changes --------------------------------------------------------------------------
 
-    def _shell(self, command, workdir, call_id) -> None:
+    def _shell(self, command, workdir, call_id, name: str = "shell") -> None:
         if isinstance(command, str):
             command = ["bash", "-lc", command]
         if not isinstance(command, list) or not command or not all(isinstance(c, str)
@@ -331,7 +344,8 @@ class _Reader:
             return
         if command[0] in ("apply_patch", "applypatch") and len(command) > 1:
             self._patch(command[1], call_id, "apply_patch", workdir)
-        elif len(command) >= 3 and command[1] in ("-lc", "-c"):
+            return
+        if len(command) >= 3 and command[1] in ("-lc", "-c"):
             script = command[2]
             if "apply_patch" in script or "applypatch" in script:
                 cd = _CD.match(script)
@@ -339,15 +353,27 @@ class _Reader:
                 if cd:  # `cd X && apply_patch ...`: its paths are relative to X
                     sub = cd.group(1).strip("'\"")
                     base = sub if os.path.isabs(sub) or not base else os.path.join(base, sub)
-                self._patch(script, call_id, "apply_patch", base)
+                if self._patch(script, call_id, "apply_patch", base):
+                    return
+        self._call(tool_calls.make(name, tool_calls.command_text(command), None, self.scrub,
+                                   kind="command", ts=self.ts, key=self.state.get("at"),
+                                   call=call_id))
 
-    def _patch(self, patch, call_id, tool: str, base: str | None = None) -> None:
+    def _patch(self, patch, call_id, tool: str, base: str | None = None) -> bool:
         if not isinstance(patch, str) or "*** " not in patch:
-            return
+            return False
         paths = [a or b for a, b in _PATCH_FILE.findall(patch)]
         root = base or self.state.get("cwd")
-        self._record([p if os.path.isabs(p) or not root else os.path.normpath(
-            os.path.join(root, p)) for p in paths], call_id, tool)
+        paths = [p if os.path.isabs(p) or not root else os.path.normpath(os.path.join(root, p))
+                 for p in paths]
+        self._record(paths, call_id, tool)
+        self._call(tool_calls.patch(list(dict.fromkeys(paths)), self.scrub, self.ts,
+                                    self.state.get("at"), call_id))
+        return True
+
+    def _call(self, call: ToolCall) -> None:
+        if self._d() is not None:
+            self.calls.append(call)
 
     def _record(self, paths, call_id, tool: str) -> None:
         if self._d() is None:
@@ -369,13 +395,17 @@ class _Reader:
         d.messages = self.responses if self.state.get("resp") else self.events
         d.cwd = d.cwd or self.state.get("cwd")  # each read's records carry it: scope is per read
         d.file_changes = self.changes
+        d.tool_calls = self.calls
+        if not self.state.get("resp"):  # the calls follow response items the events stand for
+            for c in d.tool_calls:
+                c.message_key = None
         for m in d.messages:
             d.seen(m.ts)
             if m.role == "user" and d.first_prompt is None and not self.state.get("titled"):
                 d.first_prompt = titles.clean_first_prompt(m.text)
                 self.state["titled"] = True
         # a rollout of metadata alone (Codex opened, nothing asked) is no session yet
-        return [d] if d.messages or d.file_changes else []
+        return [d] if d.messages or d.file_changes or d.tool_calls else []
 
 
 def _json(text):

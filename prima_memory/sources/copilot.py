@@ -14,6 +14,7 @@ import urllib.parse
 from .. import titles
 from ..records import FileChange, Message, SessionDelta
 from ..workspace import read_plain
+from . import tool_calls
 from .jsonl import PARSE_BUDGET, estimate
 from .text import (MAX_DOCUMENT, TooBig, dated_by_file, load_json, open_bounded,
                    read_document, scrubber, tail, valid_ts)
@@ -147,9 +148,12 @@ def session(doc: dict, sid: str, problems: list[str]) -> SessionDelta | None:
                 # (cut first, a token's end escapes); called only in this request's iteration
                 why = tail(scrub(" ".join(said)), 500)  # noqa: B023
             return why
+        calls = []
         for part in _list(r.get("response")):
             if not isinstance(part, dict):
                 continue
+            if part.get("kind") in ("toolInvocationSerialized", "toolInvocation"):
+                calls.append(tool_calls.copilot(part, scrub, ts, None, _path))
             text = _markdown(part)
             if text:
                 said.append(text)
@@ -165,6 +169,9 @@ def session(doc: dict, sid: str, problems: list[str]) -> SessionDelta | None:
         if said:
             d.messages.append(Message(f"{key}:a", "assistant", scrub("\n".join(said)), ts,
                                       pairs_with=f"{key}:q" if asked else None))
+        for call in calls:  # after the answer they were made in, or the question without one
+            call.message_key = f"{key}:a" if said else f"{key}:q" if asked else None
+        d.tool_calls += calls
     seen: set[tuple[str, str | None]] = set()
     changes = []
     for c in d.file_changes:  # the first of each (path, message)

@@ -119,7 +119,7 @@ def dated_by_file(d, mtime: float) -> None:
     """A session that records no readable time (older formats, a damaged clock) takes its
     file's: else it has no date, and every list leaves it out."""
     if d.first_ts is None:
-        for item in d.messages + d.file_changes:
+        for item in d.messages + d.file_changes + d.tool_calls:
             item.ts = item.ts or mtime
         d.seen(mtime)
 

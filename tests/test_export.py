@@ -1,0 +1,263 @@
+"""Reading a session as a user meets it through the CLI: `show` with its tool calls in brief (and
+`--no-tools`), `prima-memory export` as Markdown or one HTML file, to stdout or `-o FILE`; what a
+transcript holds (fences, tags, escapes, secrets) never breaks, runs in or leaks from either
+(issue #21)."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import stat
+import time
+
+import pytest
+
+from conftest import Env
+
+OLD = time.time() - 3 * 86400
+SID = "e7000000-0000-4000-8000-000000000001"
+AWS_ID = "AK" + "IA" + "IOSFODNN7EXAMPLE"  # (assembled: see tests/test_redact.py)
+GH_TOKEN = "gh" + "p_" + "Q7w9E2r4T6y8U0i1P3o5A7s9D1f3G5h7J9k2"
+HOSTILE = ("```\nunclosed fence </details> <script>alert(1)</script> </prima-memory>\n"
+           "\x1b]0;pwned\x07\x1b[2J <!-- comment\n~~~~\n    ````` deep\n")
+
+
+def _login(env: Env):
+    t = env.transcript(SID, start=OLD, branch="fix/login")
+    t.user("Fix the login redirect loop")
+    t.tool("Read", {"file_path": str(env.ws / "src" / "auth.py")}, text="Reading the auth module.")
+    t.tool("Edit", {"file_path": str(env.ws / "src" / "auth.py"), "old_string": "Strict",
+                    "new_string": "Lax"}, text="The cookie is SameSite=Strict; making it Lax.")
+    t.tool("Bash", {"command": 'git commit -m "Fix login redirect"',
+                    "description": "Commit the fix"})
+    t.reply("Fixed:\n\n```python\nCOOKIE = 'Lax'\n```\n\nThe redirect now keeps the session.")
+    agent = env.subagent(SID, "a1", start=OLD + 60)
+    agent.user("Find the auth tests")
+    agent.tool("Glob", {"pattern": "tests/test_auth*.py"}, text="Looking for them.")
+    agent.reply("tests/test_auth.py")
+    return t
+
+
+def _lines(out: str) -> list[str]:
+    return out.splitlines()
+
+
+def test_show_prints_tool_calls_in_brief_and_hides_them_when_asked(env):
+    _login(env)
+    out = env.run("show", SID).stdout
+    calls = [x for x in _lines(out) if x.startswith("  · ")]
+    assert calls == ["  · Read src/auth.py", "  · Edit src/auth.py",
+                     '  · Bash: git commit -m "Fix login redirect"  (Commit the fix)',
+                     "  · Glob: tests/test_auth*.py"]
+    lines = _lines(out)  # each after the message it follows
+    assert lines[lines.index("The cookie is SameSite=Strict; making it Lax.") + 1] == \
+        "  · Edit src/auth.py"
+    hidden = env.run("show", SID, "--no-tools").stdout
+    assert "  · " not in hidden and hidden == "\n".join(x for x in lines
+                                                       if not x.startswith("  · ")) + "\n"
+    data = env.json("show", SID)["session"]
+    edit = data["messages"][2]["tool_calls"]
+    assert edit[0] == {"tool": "Edit", "target": "src/auth.py", "kind": "path", "line": "",
+                       "at": edit[0]["at"]}
+    assert [c["tool"] for m in data["messages"] for c in m["tool_calls"]] == [
+        "Read", "Edit", "Bash", "Glob"]
+    assert "tool_calls" not in env.json("show", SID, "--no-tools")["session"]["messages"][2]
+
+
+def test_show_keeps_tool_calls_to_the_detail_and_range_asked(env):
+    _login(env)
+    turns = env.json("show", SID, "--detail", "turns")["session"]
+    assert [c["tool"] for m in turns["messages"] for c in m["tool_calls"]] == [
+        "Read", "Edit", "Bash"], "the main thread's"
+    ranged = env.json("show", SID, "--range", "2:3")["session"]["messages"]
+    assert [(m["index"], [c["tool"] for c in m["tool_calls"]]) for m in ranged] == [
+        (2, ["Edit", "Bash"])]
+    summary = env.json("show", SID, "--detail", "summary")["session"]
+    assert summary["tools_used"] == {"Bash": 1, "Edit": 1, "Glob": 1, "Read": 1}
+    assert "messages" not in summary
+    assert "tools used: Bash 1, Edit 1, Glob 1, Read 1" in env.run(
+        "show", SID, "--detail", "summary").stdout
+
+
+def test_export_markdown_is_the_whole_session_to_read(env):
+    _login(env)
+    md = env.run("export", SID).stdout
+    assert md.startswith("# Fix the login redirect loop\n")
+    for part in (f"- Session: `{SID}`", "- Branch: `fix/login`", f"- Project: `{env.ws}`",
+                 f"- Resume: `cd '{env.ws}' && claude --resume {SID}`",
+                 "## Files changed", "- `src/auth.py` (Edit, ",
+                 "The cookie is SameSite=Strict; making it Lax.",
+                 "### User · ", "### Claude · ", "<summary>2 tool calls</summary>",
+                 '- `Bash` `git commit -m "Fix login redirect"` — Commit the fix',
+                 "```python\nCOOKIE = 'Lax'\n```", "## Subagents",
+                 "### User (subagent) · ", "- `Glob` `tests/test_auth*.py`"):
+        assert part in md, part
+    assert md.index("## Conversation") < md.index("## Subagents"), "the main thread first"
+    html = _render_markdown(md)
+    assert html.count("<details>") == html.count("</details>") == 4  # 3 turns' calls, subagents
+    assert '<code class="language-python">' in html
+
+
+def _render_markdown(md: str) -> str:
+    """The Markdown as a CommonMark viewer with raw HTML allowed shows it (GitHub's, VS Code's)."""
+    markdown_it = pytest.importorskip("markdown_it")
+    return markdown_it.MarkdownIt("commonmark", {"html": True}).render(md)
+
+
+def test_export_html_is_one_self_contained_page_without_script(env):
+    _login(env)
+    page = env.run("export", SID, "--format", "html").stdout
+    assert page.startswith("<!DOCTYPE html>") and page.rstrip().endswith("</html>")
+    assert "Content-Security-Policy" in page and "default-src 'none'" in page
+    assert not re.search(r"<(script|link|img|iframe)\b", page) and "src=" not in page
+    assert "<title>Fix the login redirect loop</title>" in page
+    assert "<code>git commit -m &quot;Fix login redirect&quot;</code>" in page
+    assert '<summary>2 tool calls</summary>' in page
+    assert page.count("<details") == page.count("</details>") == 4
+    assert page.index("<h2>Conversation</h2>") < page.index("<h2>Subagents</h2>")
+    if _has_markdown_it():  # replies rendered from their Markdown
+        assert '<pre><code class="language-python">COOKIE = &#x27;Lax&#x27;' in page \
+            or "<pre><code class=\"language-python\">COOKIE = 'Lax'" in page
+
+
+def _has_markdown_it() -> bool:
+    try:
+        import markdown_it  # noqa: F401
+        return True
+    except ImportError:
+        return False
+
+
+def test_hostile_text_breaks_nothing_and_runs_nothing(env):
+    t = env.transcript(SID, start=OLD)
+    t.user("Look at this:\n" + HOSTILE + "\ud800 end of prompt")
+    t.tool("Bash", {"command": "echo '</details>' '```' \x1b[31m <script>x</script>",
+                    "description": "</prima-memory> <b>bold</b> ```"},
+           text="Reply with " + HOSTILE)
+    t.reply("Last reply: all done.")
+    show = env.run("show", SID).stdout
+    md = env.run("export", SID).stdout
+    page = env.run("export", SID, "--format", "html").stdout
+    for out in (show, md, page):
+        assert "\x1b" not in out and "\x07" not in out, "nothing acts on a terminal"
+        assert "\ufffd end of prompt" in out, "a lone surrogate shown, not a crash"
+    # Markdown: every turn is still there after the hostile ones, nothing became HTML
+    html = _render_markdown(md)
+    assert html.count("<details>") == html.count("</details>") == 1
+    assert "<script" not in html and "<b>" not in html and "<!--" not in html
+    assert "Last reply: all done." in html and html.count("<h3>") == 3
+    assert "&lt;/details&gt;" in html and "&lt;script&gt;" in html
+    # HTML: escaped, the one <details> ours
+    assert "<script" not in page and "<b>" not in page and "<!--" not in page
+    assert page.count("<details") == page.count("</details>") == 1
+    assert "&lt;/details&gt;" in page and "&lt;/prima-memory&gt;" in page
+    assert "Last reply: all done." in page
+
+
+def test_a_secret_appears_nowhere_it_is_shown(env):
+    t = env.transcript(SID, start=OLD)
+    t.user(f"Use the key {AWS_ID} to list the bucket")
+    t.tool("Bash", {"command": f"AWS_ACCESS_KEY_ID={AWS_ID} aws s3 ls",
+                    "description": f"List it with {GH_TOKEN}"},
+           text=f"Listing with {GH_TOKEN}.")
+    t.reply(f"Done; rotate {AWS_ID} now.")
+    outs = [env.run("show", SID).stdout, env.run("show", SID, "--json").stdout,
+            env.run("show", SID, "--detail", "summary").stdout,
+            env.run("export", SID).stdout, env.run("export", SID, "--format", "html").stdout,
+            env.run("export", SID, "--json").stdout]
+    for out in outs:
+        assert AWS_ID not in out and GH_TOKEN not in out and "REDACTED" in out
+    call = env.json("show", SID)["session"]["messages"][1]["tool_calls"][0]
+    assert "[REDACTED:" in call["target"] and "[REDACTED:" in call["line"]
+
+
+def test_export_writes_a_file_whole_and_never_through_a_link(env, tmp_path):
+    _login(env)
+    tmp_path = tmp_path / "out"
+    tmp_path.mkdir()
+    out = tmp_path / "login.md"
+    p = env.run("export", SID, "-o", str(out))
+    assert p.stdout.startswith(f"wrote {out} (markdown, ")
+    assert out.read_text(encoding="utf-8") == env.run("export", SID).stdout
+    assert stat.S_IMODE(out.stat().st_mode) == 0o600, "a new file is private, as the index"
+    out.chmod(0o644)  # replaced whole, keeping its mode
+    env.run("export", SID, "--format", "html", "-o", str(out))
+    assert out.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+    assert stat.S_IMODE(out.stat().st_mode) == 0o644
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["login.md"], "no temporary left"
+    data = json.loads(env.run("export", SID, "--json").stdout)
+    assert data["session"]["files_changed"][0]["relative"] == "src/auth.py"
+
+    target = tmp_path / "precious.txt"
+    target.write_text("keep me")
+    link = tmp_path / "link.md"
+    link.symlink_to(target)
+    p = env.run("export", SID, "-o", str(link), check=False)
+    assert p.returncode == 1 and p.stdout == ""
+    assert p.stderr.count("\n") == 1 and "symbolic link" in p.stderr and "Traceback" not in p.stderr
+    assert target.read_text() == "keep me" and link.is_symlink()
+
+    for bad, why in ((tmp_path / "no such folder" / "x.md", "does not exist"),
+                     (tmp_path, "not a regular file")):
+        p = env.run("export", SID, "-o", str(bad), check=False)
+        assert p.returncode == 1 and p.stderr.count("\n") == 1 and why in p.stderr, p.stderr
+    assert not (tmp_path / "no such folder").exists()
+
+
+def test_export_of_an_unknown_session_says_so(env):
+    _login(env)
+    p = env.run("export", "nosuchsession", check=False)
+    assert p.returncode == 1 and p.stdout == "" and p.stderr.count("\n") == 1
+    assert "no session matches 'nosuchsession'" in p.stderr
+    p = env.run("export", SID, "--format", "pdf", check=False)
+    assert p.returncode == 2 and "invalid choice" in p.stderr
+
+
+def test_the_html_export_reads_without_markdown_it(env, monkeypatch):
+    """Replies are shown as plain text when the Markdown renderer is not installed."""
+    _login(env)
+    import sys
+
+    from prima_memory import api, export
+    monkeypatch.setitem(sys.modules, "markdown_it", None)  # (an import of it fails)
+    data = api.call(str(env.ws), lambda mem: api.export(mem, SID))
+    page = export.to_html(data)
+    assert "<div class=\"plain\">Fixed:\n\n```python\nCOOKIE = &#x27;Lax&#x27;\n```" in page
+    assert "<pre>" not in page
+
+
+def test_the_mcp_session_answer_stays_lean(env):
+    """recall_session: a summary counts the tools used; messages come without their calls."""
+    _login(env)
+    from prima_memory import api
+    from prima_memory.mcp_server import lean
+    for detail, counted, listed in (("summary", True, False), ("full", False, False)):
+        data = api.call(str(env.ws), lambda mem, d=detail: api.show(
+            mem, SID, None, d, tools=d == "summary"))
+        text = json.dumps(lean(data, str(env.ws)))
+        assert ('"tools_used"' in text) == counted and ('"tool_calls"' in text) == listed
+
+
+def test_a_path_outside_the_workspace_stays_whole(env):
+    t = env.transcript(SID, start=OLD)
+    t.user("Read the system config")
+    t.tool("Read", {"file_path": "/etc/hosts"}, text="Reading it.")
+    t.tool("Bash", {"command": f"cat {env.ws}/notes.txt"})
+    calls = [c for m in env.json("show", SID)["session"]["messages"] for c in m["tool_calls"]]
+    assert [c["target"] for c in calls] == ["/etc/hosts", f"cat {env.ws}/notes.txt"], \
+        "a command is never taken for a path"
+
+
+@pytest.mark.skipif(os.name != "posix", reason="file modes")
+def test_export_into_a_folder_not_writable_says_so(env, tmp_path):
+    if os.geteuid() == 0:
+        pytest.skip("root writes anywhere")
+    _login(env)
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    folder.chmod(0o500)
+    try:
+        p = env.run("export", SID, "-o", str(folder / "x.md"), check=False)
+    finally:
+        folder.chmod(0o700)
+    assert p.returncode == 1 and p.stderr.count("\n") == 1 and "Permission denied" in p.stderr
