@@ -89,18 +89,71 @@ elif { [ -L "$link" ] && [[ "$(readlink "$link")" == */.venv/bin/prima-memory ]]
 else
   say "warning: $link exists and install.sh did not make it: left as it is (this install's command is $cli)"
 fi
+# A new terminal must find it too: asked of a real new login shell (zsh when it is the user's
+# shell, else bash). Its startup files are the user's and never edited; only where bash would
+# read none of them (a fresh HOME) install.sh writes ~/.profile, with the lines Debian's
+# /etc/skel/.profile has for ~/.local/bin (PRIMA_NO_PROFILE=1: never).
+login_sh=bash
+case "${SHELL:-}" in */zsh) login_sh=zsh ;; esac
+login_finds() {  # what `command -v prima-memory` gives in a new login shell; '' for nothing
+  command -v "$login_sh" >/dev/null 2>&1 || return 0
+  local limit=""  # a startup file that waits for input or hangs costs 10 s, not the install
+  command -v timeout >/dev/null 2>&1 && limit="timeout 10"
+  # the last line: startup files may print
+  { $limit "$login_sh" -lc 'printf "\n%s\n" "$(command -v prima-memory)"' </dev/null 2>/dev/null \
+    || true; } | tail -n 1
+}
+if [ "$bin_dir" = "$HOME/.local/bin" ]; then
+  export_line='export PATH="$HOME/.local/bin:$PATH"'
+else
+  export_line="export PATH=$(printf '%q' "$bin_dir"):\"\$PATH\""
+fi
+exists() { [ -e "$1" ] || [ -L "$1" ]; }
 found="$(command -v prima-memory || true)"
 if [ -n "$found" ] && [ "$found" -ef "$cli" ]; then
   say "the prima-memory command is on your PATH: $found"
 elif [ -n "$found" ]; then
   say "warning: another prima-memory comes first on your PATH ($found); this install's is $cli"
 elif [ "$link" -ef "$cli" ]; then
-  say "$bin_dir is not on your PATH: to run prima-memory by its name, add this line to your shell's"
-  say "startup file (~/.bashrc, ~/.zshrc or ~/.profile) and open a new shell:"
-  if [ "$bin_dir" = "$HOME/.local/bin" ]; then
-    say '  export PATH="$HOME/.local/bin:$PATH"'
+  in_login="$(login_finds)"
+  made_profile=0
+  if [ -z "$in_login" ] && [ "$login_sh" = bash ] && [ "$bin_dir" = "$HOME/.local/bin" ] \
+     && [ "${PRIMA_NO_PROFILE:-0}" != 1 ] && ! exists "$HOME/.bash_profile" \
+     && ! exists "$HOME/.bash_login" && ! exists "$HOME/.profile"; then
+    # noclobber: a ~/.profile that appeared meanwhile is not replaced
+    if (set -C; cat > "$HOME/.profile") 2>/dev/null <<'PROFILE'
+# ~/.profile: executed by the command interpreter for login shells. Written by prima-memory's
+# install.sh where there was none, with the lines of Debian's /etc/skel/.profile that put
+# ~/.local/bin on PATH.
+
+# set PATH so it includes user's private bin if it exists
+if [ -d "$HOME/.local/bin" ] ; then
+    PATH="$HOME/.local/bin:$PATH"
+fi
+PROFILE
+    then
+      made_profile=1
+      in_login="$(login_finds)"
+    fi
+  fi
+  if [ -n "$in_login" ] && [ "$in_login" -ef "$cli" ]; then
+    if [ "$made_profile" = 1 ]; then
+      say "made ~/.profile (Debian's lines that put ~/.local/bin on PATH): prima-memory runs by name in a new login shell"
+    else
+      say "prima-memory runs by name in a new login shell; in this one, first run: $export_line"
+    fi
+  elif [ -n "$in_login" ]; then
+    say "warning: a new login shell finds another prima-memory first ($in_login); this install's is $cli"
   else
-    say "  export PATH=$(printf '%q' "$bin_dir"):\"\$PATH\""
+    startup="$HOME/.profile"
+    if [ "$login_sh" = zsh ]; then
+      startup="$HOME/.zprofile"
+    else
+      for f in "$HOME/.bash_profile" "$HOME/.bash_login"; do
+        if exists "$f"; then startup="$f"; break; fi
+      done
+    fi
+    say "$bin_dir is not on PATH: to run prima-memory by name, add this line to ~/${startup#"$HOME"/} and open a new login shell: $export_line"
   fi
 fi
 
