@@ -55,19 +55,26 @@ fi
 # --- semantic search: the int8 ONNX build of the embedding model (prima_memory/embed_build.py) ---
 # Made once into the venv (15-30 s); a no-op in 0.2 s when up to date. Without it semantic search
 # still works through sentence-transformers (slower to start and to embed), so a failure only warns.
-# Making it needs the onnx package (31 MB), which nothing else uses: when the venv lacks it, it is
-# installed into a folder of its own for the build and removed after. Its dependencies beside
-# ml_dtypes (numpy, protobuf, typing_extensions) are in the venv already, for onnxruntime and torch.
-build_path="${PYTHONPATH-}"
-if ! "$vpy" -m prima_memory.embed_build --check-only >/dev/null 2>&1 \
-   && ! "$vpy" -c 'import onnx' >/dev/null 2>&1; then
-  onnx_dir="$(mktemp -d)"
-  trap 'rm -rf "$onnx_dir"' EXIT
-  pipq --no-deps --target "$onnx_dir" "onnx>=1.17" ml_dtypes \
-    || say "warning: could not install onnx for the ONNX build"
-  build_path="$onnx_dir${build_path:+:$build_path}"
+# Making it needs the onnx package (31 MB), which nothing else uses: when the venv lacks it and a
+# build is due, it is installed into a folder of its own for that run and removed after. Its other
+# dependencies (numpy, protobuf, typing_extensions) are in the venv already, for onnxruntime.
+embed_rc=0
+if "$vpy" -c 'import importlib.util as u, sys; sys.exit(u.find_spec("onnx") is None)'; then
+  embed_msg="$("$vpy" -m prima_memory.embed_build)" || embed_rc=$?
+else
+  # exit 1: a build is due; 0 (or 2, made but not verified): up to date, and this is its summary
+  embed_msg="$("$vpy" -m prima_memory.embed_build --check-only)" || embed_rc=$?
+  if [ "$embed_rc" = 1 ]; then
+    onnx_dir="$(mktemp -d)"
+    trap 'rm -rf "$onnx_dir"' EXIT
+    pipq --no-deps --target "$onnx_dir" "onnx>=1.17" ml_dtypes \
+      || say "warning: could not install onnx for the ONNX build"
+    embed_rc=0
+    embed_msg="$(PYTHONPATH="$onnx_dir${PYTHONPATH:+:$PYTHONPATH}" "$vpy" -m prima_memory.embed_build)" \
+      || embed_rc=$?
+  fi
 fi
-if embed_msg="$(PYTHONPATH="$build_path" "$vpy" -m prima_memory.embed_build)"; then
+if [ "$embed_rc" = 0 ]; then
   say "${embed_msg##*$'\n'}"
 else
   embed_msg="${embed_msg##*$'\n'}"
