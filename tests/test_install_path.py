@@ -1,7 +1,9 @@
 """install.sh puts `prima-memory` on PATH: a link in ~/.local/bin to this install's command,
-never replacing a file it did not make, and saying plainly when that folder is not on PATH and
-the line to add. Runs the real install.sh in a fake HOME (its dependencies step is skipped: the
-.venv is already up to date, so a run takes a few seconds)."""
+never replacing a file it did not make; a new login shell finds it (in a fresh HOME, where bash
+reads no startup file, by a ~/.profile with Debian's lines for ~/.local/bin), and where the user's
+own startup file lacks the folder, one line says what to add where, the file left as it is. Runs
+the real install.sh in a fake HOME (its dependencies step is skipped: the .venv is already up to
+date, so a run takes a few seconds)."""
 from __future__ import annotations
 
 import json
@@ -15,6 +17,7 @@ from conftest import REPO
 
 VENV_CLI = REPO / ".venv" / "bin" / "prima-memory"
 EXPORT = 'export PATH="$HOME/.local/bin:$PATH"'
+SKEL = Path("/etc/skel/.profile")
 
 
 @pytest.fixture
@@ -41,26 +44,92 @@ def _runs_by_name(home: Path, path: str) -> None:
     assert p.returncode == 0 and p.stdout.startswith("prima-memory "), p.stderr
 
 
-def test_a_link_in_local_bin_and_the_line_to_add_when_it_is_not_on_path(home):
+def _login_shell(home: Path, command: str = "prima-memory --help") -> subprocess.CompletedProcess:
+    """A new login shell, as a new terminal or an ssh session starts one: nothing inherited but
+    HOME (/etc/profile sets PATH)."""
+    return subprocess.run(["bash", "-lc", command], capture_output=True, text=True,
+                          env={"HOME": str(home)}, cwd=str(home), stdin=subprocess.DEVNULL,
+                          timeout=60)
+
+
+def _path_lines(out: str) -> list[str]:
+    return [ln for ln in out.splitlines() if "PATH" in ln or "login shell" in ln]
+
+
+def test_fresh_home_a_new_login_shell_runs_it_by_name(home):
+    """The Done-when of #21: a fresh HOME, install.sh, then `prima-memory --help` in a new login
+    shell. bash would read no startup file there, so install.sh writes ~/.profile with Debian's
+    lines for ~/.local/bin, and says so in one line."""
+    assert _login_shell(home).returncode != 0  # not found before
     out = _install(home)
     link = home / ".local" / "bin" / "prima-memory"
     assert link.is_symlink() and os.readlink(link) == str(VENV_CLI)
-    assert f"{home}/.local/bin is not on your PATH" in out, out
-    assert f"prima-memory install:   {EXPORT}" in out.splitlines(), out
-    # the line, added as a user would, puts the command on PATH
-    p = subprocess.run(["bash", "-c", f"{EXPORT}; prima-memory --version"], capture_output=True,
-                       text=True, env={"HOME": str(home), "PATH": "/usr/bin:/bin"}, timeout=60)
-    assert p.returncode == 0 and p.stdout.startswith("prima-memory "), p.stderr
-    # a second run changes nothing and says the same
-    assert _install(home).count("is not on your PATH") == 1
+    assert _path_lines(out) == [
+        "prima-memory install: made ~/.profile (Debian's lines that put ~/.local/bin on PATH): "
+        "prima-memory runs by name in a new login shell"], out
+    profile = (home / ".profile").read_text()
+    assert 'if [ -d "$HOME/.local/bin" ] ; then\n    PATH="$HOME/.local/bin:$PATH"\nfi' in profile
+    p = _login_shell(home)
+    assert p.returncode == 0 and p.stdout.startswith("usage: prima-memory"), p.stderr
+    # a second run changes nothing: the file is now the user's, and a login shell finds the link
+    out = _install(home)
+    assert (home / ".profile").read_text() == profile
+    assert _path_lines(out) == ["prima-memory install: prima-memory runs by name in a new login "
+                                f"shell; in this one, first run: {EXPORT}"], out
     assert os.readlink(link) == str(VENV_CLI)
+
+
+def test_a_profile_without_the_folder_is_left_as_it_is_and_one_line_says_what_to_add(home):
+    profile = home / ".profile"
+    profile.write_text("# mine\nexport EDITOR=vi\n")
+    out = _install(home)
+    assert profile.read_text() == "# mine\nexport EDITOR=vi\n"
+    assert _path_lines(out) == [
+        f"prima-memory install: {home}/.local/bin is not on PATH: to run prima-memory by name, "
+        f"add this line to ~/.profile and open a new login shell: {EXPORT}"], out
+    assert _login_shell(home).returncode != 0
+    # the line, added where it says, puts the command on PATH in a new login shell
+    with open(profile, "a") as f:
+        f.write(EXPORT + "\n")
+    p = _login_shell(home)
+    assert p.returncode == 0 and p.stdout.startswith("usage: prima-memory"), p.stderr
+
+
+def test_the_line_names_the_file_bash_reads(home):
+    """bash reads the first of ~/.bash_profile, ~/.bash_login, ~/.profile: that one is named,
+    and no ~/.profile is made beside it (bash would not read it)."""
+    (home / ".bash_profile").write_text("# mine\n")
+    out = _install(home)
+    assert not (home / ".profile").exists()
+    assert "add this line to ~/.bash_profile and open a new login shell" in out, out
+    assert (home / ".bash_profile").read_text() == "# mine\n"
+
+
+@pytest.mark.skipif(not SKEL.is_file(), reason="no Debian /etc/skel/.profile here")
+def test_debians_own_profile_finds_it_untouched(home):
+    """Debian and Ubuntu's ~/.profile adds ~/.local/bin when it exists: a new login shell finds
+    the link with nothing written."""
+    profile = home / ".profile"
+    profile.write_bytes(SKEL.read_bytes())
+    out = _install(home)
+    assert profile.read_bytes() == SKEL.read_bytes()
+    assert "prima-memory runs by name in a new login shell" in out, out
+    assert "add this line" not in out
+    p = _login_shell(home)
+    assert p.returncode == 0 and p.stdout.startswith("usage: prima-memory"), p.stderr
+
+
+def test_prima_no_profile_writes_none(home):
+    out = _install(home, PRIMA_NO_PROFILE="1")
+    assert not (home / ".profile").exists()
+    assert f"add this line to ~/.profile and open a new login shell: {EXPORT}" in out, out
 
 
 def test_on_path_it_says_so_and_the_name_runs(home):
     path = f"{home}/.local/bin:/usr/bin:/bin"
     out = _install(home, path)
     assert f"the prima-memory command is on your PATH: {home}/.local/bin/prima-memory" in out, out
-    assert "not on your PATH" not in out
+    assert "not on PATH" not in out and not (home / ".profile").exists()
     _runs_by_name(home, path)
 
 
@@ -83,7 +152,8 @@ def test_a_file_it_did_not_make_is_left_as_it_is(home, what):
     assert f"warning: {link} exists and install.sh did not make it: left as it is" in out, out
     assert (link.is_symlink(), os.readlink(link) if link.is_symlink() else None,
             link.read_text() if link.is_file() and not link.is_symlink() else None) == before
-    assert "is not on your PATH" not in out  # no advice to put someone else's command first
+    assert "PATH:" not in out  # no advice to put someone else's command first
+    assert not (home / ".profile").exists()
 
 
 def test_its_own_link_to_another_checkout_is_moved_to_this_one(home):
@@ -112,8 +182,9 @@ def test_prima_bin_dir_chooses_the_folder(home, tmp_path):
     out = _install(home, PRIMA_BIN_DIR=str(bin_dir))
     assert os.readlink(bin_dir / "prima-memory") == str(VENV_CLI)
     assert not (home / ".local" / "bin").exists()
+    assert not (home / ".profile").exists()  # Debian's lines are for ~/.local/bin only
     line = next(ln for ln in out.splitlines() if "export PATH=" in ln)
-    cmd = line.split("prima-memory install:", 1)[1].strip()
+    cmd = line[line.index("export PATH="):]
     p = subprocess.run(["bash", "-c", f"{cmd}; command -v prima-memory"], capture_output=True,
                        text=True, env={"HOME": str(home), "PATH": "/usr/bin:/bin"}, timeout=60)
     assert p.stdout.strip() == str(bin_dir / "prima-memory"), (cmd, p.stderr)
