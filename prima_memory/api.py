@@ -462,18 +462,14 @@ def show(mem: Memory, session_id: str, range: str | None = None, detail: str = "
 
 
 def _call(c: session_view.ToolUse, ws: str, cwd: str | None) -> dict:
-    return {"tool": c.tool, "target": shown_path(ws, c.target, cwd) if c.kind == "path"
+    return {"tool": c.tool, "target": short_path(c.target, ws, cwd) if c.kind == "path"
             else c.target, "kind": c.kind, "line": c.line, "at": iso_utc(c.at)}
 
 
 def export(mem: Memory, session_id: str) -> dict:
     """A session whole, as `prima-memory export` writes it: show's `full` detail, its tool
-    calls with the messages, and each changed file as the workspace sees it too (`relative`)."""
-    data = show(mem, session_id, detail="full")
-    d = data["session"]
-    for c in d["files_changed"]:
-        c["relative"] = shown_path(mem.ws, c["path"], d["project"])
-    return data
+    calls with the messages."""
+    return show(mem, session_id, detail="full")
 
 
 def workspace_path(ws: str, path: str) -> str:

@@ -343,7 +343,8 @@ def test_the_briefing_labels_another_agents_session(env):
     assert "[Codex] Codex work on the manateeparser" in recent[0], recent
     assert "2 messages, 0 files changed" in recent[1]
     assert "  [Codex] Codex work on the manateeparser" in env.run("digest").stdout
-    assert "  A claude session  (main)" in recent[3], "no label on a Claude Code session"
+    claude = next(ln for ln in recent if "A claude session" in ln)
+    assert "  A claude session  (main)" in claude, "no label on a Claude Code session"
 
 
 def test_the_background_embedder_brings_the_other_agents_into_the_next_briefing(env, tmp_path):
