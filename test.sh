@@ -10,4 +10,4 @@ if ! .venv/bin/python -c 'import pytest, xdist, mcp, pyte, onnx' 2>/dev/null; th
   .venv/bin/pip install --disable-pip-version-check -q -e '.[test]' \
     --config-settings editable_mode=compat
 fi
-exec .venv/bin/python -m pytest -q -n auto "$@"
+exec .venv/bin/python -m pytest -q "$@"  # on every core: addopts in pyproject.toml

@@ -356,6 +356,9 @@ class SentenceTransformerEmbedder(Embedder):
     build = VARIANT_ST  # the model folder's own weights (the model's name tells folders apart)
 
     def __init__(self, mdir: str):
+        problem = _model_files_problem(mdir, onnx=False)
+        if problem:  # said at once: importing sentence-transformers to find out takes seconds
+            raise ModelUnavailable(f"could not load the model in {mdir}: {problem}")
         offline_env()
         try:  # optional, heavy (seconds): the semantic extra
             import torch

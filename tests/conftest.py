@@ -20,6 +20,12 @@ if str(REPO) not in sys.path:
     sys.path.append(str(REPO))
 
 
+# One thread per model: the tests run in parallel, a worker per core, and several processes
+# each running a model on threads for every core wait on each other and waste CPU. (OMP: torch.)
+EMBED_THREADS = "1"
+os.environ.update(PRIMA_EMBED_THREADS=EMBED_THREADS, OMP_NUM_THREADS=EMBED_THREADS)
+
+
 def encode(path: str) -> str:
     return re.sub(r"[^A-Za-z0-9]", "-", path)
 
@@ -122,7 +128,7 @@ class Env:
                         PRIMA_VSCODE_USER_DIRS=str(self.home / "vscode"),
                         XDG_CONFIG_HOME=str(self.home / ".config"), PYTHONPATH=str(REPO),
                         # no embedder outliving a test; tests/test_semantic.py turns it on
-                        PRIMA_BACKGROUND="0")
+                        PRIMA_BACKGROUND="0", PRIMA_EMBED_THREADS=EMBED_THREADS)
 
     @property
     def project_dir(self) -> Path:
@@ -201,7 +207,7 @@ def env(tmp_path, monkeypatch) -> Env:
         if k.startswith(("CLAUDE", "PRIMA_", "CODEX")):
             monkeypatch.delenv(k)
     for k in ("HOME", "CLAUDE_CONFIG_DIR", "CODEX_HOME", "PRIMA_VSCODE_USER_DIRS",
-              "XDG_CONFIG_HOME", "PRIMA_BACKGROUND"):
+              "XDG_CONFIG_HOME", "PRIMA_BACKGROUND", "PRIMA_EMBED_THREADS"):
         monkeypatch.setenv(k, e.env[k])
     return e
 
@@ -212,3 +218,43 @@ def fixtures_dir() -> Path:
     if not d.is_dir():
         pytest.skip("../shared/fixtures is not present")
     return d
+
+
+# -- in parallel: pytest-xdist, `-n auto` in pyproject.toml's addopts ------------------------------
+
+ONE_WORKER = ("test_install_", "test_e2e_")  # the files whose tests run install.sh
+
+
+def _unit(path: str) -> str:
+    """What one worker runs whole, in order: a test file (its module fixtures are made once),
+    or all the files that run install.sh, which changes the checkout's .venv (and the
+    end-to-end tests build on each other)."""
+    return "install.sh" if path.rsplit("/", 1)[-1].startswith(ONE_WORKER) else path
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """The workers take the units one at a time as they free up, in the order the workers
+    collected them (pytest_collection_modifyitems below). (--dist loadgroup would take the
+    install.sh files from marks, but loses them under pytest 9.2: pytest-xdist#1386.)"""
+    if config.getvalue("dist") != "load":
+        return None
+    from xdist.scheduler import LoadScopeScheduling  # only ever called by pytest-xdist
+    config.option.loadscopereorder = False  # its order is by count of tests, not by time
+
+    class Scheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return _unit(nodeid.split("::", 1)[0])
+
+    return Scheduling(config, log)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items):
+    """In a worker, the longest units first, so that none starts last and runs on alone: the
+    install.sh files (two minutes), then the test files, largest first."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    sizes = {p: p.stat().st_size for p in {item.path for item in items}}
+    items.sort(key=lambda item: (_unit(str(item.path)) != "install.sh", -sizes[item.path],
+                                 str(item.path)))

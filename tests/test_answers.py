@@ -7,6 +7,8 @@ import time
 
 import pytest
 
+from conftest import Env
+
 DAY = 86400
 OLD = time.time() - 40 * DAY
 TARGET = "7a7a7a7a-0000-4000-8000-000000000001"
@@ -80,12 +82,20 @@ def _documented_history(env, n: int = 40) -> None:
         t.exchange(f"What does the {name} module do?", doc[:3000] or f"{name} has no docstring.")
 
 
+@pytest.fixture(scope="module")
+def documented(tmp_path_factory) -> Env:
+    """One documented history for the tests that only search it: indexed and embedded once."""
+    env = Env(tmp_path_factory.mktemp("documented"))
+    _documented_history(env)
+    return env
+
+
 @pytest.mark.parametrize("query", ["zxqv blorft", "guacamole hummus avocado",
                                    "ukulele chords for the wedding"])
-def test_a_query_about_nothing_in_the_history_finds_nothing(env, query):
+def test_a_query_about_nothing_in_the_history_finds_nothing(documented, query):
     """Noise scores 0.2-0.3 against some window of any history: one absolute floor let it
     through. A match must stand out from the query's own background."""
-    _documented_history(env)
+    env = documented
     for mode in ("combined", "semantic", "keyword"):
         got = env.json("search", query, "--mode", mode)
         assert got["results"] == [], (mode, got["results"][:2])
@@ -94,8 +104,8 @@ def test_a_query_about_nothing_in_the_history_finds_nothing(env, query):
     assert env.json("similar", query)["results"] == []
 
 
-def test_a_question_about_the_history_is_still_answered_beside_nothing(env):
-    _documented_history(env)
+def test_a_question_about_the_history_is_still_answered_beside_nothing(documented):
+    env = documented
     got = env.json("search", "how did we read and write comma separated files")["results"]
     assert got and got[0]["title"] == "What does the csv module do?", got[:2]
 

@@ -68,21 +68,19 @@ def test_read_only_where_the_log_cannot_be_read_says_so_and_moves_nothing(env, d
 
 
 def _fill(path) -> None:
-    """Take every free byte of the file system `path` is on."""
-    # unbuffered: a buffered file's close would write again what did not fit, and fail
+    """Take every free byte of the file system `path` is on. Unbuffered: a buffered file keeps
+    what a short write left over, and closing it raises ENOSPC again."""
     with open(os.path.join(path, "filler"), "wb", buffering=0) as f:
         try:
             while True:
                 f.write(b"\0" * 65536)
-                f.flush()
         except OSError as e:
             assert e.errno == errno.ENOSPC, e
     # (tmpfs can leave a few bytes of a page: take them too)
     try:
-        with open(os.path.join(path, "filler2"), "wb") as f:
+        with open(os.path.join(path, "filler2"), "wb", buffering=0) as f:
             while True:
                 f.write(b"\0")
-                f.flush()
     except OSError:
         pass
 

@@ -402,6 +402,24 @@ def test_each_build_has_its_own_identity(monkeypatch, tmp_path):
     assert embed.expected_build(verify=True) == "st-fp32", "a damaged build is not the one used"
 
 
+def test_damaged_weights_are_refused_before_sentence_transformers_is_imported(tmp_path):
+    """A search with a damaged model folder says so at once: importing sentence-transformers
+    (torch, transformers, scikit-learn) only to fail costs every search seconds."""
+    broken = tmp_path / "broken-model"
+    broken.mkdir()
+    for f in Path(embed.model_dir()).iterdir():
+        if f.name != "model.safetensors":
+            (broken / f.name).symlink_to(f)
+    (broken / "model.safetensors").write_bytes(os.urandom(4096))
+    code = ("import sys\nfrom prima_memory import embed\n"
+            "try:\n    embed.load()\nexcept embed.ModelUnavailable as e:\n    print(e)\n"
+            "print(sorted(m for m in ('torch', 'sentence_transformers') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO,
+                         env={**os.environ, "PRIMA_MODEL": str(broken)}, timeout=120).stdout
+    assert out.splitlines() == [f"could not load the model in {os.path.realpath(broken)}: "
+                                "model.safetensors is not a safetensors file", "[]"], out
+
+
 def test_check_says_what_a_load_would_say_without_loading(monkeypatch, tmp_path):
     import importlib.util
     monkeypatch.setenv("PRIMA_EMBEDDER", "sentence-transformers")

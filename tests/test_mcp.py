@@ -260,7 +260,7 @@ def test_answers_stay_within_their_size_and_say_how_to_get_the_rest(env):
     for i in range(40):
         env.transcript(f"5d5d5d5d-0000-4000-8000-{i:012d}", start=OLD + i).exchange(
             f"zebrafish again {i} " + "filler " * 300, "zebrafish reply " + "more " * 300)
-    env.json("embed")
+    env.json("index")  # (no vectors: these answers are a recall and a keyword search)
 
     async def body(s):
         full = await ok(s, "recall_session", session_id=big, detail="full")
