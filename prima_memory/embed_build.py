@@ -9,12 +9,16 @@ very model folder in use. Run again with the build up to date, this is a no-op (
 
 Recipe, chosen by measurement on the verification texts: onnxruntime's dynamic int8 quantisation,
 per channel, of every MatMul and the embedding tables, except the FFN output projection of the
-first two layers. Those take the GELU output, whose outliers int8 activations render worst;
-keeping them fp32 raises the cosine vs sentence-transformers from 0.992 mean / 0.973 min to 0.995
-/ 0.981 for ~8% of the speed (all six: 0.996 / 0.987 but ~20% slower; per tensor instead of per
-channel: 0.92-0.95 mean). Fusing the graph first with onnxruntime.transformers.optimizer (BERT
-attention, SkipLayerNorm, BiasGelu) made it no faster, as onnxruntime fuses at session start
-anyway, so it is not done.
+first two layers and the attention output projection of every layer. The FFN outputs take the
+GELU output, whose outliers int8 activations render worst; keeping those two fp32 raised the
+cosine vs sentence-transformers from 0.992 mean / 0.973 min to 0.995 / 0.981 for ~8% of the
+speed (all six: 0.996 / 0.987 but ~20% slower; per tensor instead of per channel: 0.92-0.95
+mean). With transformers 5.24 / sentence-transformers 6.3 the same recipe gave 0.9925 / 0.956
+(a Korean prompt of rare tokens: below the bar, so every install fell back to
+sentence-transformers); the attention output projections (384 x 384, small) kept fp32 too bring
+it to 0.9946 / 0.983 at the same speed and 2 MB more (measured 2026-12-02). Fusing the graph
+first with onnxruntime.transformers.optimizer (BERT attention, SkipLayerNorm, BiasGelu) made it
+no faster, as onnxruntime fuses at session start anyway, so it is not done.
 
 Output: DIR/manifest.json and DIR/<model>-int8-<hash>.onnx, DIR defaulting to
 <venv>/share/prima-memory/models (embed.build_dir()): inside the environment, never in the plugin
@@ -45,6 +49,7 @@ from . import embed
 MIN_MEAN_COSINE = 0.99  # the bar for "verified": mean cosine vs sentence-transformers fp32
 MIN_MIN_COSINE = 0.97   # and no text worse (the worst are 1-3 token texts like "ok": ~0.98)
 FP32_FFN_OUT_LAYERS = (0, 1)  # layers whose FFN output MatMul stays fp32 (see the docstring)
+FP32_ATTENTION_OUT = "attention/output/dense/MatMul"  # every layer's stays fp32 too
 
 
 # ---------------------------------------------------------------------------------------------
@@ -263,8 +268,9 @@ def quantize_int8(src: str, dst: str) -> list[str]:
     import onnx
     from onnxruntime.quantization import QuantType, quantize_dynamic
     graph = onnx.load(src, load_external_data=False).graph
-    keep = [n.name for n in graph.node if n.op_type == "MatMul" and any(
-        f"layer.{k}/output/dense/MatMul" in n.name for k in FP32_FFN_OUT_LAYERS)]
+    keep = [n.name for n in graph.node if n.op_type == "MatMul" and (any(
+        f"layer.{k}/output/dense/MatMul" in n.name for k in FP32_FFN_OUT_LAYERS)
+        or FP32_ATTENTION_OUT in n.name)]
     root = logging.getLogger()
     level = root.level
     root.setLevel(logging.ERROR)  # the quantiser logs advice on the root logger at WARNING
