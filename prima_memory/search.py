@@ -21,6 +21,10 @@ import time
 from .settings import flag
 from .store import SHIFT, SessionRow, Store, fold, index_text, is_corruption
 
+TYPE_CHECKING = False  # (typing's own import, for the type checker alone)
+if TYPE_CHECKING:
+    from .semantic import Match
+
 WEEK = 7 * 86400
 TERMS_LIMIT = 4000  # a word inside more index terms than this is matched by reading the texts
 
@@ -38,8 +42,9 @@ class Filters:
 
 class Hit:
     def __init__(self, row: SessionRow, score: float, title: str, snippet: str = "",
-                 files: list[str] | None = None):
+                 files: list[str] | None = None, part: int = 0):
         self.row, self.score, self.title = row, score, title
+        self.part = part  # the index it came from (run_many's parts)
         self.snippet = snippet
         self.message_id: int | None = None  # the turn that matched best (its message's id)
         self.matches: list[str] = []  # the matching lines, newest first
@@ -181,34 +186,89 @@ def keyword_scores(store: Store, query: str, *, filters: Filters | None = None,
     return [(-negscore, sid) for negscore, _, sid in scored]
 
 
+class Part:
+    """One index's share of a search over several as one (each project's, for a search of all
+    projects; a workspace's search is one part): the sessions it may return (the filters' facts,
+    less `exclude`: those another part holds as its own), and the query words' counts in it,
+    read once."""
+
+    def __init__(self, store: Store, filters: Filters | None = None, deep: bool = False,
+                 exclude: frozenset[int] | set[int] = frozenset()):
+        self.store, self.exclude = store, exclude
+        facts = _facts(store, filters, deep)
+        self.facts = [f for f in facts if f[0] not in exclude] if exclude else facts
+        self._counts: list[dict[int, int]] | None = None
+
+    def counts(self, words: list[str]) -> list[dict[int, int]]:
+        if self._counts is None:
+            got = word_sessions(self.store, words)
+            self._counts = [{k: n for k, n in c.items() if k not in self.exclude}
+                            for c in got] if self.exclude else got
+        return self._counts
+
+    def sessions(self) -> int:
+        return self.store.count_sessions() - len(self.exclude)
+
+
+def _rows(parts: list[Part], keys) -> dict[tuple[int, int], SessionRow]:
+    """(part, session) -> its row, for the keys still in their index (one pruned meanwhile is
+    gone)."""
+    wanted: dict[int, list[int]] = {}
+    for i, sid in keys:
+        wanted.setdefault(i, []).append(sid)
+    return {(i, r.id): r for i, ids in wanted.items()
+            for r in parts[i].store.sessions_by_id(ids)}
+
+
+def _merged(counts: list[list[dict[int, int]]]) -> list[dict[tuple[int, int], int]]:
+    """Each word's counts in every part, keyed (part, session): as one index would count them."""
+    words = len(counts[0]) if counts else 0
+    return [{(i, sid): n for i, c in enumerate(counts) for sid, n in c[w].items()}
+            for w in range(words)]
+
+
 def keyword(store: Store, query: str, *, limit: int = 10, filters: Filters | None = None,
             now: float | None = None, deep: bool = False) -> list[Hit]:
     """The best `limit` sessions by keyword, each with the lines that matched."""
-    scored = keyword_scores(store, query, filters=filters, now=now, deep=deep)[:limit]
+    return keyword_many([Part(store, filters, deep)], query, limit=limit, now=now)
+
+
+def keyword_many(parts: list[Part], query: str, *, limit: int = 10,
+                 now: float | None = None) -> list[Hit]:
+    """keyword() over several parts as one list: the seed's points are absolute (no part's
+    best is rescaled), so a session scores the same whichever index holds it."""
     words = normalize_query(query)[1]
-    rows = {r.id: r for r in store.sessions_by_id([sid for _, sid in scored])}
-    hits = [Hit(rows[sid], score, rows[sid].title) for score, sid in scored]
-    for hit in hits:
-        _decorate(store, hit, words)
+    now = time.time() if now is None else now
+    scored = []
+    for i, p in enumerate(parts):
+        ended = {sid: e for sid, _s, e, _f in p.facts}
+        scored += [(-score, -(ended.get(sid) or 0), i, sid) for score, sid in keyword_scores(
+            p.store, query, now=now, facts=p.facts, counts=p.counts(words))]
+    scored.sort()
+    top = scored[:limit]
+    rows = _rows(parts, [(i, sid) for *_x, i, sid in top])
+    hits = []
+    for negscore, _e, i, sid in top:
+        row = rows.get((i, sid))
+        if row is not None:
+            hit = Hit(row, -negscore, row.title, part=i)
+            _decorate(parts[i].store, hit, words)
+            hits.append(hit)
     return hits
 
 
-def _semantic_matches(store, embedder, query, limit, facts, floor):
-    """Matches by meaning among the sessions in `facts` (see _facts), by the seed's floor."""
+def _scored(parts: list[Part], embedder, query: str, floor: float | None, counts):
+    """The query scored by meaning in each part, and whether meaning answers it at all: its
+    best match must stand out from its background, and more so when none of its words occurs
+    anywhere in the history (`counts`: each part's word_sessions(), called only when the rule
+    is on)."""
     from . import semantic  # late: keyword search never needs it (nor its hashlib, 2.5 ms)
-    return semantic.search(store, embedder, query, limit=limit,
-                           admit={r[0] for r in facts}.__contains__, floor=floor)
-
-
-def _scored(store: Store, embedder, query: str, floor: float | None, counts):
-    """The query scored by meaning, and whether meaning answers it at all: its best match
-    must stand out from its background, and more so when none of its words occurs anywhere in
-    the history (`counts`: word_sessions(), called only when the rule is on)."""
-    from . import semantic  # late: as in _semantic_matches
-    scored = semantic.score_query(store, embedder, meaning_query(query), floor=floor)
-    if not scored.standout:
-        return scored, True
-    return scored, scored.answers(gate(store, counts()))
+    scoreds = semantic.score_queries([p.store for p in parts], embedder, meaning_query(query),
+                                     floor=floor)
+    if not scoreds or not scoreds[0].standout:
+        return scoreds, True
+    bar = gate_of(counts(), sum(p.sessions() for p in parts))
+    return scoreds, any(s.answers(bar) for s in scoreds)
 
 
 def gate(store: Store, counts: list[dict[int, int]]) -> float:
@@ -216,10 +276,15 @@ def gate(store: Store, counts: list[dict[int, int]]) -> float:
     query none of whose words the history holds is about something never discussed, unless
     its meaning says otherwise beyond doubt. The fewer the sessions, the less their words say:
     a new user's paraphrase is still answered."""
-    from . import semantic  # late: as in _semantic_matches
-    if any(counts):
+    return gate_of([counts], store.count_sessions())
+
+
+def gate_of(counts: list[list[dict[int, int]]], sessions: int) -> float:
+    """gate() over several parts: each part's word counts, and their sessions in all."""
+    from . import semantic  # late: as in _scored
+    if any(any(c) for c in counts):
         return semantic.GATE
-    known = min(1.0, store.count_sessions() / WORDLESS_SESSIONS)
+    known = min(1.0, sessions / WORDLESS_SESSIONS)
     return semantic.GATE + known * (semantic.GATE_WORDLESS - semantic.GATE)
 
 
@@ -241,7 +306,7 @@ def meaning_query(query: str) -> str:
 def _meaning_hit(store: Store, hit: Hit, match, embedder) -> None:
     """What a match by meaning shows: the part of its best exchange that matched (the window
     the best similarity came from), from its start."""
-    from .semantic import Settings, exchange_text  # late: as in _semantic_matches
+    from .semantic import Settings, exchange_text  # late: as in _scored
     prompt, reply = store.exchange_texts([match.exchange]).get(match.exchange, (None, ""))
     text = exchange_text(prompt, reply)
     if match.window and Settings().windows:
@@ -259,16 +324,32 @@ def semantic(store: Store, embedder, query: str, *, limit: int = 10,
              deep: bool = False) -> list[Hit]:
     """Sessions by meaning: the best exchange's similarity x 100 (those that stand out: see
     semantic.Scored)."""
-    admitted = {r[0] for r in _facts(store, filters, deep)}
-    scored, answers = _scored(store, embedder, query, floor,
-                              lambda: word_sessions(store, normalize_query(query)[1]))
-    matches = scored.matches(limit, admitted.__contains__) if answers else []
-    rows = {r.id: r for r in store.sessions_by_id([m.session for m in matches])}
+    return semantic_many([Part(store, filters, deep)], embedder, query, limit=limit,
+                         floor=floor)
+
+
+def semantic_many(parts: list[Part], embedder, query: str, *, limit: int = 10,
+                  floor: float | None = None) -> list[Hit]:
+    words = normalize_query(query)[1]
+    scoreds, answers = _scored(parts, embedder, query, floor,
+                               lambda: [p.counts(words) for p in parts])
+    found = []
+    if answers:
+        for i, (p, scored) in enumerate(zip(parts, scoreds)):
+            admitted = {r[0] for r in p.facts}
+            found += [(-m.rank, i, n, m) for n, m in enumerate(
+                scored.matches(limit, admitted.__contains__))]
+    found.sort(key=lambda x: x[:3])
+    found = found[:limit]
+    rows = _rows(parts, [(i, m.session) for _r, i, _n, m in found])
     hits = []
-    for m in (m for m in matches if m.session in rows):  # a session pruned meanwhile is gone
-        hit = Hit(rows[m.session], round(m.similarity * 100, 2), rows[m.session].title)
+    for _r, i, _n, m in found:
+        row = rows.get((i, m.session))
+        if row is None:
+            continue
+        hit = Hit(row, round(m.similarity * 100, 2), row.title, part=i)
         hit.kind = "similarity"
-        _meaning_hit(store, hit, m, embedder)
+        _meaning_hit(parts[i].store, hit, m, embedder)
         hits.append(hit)
     return hits
 
@@ -276,7 +357,7 @@ def semantic(store: Store, embedder, query: str, *, limit: int = 10,
 BOTH = 1.2  # a session both halves find: the higher of its two scores plus 20 per cent
 
 
-def combine(keyword_scored, meaning) -> list[tuple[float, int]]:
+def combine(keyword_scored, meaning) -> list:
     """The seed's combined score. keyword_scored: (points, session); meaning: (similarity 0..1,
     session). Keyword points are rescaled so the best is 100; similarity counts x 100."""
     top = max((p for p, _ in keyword_scored), default=0)
@@ -295,7 +376,7 @@ def combine(keyword_scored, meaning) -> list[tuple[float, int]]:
 WORDS = 0.3  # what a session's words can add to its similarity, at most (see word_strength)
 
 
-def word_strength(counts: list[dict[int, int]], sessions: int) -> dict[int, float]:
+def word_strength(counts: list[dict], sessions: int) -> dict:
     """session -> 0..1: the share of the query's words it holds, each weighted by how rare it
     is among the `sessions` searched (a word in one session weighs 1, one in every session
     next to nothing). A session holding fewer than half of the words gets nothing: one word of
@@ -305,8 +386,8 @@ def word_strength(counts: list[dict[int, int]], sessions: int) -> dict[int, floa
     n = max(1, sessions)
     weights = [math.log1p(n / len(c)) / math.log1p(n) if c and n > 1 else 1.0 for c in counts]
     total = sum(weights)
-    out: dict[int, float] = {}
-    held: dict[int, int] = {}
+    out: dict = {}
+    held: dict = {}
     for w, c in zip(weights, counts):
         for sid in c:
             out[sid] = out.get(sid, 0.0) + w / total
@@ -324,59 +405,71 @@ def combined(store: Store, embedder, query: str, *, limit: int = 10,
              floor: float | None = None, deep: bool = False) -> list[Hit]:
     """Sessions by meaning and words (the module's docstring): those whose meaning stands out
     from the query's background, and those that hold every word (keyword search's)."""
+    return combined_many([Part(store, filters, deep)], embedder, query, limit=limit, now=now,
+                         floor=floor)
+
+
+def combined_many(parts: list[Part], embedder, query: str, *, limit: int = 10,
+                  now: float | None = None, floor: float | None = None) -> list[Hit]:
+    """combined() over several parts as over one index holding them all: one background for
+    meaning, and each word's rarity among every part's sessions, so a small project's sessions
+    are not lifted for being few."""
     if seed_exact():
-        return _seed_combined(store, embedder, query, limit=limit, filters=filters, now=now,
-                              floor=floor, deep=deep)
-    facts = _facts(store, filters, deep)
+        return _seed_combined(parts, embedder, query, limit=limit, now=now, floor=floor)
     words = normalize_query(query)[1]
-    counts = word_sessions(store, words)
-    kw_ids = {sid for _p, sid in keyword_scores(store, query, now=now, facts=facts,
-                                                counts=counts)}
-    scored, answers = _scored(store, embedder, query, floor, lambda: counts)
-    admitted = {r[0] for r in facts}
-    best = {m.session: m for m in scored.matches(max(limit * 5, 50), admitted.__contains__)
-            } if answers else {}
-    best.update(scored.best(kw_ids - best.keys()))
-    strength = word_strength(counts, len(facts))
-    ranked = [(relevance(best[s].rank if s in best else 0.0, strength.get(s, 0.0)), s)
-              for s in best.keys() | kw_ids]
-    rows = {r.id: r for r in store.sessions_by_id([sid for _s, sid in ranked])}
+    counts = [p.counts(words) for p in parts]
+    kw_ids = {(i, sid) for i, p in enumerate(parts)
+              for _p, sid in keyword_scores(p.store, query, now=now, facts=p.facts,
+                                            counts=counts[i])}
+    scoreds, answers = _scored(parts, embedder, query, floor, lambda: counts)
+    best: dict[tuple[int, int], Match] = {}
+    for i, (p, scored) in enumerate(zip(parts, scoreds)):
+        admitted = {r[0] for r in p.facts}
+        mine = {m.session: m for m in scored.matches(max(limit * 5, 50), admitted.__contains__)
+                } if answers else {}
+        mine.update(scored.best({sid for j, sid in kw_ids if j == i} - mine.keys()))
+        best.update({(i, sid): m for sid, m in mine.items()})
+    strength = word_strength(_merged(counts), sum(len(p.facts) for p in parts))
+    ranked = [(relevance(best[k].rank if k in best else 0.0, strength.get(k, 0.0)), k)
+              for k in best.keys() | kw_ids]
+    rows = _rows(parts, [k for _s, k in ranked])
     ranked = [x for x in ranked if x[1] in rows]  # a session pruned meanwhile is gone
-    ranked.sort(key=lambda x: (-x[0], -(rows[x[1]].ended_at or 0)))
+    ranked.sort(key=lambda x: (-x[0], -(rows[x[1]].ended_at or 0), x[1]))
     hits = []
-    for score, sid in ranked[:limit]:
-        hit = Hit(rows[sid], score, rows[sid].title)
+    for score, (i, sid) in ranked[:limit]:
+        row = rows[(i, sid)]
+        hit = Hit(row, score, row.title, part=i)
         hit.kind = "relevance"
-        if sid in kw_ids:  # the lines holding the words say most at a glance
-            _decorate(store, hit, words)
+        if (i, sid) in kw_ids:  # the lines holding the words say most at a glance
+            _decorate(parts[i].store, hit, words)
         else:
-            _meaning_hit(store, hit, best[sid], embedder)
+            _meaning_hit(parts[i].store, hit, best[(i, sid)], embedder)
         hits.append(hit)
     return hits
 
 
-def _seed_combined(store: Store, embedder, query: str, *, limit: int,
-                   filters: Filters | None, now: float | None, floor: float | None,
-                   deep: bool) -> list[Hit]:
-    facts = _facts(store, filters, deep)  # read once for both halves
-    kw = keyword_scores(store, query, now=now, facts=facts)
-    pool = max(limit * 5, 50)  # a session deep in either list can still rise with the bonus
-    matches = _semantic_matches(store, embedder, query, pool, facts, floor)
-    scored = combine(kw, [(m.similarity, m.session) for m in matches])
-    rows = {r.id: r for r in store.sessions_by_id([sid for _s, sid in scored])}
-    scored = [x for x in scored if x[1] in rows]  # a session pruned meanwhile is gone
-    scored.sort(key=lambda x: (-x[0], -(rows[x[1]].ended_at or 0)))
-    scored = scored[:limit]
-    by_meaning = {m.session: m for m in matches}
-    kw_ids = {sid for _p, sid in kw}
+def _seed_combined(parts: list[Part], embedder, query: str, *, limit: int,
+                   now: float | None, floor: float | None) -> list[Hit]:
+    from . import semantic  # late: as in _scored
     words = normalize_query(query)[1]
+    kw = [(points, (i, sid)) for i, p in enumerate(parts)
+          for points, sid in keyword_scores(p.store, query, now=now, facts=p.facts)]
+    pool = max(limit * 5, 50)  # a session deep in either list can still rise with the bonus
+    scoreds = semantic.score_queries([p.store for p in parts], embedder, query, floor=floor)
+    by_meaning = {(i, m.session): m for i, (p, sc) in enumerate(zip(parts, scoreds))
+                  for m in sc.matches(pool, {r[0] for r in p.facts}.__contains__)}
+    scored = combine(kw, [(m.similarity, k) for k, m in by_meaning.items()])
+    rows = _rows(parts, [k for _s, k in scored])
+    scored = [x for x in scored if x[1] in rows]  # a session pruned meanwhile is gone
+    scored.sort(key=lambda x: (-x[0], -(rows[x[1]].ended_at or 0), x[1]))
+    kw_ids = {k for _p, k in kw}
     hits = []
-    for score, sid in scored:
-        hit = Hit(rows[sid], score, rows[sid].title)
-        if sid in kw_ids:
-            _decorate(store, hit, words)
+    for score, (i, sid) in scored[:limit]:
+        hit = Hit(rows[(i, sid)], score, rows[(i, sid)].title, part=i)
+        if (i, sid) in kw_ids:
+            _decorate(parts[i].store, hit, words)
         else:
-            _meaning_hit(store, hit, by_meaning[sid], embedder)
+            _meaning_hit(parts[i].store, hit, by_meaning[(i, sid)], embedder)
         hits.append(hit)
     return hits
 
@@ -453,19 +546,27 @@ def run(store: Store, query: str, *, mode: str = "combined", limit: int = 10,
     """Search in a mode; returns hits and warnings. Semantic and combined need `embedder`;
     without one they answer by keyword, with the seed's warning first (`why_not` says why).
     `deep`: prima-memory's extracts and checkpoints are searched too (as records)."""
+    return run_many([Part(store, filters, deep)], query, mode=mode, limit=limit, now=now,
+                    embedder=embedder, why_not=why_not, floor=floor)
+
+
+def run_many(parts: list[Part], query: str, *, mode: str = "combined", limit: int = 10,
+             now: float | None = None, embedder=None, why_not: str | None = None,
+             floor: float | None = None) -> tuple[list[Hit], list[str]]:
+    """run() over several parts (an index each, its filters applied) ranked as one list; each
+    hit says which part it came from (Hit.part)."""
     warnings: list[str] = []
     query = _bounded(query, warnings)
     if mode != "keyword" and embedder is not None:
         try:
             if mode == "semantic":
-                return semantic(store, embedder, query, limit=limit, filters=filters,
-                                floor=floor, deep=deep), warnings
-            return combined(store, embedder, query, limit=limit, filters=filters, now=now,
-                            floor=floor, deep=deep), warnings
+                return semantic_many(parts, embedder, query, limit=limit, floor=floor), warnings
+            return combined_many(parts, embedder, query, limit=limit, now=now,
+                                 floor=floor), warnings
         except Exception as e:  # whatever fails, the words still answer
             if is_corruption(e):
                 raise
             why_not = " ".join(f"{type(e).__name__}: {e}".split())[:200]
     if mode != "keyword":
         warnings.insert(0, unavailable(why_not or "no model"))
-    return keyword(store, query, limit=limit, filters=filters, now=now, deep=deep), warnings
+    return keyword_many(parts, query, limit=limit, now=now), warnings

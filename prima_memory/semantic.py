@@ -338,9 +338,11 @@ class Scored:
     `standout` spreads over the mean, and over the floor. `PRIMA_SEED_EXACT` keeps the seed's
     0.3 floor alone (docs/evaluation.md: what each rule scored)."""
 
-    def __init__(self, held: Held, sims, floor: float, settings: Settings):
+    def __init__(self, held: Held, sims, floor: float, settings: Settings,
+                 against: tuple[float, float] | None = None):
         self.held, self.sims = held, sims
-        self.mean, self.spread = background(sims)
+        # `against`: the background of every index searched together (score_queries)
+        self.mean, self.spread = against or background(sims)
         self.standout = settings.standout
         self.bar = max(floor, self.mean + self.standout * self.spread) if self.standout \
             else floor
@@ -417,14 +419,26 @@ def background(sims) -> tuple[float, float]:
 def score_query(store: Store, embedder, query: str, *, floor: float | None = None,
                 settings: Settings | None = None, timed: bool = False) -> Scored:
     """The query's similarity to every window held (`timed`: with each row's time)."""
+    return score_queries([store], embedder, query, floor=floor, settings=settings,
+                         timed=timed)[0]
+
+
+def score_queries(stores, embedder, query: str, *, floor: float | None = None,
+                  settings: Settings | None = None, timed: bool = False) -> list[Scored]:
+    """score_query over several indexes as over one holding them all: the query embedded once,
+    and one background (the mean and spread of its similarity to every window of every index),
+    so a match stands out, and a session's rank reads, the same whichever index holds it."""
     np = _numpy()
     settings = settings or Settings()
     model, dim = key_of(embedder, settings), getattr(embedder, "dim", 384)
-    held = _timed(store, model, dim) if timed else _held(store, model, dim)
-    if not len(held.ids):
-        return Scored(held, np.zeros(0, dtype=np.float32), 1.0, settings)
+    helds = [_timed(s, model, dim) if timed else _held(s, model, dim) for s in stores]
+    if not any(len(h.ids) for h in helds):
+        return [Scored(h, np.zeros(0, dtype=np.float32), 1.0, settings) for h in helds]
     q = embedder.encode([query[:CUT]])[0].astype(np.float32)
-    return Scored(held, held.mat @ q, settings.floor if floor is None else floor, settings)
+    sims = [h.mat @ q for h in helds]
+    against = background(np.concatenate(sims)) if len(sims) > 1 else None
+    floor = settings.floor if floor is None else floor
+    return [Scored(h, s, floor, settings, against) for h, s in zip(helds, sims)]
 
 
 def search(store: Store, embedder, query: str, *, limit: int, admit=None,
@@ -470,32 +484,46 @@ def similar(store: Store, embedder, query: str, *, limit: int, admit=None,
     (its best; the rest of a session is read with it). Exchanges under the bar are not
     candidates, and none is when the query's best match does not stand out by `gate` (Scored).
     Exact: every exchange is scored, turns counted only where they can decide."""
+    return [m for _i, m in similar_many([store], embedder, query, limit=limit, admits=[admit],
+                                        floor=floor, settings=settings, now=now, gate=gate)]
+
+
+def similar_many(stores, embedder, query: str, *, limit: int, admits=None,
+                 floor: float | None = None, settings: Settings | None = None,
+                 now: float | None = None, gate: float = GATE) -> list[tuple[int, Similar]]:
+    """similar() over several indexes as one (score_queries): (which store, exchange), best
+    first. `admits`: each store's admit(session), or None."""
     np = _numpy()
     now = time.time() if now is None else now
-    scored = score_query(store, embedder, query, floor=floor, settings=settings, timed=True)
-    held, sims = scored.held, scored.sims
-    ids, windows, times = held.ids, held.windows, held.times
-    if not len(ids) or not scored.answers(gate):
+    scoreds = score_queries(stores, embedder, query, floor=floor, settings=settings, timed=True)
+    if not any(s.answers(gate) for s in scoreds):
         return []
-    rec = np.clip(1.0 - (now - times) / YEAR, 0.0, 1.0)
-    rec[np.isnan(rec)] = 0.0
-    part = 0.7 * sims + 0.2 * rec  # the score before turns, which add at most 0.1
-    keep = np.nonzero(sims >= scored.bar)[0]
-    order = keep[np.argsort(-part[keep], kind="stable")]
-    best: dict[int, int] = {}  # session -> row of its best exchange (by the score before turns)
-    for k in order:
-        session = int(ids[k]) >> SHIFT
-        if session in best or (admit is not None and not admit(session)):
+    out: list[tuple[int, Similar]] = []
+    for i, (store, scored) in enumerate(zip(stores, scoreds)):
+        admit = admits[i] if admits else None
+        held, sims = scored.held, scored.sims
+        ids, windows, times = held.ids, held.windows, held.times
+        if not len(ids):
             continue
-        best[session] = int(k)
-    rows = list(best.values())
-    if len(rows) > limit:  # turns can lift a session by 0.1 at most: only those within reach
-        cut = part[rows[limit - 1]] - 0.1
-        rows = [k for k in rows if part[k] >= cut]
-    turns = store.session_turns(int(ids[k]) >> SHIFT for k in rows)
-    out = [Similar(int(ids[k]), float(sims[k]), float(rec[k]), turns[int(ids[k]) >> SHIFT],
-                   int(windows[k])) for k in rows]
-    out.sort(key=lambda m: (-m.score, -m.exchange))
+        rec = np.clip(1.0 - (now - times) / YEAR, 0.0, 1.0)
+        rec[np.isnan(rec)] = 0.0
+        part = 0.7 * sims + 0.2 * rec  # the score before turns, which add at most 0.1
+        keep = np.nonzero(sims >= scored.bar)[0]
+        order = keep[np.argsort(-part[keep], kind="stable")]
+        best: dict[int, int] = {}  # session -> row of its best exchange (by the score before turns)
+        for k in order:
+            session = int(ids[k]) >> SHIFT
+            if session in best or (admit is not None and not admit(session)):
+                continue
+            best[session] = int(k)
+        rows = list(best.values())
+        if len(rows) > limit:  # turns can lift a session by 0.1 at most: only those within reach
+            cut = part[rows[limit - 1]] - 0.1
+            rows = [k for k in rows if part[k] >= cut]
+        turns = store.session_turns(int(ids[k]) >> SHIFT for k in rows)
+        out += [(i, Similar(int(ids[k]), float(sims[k]), float(rec[k]),
+                            turns[int(ids[k]) >> SHIFT], int(windows[k]))) for k in rows]
+    out.sort(key=lambda im: (-im[1].score, im[0], -im[1].exchange))
     return out[:limit]
 
 
