@@ -8,6 +8,7 @@ import re
 from .. import workspace
 from .claude_dirs import PREFIX_LEN, encode_project_dir, path_variants, project_dirs
 from .claude_dirs import claude_config_dir as claude_config_dir  # for registry.py
+from .claude_dirs import claude_config_dirs as claude_config_dirs  # for registry.py
 from .claude_dirs import names as _names
 from .text import parse_ts, scrubber, tail
 
@@ -105,14 +106,14 @@ def claims_cwdless(path: str, ws: str, cache: dict | None = None) -> bool:
         return True
     if cache is not None and folder in cache:
         return cache[folder]
-    cwds = _recorded_cwds(folder)
+    cwds = recorded_cwds(folder)
     ours = bool(cwds) and not any(collides(c, ws) for c in cwds)
     if cache is not None:
         cache[folder] = ours
     return ours
 
 
-def _recorded_cwds(folder: str) -> list[str]:
+def recorded_cwds(folder: str) -> list[str]:
     """The first cwd each of a folder's first _OWNER_FILES transcripts records."""
     try:
         names = sorted(e.name for e in os.scandir(folder)
@@ -190,9 +191,9 @@ def discover(ws: str, log=None, only_dirs=None, known=None) -> list[SourceFile]:
         for entry in entries:
             name = entry.name
             if name.endswith(".jsonl"):
-                sf = source_file(entry.path)  # never None for a .jsonl name
-                if sf and (known is None or entry.path not in known) and is_file(entry):
-                    out.append(sf)
+                if (known is None or entry.path not in known) and is_file(entry):
+                    out.append(SourceFile(entry.path, None, True) if name.startswith("agent-")
+                               else SourceFile(entry.path, name[:-6], False))  # (source_file's)
                 continue
             if known is not None and os.path.join(pdir, f"{name}.jsonl") in known:
                 continue

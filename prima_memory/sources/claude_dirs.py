@@ -42,9 +42,24 @@ def text_of(path: str) -> str:
 
 
 def claude_config_dir() -> str:
+    """The config folder Claude Code itself uses (the first of claude_config_dirs)."""
+    return claude_config_dirs()[0]
+
+
+def claude_config_dirs() -> list[str]:
+    """Claude Code's config folders: CLAUDE_CONFIG_DIR, or ~/.claude. Someone with several
+    (an account each: `CLAUDE_CONFIG_DIR=~/.claude-work claude`) can name them all for
+    prima-memory as a path list (~/.claude:~/.claude-work); a value that is one existing folder
+    is that folder, whatever it holds."""
+    given = os.environ.get("CLAUDE_CONFIG_DIR")
+    if not given:
+        return [os.path.abspath(os.path.expanduser(os.path.join("~", ".claude")))]
     # absolute, so a relative CLAUDE_CONFIG_DIR names the same files from any current folder
-    return os.path.abspath(os.path.expanduser(
-        os.environ.get("CLAUDE_CONFIG_DIR") or os.path.join("~", ".claude")))
+    whole = os.path.abspath(os.path.expanduser(given))
+    if os.pathsep not in given or os.path.isdir(whole):
+        return [whole]
+    out = [os.path.abspath(os.path.expanduser(d)) for d in given.split(os.pathsep) if d]
+    return list(dict.fromkeys(out)) or [whole]
 
 
 def encode_project_dir(path: str) -> str:
@@ -67,25 +82,26 @@ def names(ws: str) -> list[str]:
 
 def project_dirs(ws: str) -> list[str]:
     """The existing Claude Code project folders for this workspace (usually one)."""
-    root = os.path.join(claude_config_dir(), "projects")
     found: list[str] = []
-    long_prefixes = []
-    for name in names(ws):
-        if len(name) > PREFIX_LEN:
-            long_prefixes.append(name[:PREFIX_LEN])
-        else:
-            d = os.path.join(root, name)
-            if os.path.isdir(d) and d not in found:
-                found.append(d)
-    if long_prefixes:
-        # Beyond 200 characters Claude Code appends a hash we cannot reproduce: match the prefix.
-        try:
-            entries = os.listdir(root)
-        except OSError:
-            entries = []
-        for entry in sorted(entries):
-            if any(entry.startswith(p) for p in long_prefixes):
-                d = os.path.join(root, entry)
+    spelled = names(ws)
+    long_prefixes = [n[:PREFIX_LEN] for n in spelled if len(n) > PREFIX_LEN]
+    for config in claude_config_dirs():
+        root = os.path.join(config, "projects")
+        for name in spelled:
+            if len(name) <= PREFIX_LEN:
+                d = os.path.join(root, name)
                 if os.path.isdir(d) and d not in found:
                     found.append(d)
+        if long_prefixes:
+            # Beyond 200 characters Claude Code appends a hash we cannot reproduce: match the
+            # prefix.
+            try:
+                entries = os.listdir(root)
+            except OSError:
+                entries = []
+            for entry in sorted(entries):
+                if any(entry.startswith(p) for p in long_prefixes):
+                    d = os.path.join(root, entry)
+                    if os.path.isdir(d) and d not in found:
+                        found.append(d)
     return found

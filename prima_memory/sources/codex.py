@@ -86,14 +86,22 @@ def read_chunks(path: str, offset: int = 0, state: dict | None = None,
 
 def _chunks(path: str, reader: JsonlReader, state: dict, max_bytes: int | None):
     r, start = _Reader(state), reader.start
+    # A read in steps that does not know the rollout's folder yet yields as soon as a line
+    # names it: a rollout of another folder is known as such from its head, not from its whole
+    # first step (every workspace's index, and a search of all projects, looks at every one).
+    early = max_bytes is not None and not state.get("cwd")
     for obj in reader:
         try:
             r.take(obj)
         except (TypeError, ValueError, AttributeError, KeyError) as e:
             reader.bad(reader.end, f"unreadable record ({type(e).__name__}: {e})")
-        if max_bytes is not None and reader.end - start >= max_bytes:
+        if early and r.state.get("cwd"):
+            early = False
             yield _dated(path, r.finish(), reader.end, r.state, _taken(reader) + r.problems)
-            r, start = _Reader(r.state), reader.end
+            r, start = _Reader(dict(r.state)), reader.end  # (a step yielded keeps its state)
+        elif max_bytes is not None and reader.end - start >= max_bytes:
+            yield _dated(path, r.finish(), reader.end, r.state, _taken(reader) + r.problems)
+            r, start = _Reader(dict(r.state)), reader.end  # (a step yielded keeps its state)
     yield _dated(path, r.finish(), reader.end, r.state, _taken(reader) + r.problems)
 
 

@@ -96,6 +96,14 @@ class Source:
         """This file is read whole every time (never resumed from an offset)."""
         return self.mode == "snapshot"
 
+    def everywhere(self, known: dict) -> list[tuple[str, tuple[str, ...]]]:
+        """For a search of all projects: every file of this source on this machine, each with
+        the folders its sessions ran in (none: it records none, and every workspace takes it,
+        as in_scope does). A source kept inside a workspace (a shared log) has none here.
+        `known`: what an earlier call learned (a folder each file names), brought up to date,
+        so a file is read once."""
+        return []
+
 
 class ClaudeCode(Source):
     name, label, mode, streamed = "claude-code", "[transcript]", "append", True
@@ -145,6 +153,32 @@ class ClaudeCode(Source):
 
     def knows(self, kind: str) -> bool:
         return kind in claude_code.KNOWN_TYPES
+
+    def everywhere(self, known: dict) -> list[tuple[str, tuple[str, ...]]]:
+        """Every project folder's transcripts, with the folders its transcripts record (the
+        records' cwd is the truth: a name is never decoded), read again when the project
+        folder's listing changes. A folder whose transcripts record none is left out: nothing
+        says whose it is."""
+        out: list[tuple[str, tuple[str, ...]]] = []
+        for config in claude_code.claude_config_dirs():
+            root = os.path.join(config, "projects")
+            try:
+                dirs = sorted(e.path for e in os.scandir(root)
+                              if e.is_dir(follow_symlinks=False) and utf8_name(e.name))
+            except OSError:
+                continue
+            for d in dirs:
+                try:
+                    mtime = os.stat(d).st_mtime_ns
+                except OSError:
+                    continue
+                got = known.get(d)
+                if not (isinstance(got, list) and len(got) == 2 and got[0] == mtime):
+                    got = known[d] = [mtime, sorted(set(claude_code.recorded_cwds(d)))]
+                if got[1]:
+                    out += [(sf.path, tuple(got[1]))
+                            for sf in claude_code.discover("", only_dirs=[d])]
+        return out
 
     def in_scope(self, delta, ws: str) -> bool:
         """Claude Code's folder names collide (my_project, my-project): the records' cwd is the
@@ -204,20 +238,34 @@ class Codex(Source):
         return path.endswith((".json", ".zst"))  # era 1 is one document; .zst is compressed
 
     def holds(self, ws: str) -> bool:
-        """Rollouts of every folder lie together: a rollout's head names its folder."""
-        from . import codex  # only once this source is read (never by a hook)
-        for path, _extra in self.discover(ws):
-            try:
-                deltas = next(codex.read_chunks(path, max_bytes=HEAD_BYTES))[0]
-            except (OSError, ValueError, StopIteration):
-                continue
-            if any(self.in_scope(d, ws) for d in deltas):
-                return True
-        return False
+        """Rollouts of every folder lie together: a rollout's head names its folder (one that
+        names none is every workspace's, as in_scope takes it)."""
+        return any(folder is not None and (not folder or is_within(folder, ws))
+                   for folder in map(self._folder, (p for p, _extra in self.discover(ws))))
 
     def in_scope(self, delta, ws: str) -> bool:
         """The seed: this workspace or a folder inside it, or no folder recorded."""
         return not delta.cwd or is_within(os.path.normpath(delta.cwd), ws)
+
+    def everywhere(self, known: dict) -> list[tuple[str, tuple[str, ...]]]:
+        """Every rollout, with the folder its head names (read once: a rollout's head does not
+        change)."""
+        out: list[tuple[str, tuple[str, ...]]] = []
+        for path, _extra in self.discover(""):
+            if path not in known:
+                known[path] = self._folder(path)
+            out.append((path, (known[path],) if known[path] else ()))
+        return out
+
+    def _folder(self, path: str) -> str | None:
+        """The folder a rollout's head names ("": none), None when it cannot be read."""
+        from . import codex  # only once this source is read (never by a hook)
+        try:  # (the first step ends where a line first names the folder: codex._chunks)
+            deltas, _end, state, _problems = next(codex.read_chunks(path, max_bytes=HEAD_BYTES))
+        except (OSError, ValueError, StopIteration):
+            return None
+        cwd = next((d.cwd for d in deltas if d.cwd), None) or (state or {}).get("cwd")
+        return os.path.normpath(cwd) if isinstance(cwd, str) and cwd else ""
 
 
 def vscode_user_dirs() -> list[str]:
@@ -272,9 +320,31 @@ class CopilotChat(Source):
         """Chat files of this workspace (see in_scope), the newest copy of each session id (VS
         Code copies a chat when its workspace changes: the copy in another workspace wins). A
         chat out of scope is not listed, so one indexed before is dropped as gone."""
+        return [(p, project) for p, project in self._chats(folders=folders)
+                if _chat_here(project, ws)]
+
+    def read(self, path, extra, offset, state):
         from . import copilot  # only once this source is read (never by a hook)
+        deltas, problems = copilot.read(path)
+        for d in deltas:
+            d.cwd = extra  # the workspace folder, shown as the session's project
+        return deltas, _size(path), state, problems
+
+    def everywhere(self, known: dict) -> list[tuple[str, tuple[str, ...]]]:
+        """Every chat, with its workspace's folder (an empty window's: none); with
+        PRIMA_VSCODE_ALL_WORKSPACES=1 every chat is every workspace's."""
+        every = every_vscode_workspace()
+        return [(p, () if every or not folder else (os.path.normpath(folder),))
+                for p, folder in self._chats(known)]
+
+    def _chats(self, known: dict | None = None, folders: list | None = None):
+        """(path, its workspace's folder or None) of every chat file, the newest copy of each
+        session id. `known`: storage folder -> workspace folder, read once; `folders`: see
+        Source.discover."""
+        from . import copilot  # only once this source is read (never by a hook)
+        known = {} if known is None else known
         newest: dict[str, tuple[float, str, str | None]] = {}
-        for user in self.locations(ws):
+        for user in self.locations(""):
             storage = os.path.join(user, "workspaceStorage")
             watch(folders, storage)  # a new workspace; a chat folder made later is noted absent
             try:
@@ -283,8 +353,11 @@ class CopilotChat(Source):
             except OSError as e:
                 unlisted(folders, storage, e)
                 spaces = []
-            groups = [(os.path.join(s, sub), copilot.workspace_folder(s)) for s in spaces
-                      for sub in ("chatSessions", os.path.join("GitHub.copilot-chat", "transcripts"))]
+            for sp in spaces:
+                if sp not in known:
+                    known[sp] = copilot.workspace_folder(sp)
+            groups = [(os.path.join(sp, sub), known[sp]) for sp in spaces for sub in
+                      ("chatSessions", os.path.join("GitHub.copilot-chat", "transcripts"))]
             groups.append((os.path.join(user, "globalStorage", "emptyWindowChatSessions"), None))
             for folder, project in groups:
                 for p in _files(folder, lambda n: n.endswith((".json", ".jsonl")), folders):
@@ -292,15 +365,7 @@ class CopilotChat(Source):
                     mtime = os.stat(p).st_mtime
                     if sid not in newest or mtime > newest[sid][0]:
                         newest[sid] = (mtime, p, project)
-        chats = sorted(newest.values(), key=lambda v: v[1])
-        return [(p, project) for _m, p, project in chats if _chat_here(project, ws)]
-
-    def read(self, path, extra, offset, state):
-        from . import copilot  # only once this source is read (never by a hook)
-        deltas, problems = copilot.read(path)
-        for d in deltas:
-            d.cwd = extra  # the workspace folder, shown as the session's project
-        return deltas, _size(path), state, problems
+        return [(p, project) for _m, p, project in sorted(newest.values(), key=lambda v: v[1])]
 
 
 class SharedLog(Source):
