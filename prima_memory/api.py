@@ -21,6 +21,7 @@ from . import hints, session_view
 from . import workspace as wsmod
 from .errors import Failure, UsageError
 from .memory import ALL, EXTRACTS, DiskFull, IndexBusy, IndexReadOnly, Memory
+from .projects import AllProjects
 from .sources.registry import CLAUDE_CODE, OTHERS, SOURCES, source_named
 from .store import SHIFT, Busy, Store, StoreError, is_corruption
 from .timeparse import iso_utc, local, parse_when
@@ -61,6 +62,66 @@ def open_memory(ws: str) -> Memory:
     """The workspace's memory, for a caller that holds it open itself (a hook, the MCP server)
     and runs requests on it with `guarded`; `close()` it when done."""
     return Memory(ws)
+
+
+def all_projects(mine: Memory | None = None, *, budget: float | None = None) -> AllProjects:
+    """Every project's memory, for a request over all of them: pass it where a Memory goes
+    (search, recent, similar, files, show, export, status) and close() it when done. `mine`:
+    the caller's own workspace memory, used for its project; `budget`: seconds a request spends
+    bringing the projects up to date (None: all of it; a hook or the MCP server give less, and
+    a background run does the rest)."""
+    every = AllProjects(mine)
+    every.budget = budget
+    return every
+
+
+def _opened(target, warnings: list[str], *, fresh: bool = True, progress=None,
+            deep: bool = False) -> tuple[list[Memory], list[set[int]]]:
+    """The memories a request reads, each brought up to date, and the sessions each leaves to
+    another (AllProjects.exclusions): the workspace's memory (`fresh=False`: the caller brought
+    it up to date), or every project's (`target` an AllProjects, within its budget), which must
+    hold one at least."""
+    if not isinstance(target, AllProjects):
+        warnings += _begin(target, fresh=fresh, progress=progress)
+        if deep:
+            _deep(target, warnings)
+        return [target], [set()]
+    opened = target.bring_up(target.scan(), budget=target.budget, progress=progress,
+                             warnings=warnings)
+    if target.left_behind:
+        _background_all(target, warnings)
+    if deep:
+        for _p, mem in opened:
+            if not mem.detached:
+                _deep(mem, [])
+    if not opened:
+        raise Failure("no project has any session to search: no Claude Code, Codex or VS Code "
+                      "history was found on this machine")
+    return [m for _p, m in opened], target.exclusions(opened)
+
+
+def _deep(mem: Memory, warnings: list[str]) -> None:
+    """A deep search's extracts and checkpoints, read back into the index."""
+    if mem.store().readonly:  # (read-only: refresh has said so once)
+        return
+    try:
+        mem.update(sources=EXTRACTS, lock_timeout=LOCK_SECONDS, extracts=False)
+    except (IndexBusy, IndexReadOnly, DiskFull) as e:
+        warnings.append(f"{e}: extracts searched as last indexed")
+
+
+def _background_all(every: AllProjects, warnings: list[str]) -> None:
+    """What a request within a budget left (projects to index, exchanges to embed) goes on in
+    one background process over every project."""
+    from . import background  # not on the hooks' paths, which import this module
+    try:
+        pid = background.start_all()
+    except Exception as e:  # noqa: BLE001 - the next request does it anyway
+        every.log.warn(f"all projects: could not start the background run: {e}", once=True)
+        return
+    if pid:
+        warnings.append("the rest is being indexed and embedded in the background (a search "
+                        "in a minute finds more)")
 
 
 def other_history(ws: str) -> bool:
@@ -138,32 +199,71 @@ def refresh(mem: Memory, warnings: list[str], *, progress=None) -> None:
         warnings.append(f"{e}: answering from the index as it stands")
 
 
-def meaning(mem: Memory, mode: str, warnings: list[str], budget: float | None = None):
+def meaning(mem, mode: str, warnings: list[str], budget: float | None = None,
+            mems: list[Memory] | None = None):
     """The embedder for a semantic or combined search, with the seed's lazy update done first
     (new or changed exchanges, newest first, for up to the budget: PRIMA_EMBED_BUDGET, or
     `budget` when that is shorter), or (None, why) when the model cannot load. Skipped while a
-    rebuild runs: it owns the index."""
+    rebuild runs: it owns the index. `mem` an AllProjects: the budget is shared by `mems`, the
+    projects with the newest sessions first, and what is left goes to one background run."""
     if mode == "keyword":
         return None, None
     # not on the hooks' paths, which import this module
-    from . import background
-    from .semantic import Settings, key_of
+    from .semantic import Settings
+    every = mem if isinstance(mem, AllProjects) else None
+    mems = mems or [mem]
     try:
-        embedder = mem.embedder()
+        embedder = every.embedder(mems[0]) if every else mems[0].embedder()
     except Exception as e:  # noqa: BLE001 - any failure to load means: keyword results, said so
-        mem.log.warn(f"semantic search unavailable: {type(e).__name__}: {e}", once=True)
+        (every or mems[0]).log.warn(f"semantic search unavailable: {type(e).__name__}: {e}",
+                                    once=True)
         return None, error_line(e)
+    budget = min(Settings().budget, budget if budget is not None else float("inf"))
+    if every is None:
+        left, ran = _embed_new(mems[0], embedder, budget, warnings)
+        if left:
+            warnings.append(f"{left} exchanges are not embedded yet (found by keyword only "
+                            "until they are); they are being embedded in the background")
+            if ran:  # (not: the background embedder is on them already)
+                from . import background  # (as above)
+                background.start_embedder(mems[0])
+        return embedder, None
+    deadline = time.monotonic() + budget
+    left = 0
+    for m in sorted(mems, key=_newest, reverse=True):
+        m.embedder(embedder)
+        left += _embed_new(m, embedder, max(0.0, deadline - time.monotonic()), None)[0]
+    if left:
+        warnings.append(f"{left} exchanges are not embedded yet (found by keyword only until "
+                        "they are)")
+        _background_all(every, warnings)
+    return embedder, None
+
+
+def _newest(mem: Memory) -> float:
+    rows = mem.store().recent_sessions(1)
+    return (rows[0].ended_at or 0.0) if rows else 0.0
+
+
+def _embed_new(mem: Memory, embedder, budget: float,
+               warnings: list[str] | None) -> tuple[int, bool]:
+    """One memory's new exchanges embedded for up to `budget` seconds: (how many are left,
+    whether this process embedded: else another one, the background embedder, is at it).
+    `warnings` gets why none could be (a rebuild running, a read-only index)."""
+    from . import background  # not on the hooks' paths, which import this module
+    from .semantic import key_of
     store = mem.store()
     if background.rebuild_state(mem):
-        warnings.append("a rebuild is running: searching the exchanges it has embedded so far")
-        return embedder, None
+        if warnings is not None:
+            warnings.append("a rebuild is running: searching the exchanges it has embedded so "
+                            "far")
+        return 0, False
     if store.readonly:
         left = store.count_pending(key_of(embedder))
-        if left:
+        if left and warnings is not None:
             warnings.append(f"the index is read-only: {left} exchanges cannot be embedded and "
                             "are found by keyword only")
-        return embedder, None
-    budget = min(Settings().budget, budget if budget is not None else float("inf"))
+        return 0, False
     try:
         # a background embedder already works newest first: wait for it only a moment
         got = mem.embed(budget, wait=min(budget, EMBEDDER_WAIT))
@@ -171,16 +271,12 @@ def meaning(mem: Memory, mode: str, warnings: list[str], budget: float | None = 
         if is_corruption(e):
             raise
         mem.log.warn(f"embedding before the search failed: {type(e).__name__}: {e}")
-        warnings.append(f"new exchanges could not be embedded ({error_line(e)}): "
-                        "searching the ones embedded before")
-        return embedder, None
-    left = got[1] if got is not None else store.count_pending(key_of(embedder))
-    if left:
-        warnings.append(f"{left} exchanges are not embedded yet (found by keyword only until "
-                        "they are); they are being embedded in the background")
-        if got is not None:  # None: the background embedder is on them already
-            background.start_embedder(mem)
-    return embedder, None
+        if warnings is not None:
+            warnings.append(f"new exchanges could not be embedded ({error_line(e)}): "
+                            "searching the ones embedded before")
+        return 0, False
+    return (got[1] if got is not None else store.count_pending(key_of(embedder))), \
+        got is not None
 
 
 def catch_up(mem: Memory) -> None:
@@ -239,22 +335,26 @@ def checkpoint(mem: Memory, session_id: str, trigger: str | None = None) -> str 
 
 # -- sessions as data -----------------------------------------------------------------------------
 
-def way_back(row, ws: str) -> dict:
+def way_back(row, ws: str, every: bool = False) -> dict:
     """How to return to a session, as shell commands that run as printed from any folder: print
-    it (`show`), or continue it in its agent from its own folder (`resume`; the workspace when
-    the folder it was recorded in is gone)."""
-    out = {"show": hints.show(row.session_id, ws)}
+    it (`show`; found among all projects for a hit of all of them), or continue it in its agent
+    from its own folder (`resume`; the workspace when the folder it was recorded in is gone,
+    and made again, empty, when that is gone too: the agent finds the session by its folder)."""
+    out = {"show": hints.show(row.session_id, None if every else ws)}
     src = source_named(row.source)
     if src is not None and src.resume:
         folder = row.cwd if row.cwd and os.path.isdir(row.cwd) else ws
-        out["resume"] = hints.resume(src.resume, row.session_id, folder)
+        out["resume"] = hints.resume(src.resume, row.session_id, folder,
+                                     make=not os.path.isdir(folder))
     return out
 
 
-def session_json(row, ws: str, origin=None) -> dict:
+def session_json(row, ws: str, origin=None, every: bool = False) -> dict:
     """A session as data; `origin`: the session it was forked or resumed from (the one holding
-    the messages its first lines copy), if any."""
+    the messages its first lines copy), if any; `every`: a hit of all projects, which names the
+    project (`workspace`) whose memory holds it."""
     return {
+        **({"workspace": ws} if every else {}),
         "session_id": row.session_id,
         "title": row.title,
         "source": row.source,
@@ -269,7 +369,7 @@ def session_json(row, ws: str, origin=None) -> dict:
         "message_count": row.message_count,
         "origin": None if origin is None else {"session_id": origin.session_id,
                                                "title": origin.title},
-        **way_back(row, ws),
+        **way_back(row, ws, every),
     }
 
 
@@ -296,39 +396,42 @@ def _when(text: str, end_of_day: bool = False) -> float:
 
 # -- the requests ---------------------------------------------------------------------------------
 
-def search(mem: Memory, query: str, *, mode: str = "combined", limit: int = 10,
+def search(mem, query: str, *, mode: str = "combined", limit: int = 10,
            filters: Filters | None = None, deep: bool = False, context: int = 0,
            progress=None, fresh: bool = True, embed_budget: float | None = None) -> dict:
     """Sessions matching the query, best first, with the seed's warnings first; `context`: the
     turn that matched best and that many turns each side of it. `fresh=False`: the caller
     brought the index up to date itself (a hook, within its budget); `embed_budget`: seconds
-    at most of embedding new exchanges first (the rest are left to the background)."""
+    at most of embedding new exchanges first (the rest are left to the background). `mem` an
+    AllProjects: every project's sessions ranked as one list, each naming its project."""
     from . import search as searchmod  # not imported by the hooks' paths
     query = _query(query)
-    warnings = _begin(mem, fresh=fresh, progress=progress)
-    if deep and not mem.store().readonly:  # (read-only: refresh has said so once)
-        try:
-            mem.update(sources=EXTRACTS, lock_timeout=LOCK_SECONDS, extracts=False)
-        except (IndexBusy, IndexReadOnly, DiskFull) as e:
-            warnings.append(f"{e}: extracts searched as last indexed")
-    embedder, why_not = meaning(mem, mode, warnings, embed_budget)
-    hits, search_warnings = searchmod.run(mem.store(), query, mode=mode, limit=limit,
-                                          filters=filters, deep=deep,
-                                          embedder=embedder, why_not=why_not)
+    every = isinstance(mem, AllProjects)
+    warnings: list[str] = []
+    mems, skip = _opened(mem, warnings, fresh=fresh, progress=progress, deep=deep)
+    embedder, why_not = meaning(mem, mode, warnings, embed_budget, mems)
+    parts = [searchmod.Part(m.store(), filters, deep, x) for m, x in zip(mems, skip)]
+    hits, search_warnings = searchmod.run_many(parts, query, mode=mode, limit=limit,
+                                               embedder=embedder, why_not=why_not)
     results = []
-    origins = mem.store().origins(h.row.id for h in hits)
+    origins: dict[int, dict] = {}
     for h in hits:
-        d = session_json(h.row, mem.ws, origins.get(h.row.id))
+        m = mems[h.part]
+        if h.part not in origins:
+            origins[h.part] = m.store().origins(x.row.id for x in hits if x.part == h.part)
+        d = session_json(h.row, m.ws, origins[h.part].get(h.row.id), every)
         d.update(title=h.title, score=h.score, score_kind=h.kind, files_changed=h.files,
                  snippet=h.snippet,
                  matches=h.matches, message_id=h.message_id)
         if context and h.message_id is not None:
-            d["context"] = [_turn(m, matched=m[0] == h.message_id)
-                            for m in mem.store().messages_around(h.message_id, context)]
+            d["context"] = [_turn(t, matched=t[0] == h.message_id)
+                            for t in m.store().messages_around(h.message_id, context)]
         results.append(d)
     out: dict = {"query": query, "mode": mode, "warnings": search_warnings + warnings,
-           "results": results}
-    if not results and not filters:  # the last search step (the seed's table): the session
+                 "results": results}
+    if every:
+        out.update(scope="all", projects=len(mems))
+    elif not results and not filters:  # the last search step (the seed's table): the session
         # history summaries, which no filter applies to
         from .sources import history
         found, problems = history.search(mem.ws, searchmod.normalize_query(query)[1],
@@ -351,22 +454,29 @@ def _turn(m, *, matched: bool) -> dict:
             "text": cut}
 
 
-def recent(mem: Memory, n: int = 10, *, fresh: bool = True) -> dict:
+def recent(mem, n: int = 10, *, fresh: bool = True) -> dict:
     """The latest n sessions, each with its changed files and first and last request
-    (`fresh=False`: see search)."""
-    warnings = _begin(mem, fresh=fresh)
-    store = mem.store()
+    (`fresh=False`: see search); `mem` an AllProjects: the latest of every project's."""
+    every = isinstance(mem, AllProjects)
+    warnings: list[str] = []
+    mems, skip = _opened(mem, warnings, fresh=fresh)
+    latest = sorted(((-(row.ended_at or 0), i, row) for i, m in enumerate(mems)
+                     for row in m.store().recent_sessions(n + len(skip[i]))
+                     if row.id not in skip[i]), key=lambda x: x[:2])[:n]
     sessions = []
-    rows = store.recent_sessions(n)
-    origins = store.origins(r.id for r in rows)
-    for row in rows:
+    for _e, i, row in latest:
+        store = mems[i].store()
         view = session_view.build(store, row, requests=True, paths=True)
-        d = session_json(row, mem.ws, origins.get(row.id))
+        d = session_json(row, mems[i].ws, store.origins([row.id]).get(row.id), every)
         d.update(files_changed=view.changed_paths,
                  first_user_message=_text(view.first_request),
                  last_user_message=_text(view.last_request))
         sessions.append(d)
-    return {"workspace": mem.ws, "warnings": warnings, "sessions": sessions}
+    out: dict = {"workspace": None if every else mem.ws, "warnings": warnings,
+                 "sessions": sessions}
+    if every:
+        out.update(scope="all", projects=len(mems))
+    return out
 
 
 def _text(said: session_view.Said | None) -> str | None:
@@ -386,6 +496,30 @@ def parse_range(text: str | None) -> slice:
     except ValueError:
         pass
     raise UsageError(f"--range takes A:B (Python slice, e.g. 0:20 or -10:), not {text!r}")
+
+
+def _holder(mems: list[Memory], prefix: str):
+    """(the memory, the session) a full id or a unique prefix names, among `mems`: one_session
+    in one; among several, the one session an exact id names first (a copy another project
+    holds too, a VS Code empty window's, is the same session), else the one the prefix starts."""
+    if len(mems) == 1:
+        return mems[0], one_session(mems[0], prefix)
+    found = [(m, r) for m in mems for r in m.store().find_sessions(prefix)]
+    found = [(m, r) for m, r in found if r.started_at is not None] or found
+    exact = [(m, r) for m, r in found if r.session_id == prefix]
+    if exact:
+        return exact[0]
+    if len({(r.source, r.session_id) for _m, r in found}) == 1:
+        return found[0]
+    if not found:
+        latest = sorted((r for m in mems for r in m.store().recent_sessions(CANDIDATES)),
+                        key=lambda r: -(r.ended_at or 0))[:CANDIDATES]
+        raise Failure(f"no session of any project matches {prefix!r}"
+                      + (f"; the latest are: {_candidates(latest)}" if latest else ""))
+    rows = sorted((r for _m, r in found), key=lambda r: -(r.ended_at or 0))
+    raise Failure(f"{prefix!r} matches {len(rows)} sessions; give more of the id: "
+                  f"{_candidates(rows[:CANDIDATES])}"
+                  + (f" and {len(rows) - CANDIDATES} more" if len(rows) > CANDIDATES else ""))
 
 
 def one_session(mem: Memory, prefix: str):
@@ -418,22 +552,24 @@ def _candidates(rows) -> str:
 DETAILS = ("summary", "turns", "full")
 
 
-def show(mem: Memory, session_id: str, range: str | None = None, detail: str = "full",
+def show(mem, session_id: str, range: str | None = None, detail: str = "full",
          tools: bool = True) -> dict:
     """One session at a depth: `summary` (its facts, changed files with Claude's reasons,
     decisions, first and last request, where it stopped: see session_view), `turns` (and the main
     thread's messages) or `full` (and the subagents' too). `range` slices the messages.
     `tools`: the tool calls too, each in brief after the message it follows (a summary: how
-    many of each tool)."""
+    many of each tool). `mem` an AllProjects: the session is found in any project."""
     if detail not in DETAILS:
         raise UsageError(f"detail must be one of {', '.join(DETAILS)}, not {detail!r}")
     sl = parse_range(range)
-    warnings = _begin(mem)
+    every = isinstance(mem, AllProjects)
+    warnings: list[str] = []
+    mems, _skip = _opened(mem, warnings)
+    mem, row = _holder(mems, session_id)
     store = mem.store()
-    row = one_session(mem, session_id)
     summary = detail == "summary"
     view = session_view.build(store, row, requests=summary, changes=True)
-    d = session_json(row, mem.ws, store.origins([row.id]).get(row.id))
+    d = session_json(row, mem.ws, store.origins([row.id]).get(row.id), every)
     d.update(files_changed=[{"path": c.path, "relative": short_path(c.path, mem.ws, row.cwd),
                              "tool": c.tool, "explanation": c.explanation,
                              "at": iso_utc(c.at)} for c in view.changes],
@@ -466,7 +602,7 @@ def _call(c: session_view.ToolUse, ws: str, cwd: str | None) -> dict:
             else c.target, "kind": c.kind, "line": c.line, "at": iso_utc(c.at)}
 
 
-def export(mem: Memory, session_id: str) -> dict:
+def export(mem, session_id: str) -> dict:
     """A session whole, as `prima-memory export` writes it: show's `full` detail, its tool
     calls with the messages."""
     return show(mem, session_id, detail="full")
@@ -475,10 +611,7 @@ def export(mem: Memory, session_id: str) -> dict:
 def workspace_path(ws: str, path: str) -> str:
     """`path` relative to the workspace (absolute, or relative to it), by its text alone: the
     file system is never asked. A path outside the workspace is a UsageError."""
-    if not path.strip():
-        raise UsageError("the path is empty")
-    if "\0" in path:
-        raise UsageError("the path holds a NUL character")
+    _given(path)
     full = os.path.normpath(path if os.path.isabs(path) else os.path.join(ws, path))
     for root in path_variants(ws):  # either spelling of a linked one
         if full == root or full.startswith(root.rstrip(os.sep) + os.sep):
@@ -487,48 +620,84 @@ def workspace_path(ws: str, path: str) -> str:
                      "absolute or relative to it")
 
 
-def files(mem: Memory, path: str | None = None, skip: int = 0,
+def _given(path: str) -> None:
+    if not path.strip():
+        raise UsageError("the path is empty")
+    if "\0" in path:
+        raise UsageError("the path holds a NUL character")
+
+
+def files(mem, path: str | None = None, skip: int = 0,
           limit: int | None = None) -> dict:
     """Which sessions changed a file (or the files under a folder), when, and Claude's reason
     for each change, newest first. `path` is taken relative to the workspace; it names a file,
     a folder, or the end of a path ("upload.py" finds src/upload.py); when nothing has such a
     path, the paths containing it (in any case) are shown, with a warning. `skip` leaves out
     the newest that many changes and `limit` keeps that many of the rest (to page through a long
-    history); "more" counts the changes after those kept."""
+    history); "more" counts the changes after those kept. `mem` an AllProjects: every
+    project's changes, `path` taken in each (an absolute one: in the project holding it)."""
     if skip < 0:
         raise UsageError(f"skip must be 0 or more, not {skip}")
     if limit is not None and limit < 1:
         raise UsageError(f"limit must be 1 or more, not {limit}")
-    rel = workspace_path(mem.ws, path) if path is not None else None
-    warnings = _begin(mem)
-    store = mem.store()
-    rows = [(short_path(p, mem.ws, cwd), p, tool, why, ts, sid)
-            for p, tool, why, ts, sid, cwd in store.file_history(
-                None if rel in (None, ".") else os.path.basename(rel))]
-    if rel not in (None, "."):
-        exact = [r for r in rows if r[0] == rel or r[0].startswith(rel + "/")
-                 or r[0].endswith("/" + rel)]
-        if not exact:
-            low = rel.lower()
-            exact = [r for r in rows if low in r[0].lower()]
-            if exact:
-                warnings.append(f"no changed path is or ends in {rel!r}: showing the paths "
-                                "that contain it")
-        rows = exact
-    titles: dict[int, SessionRow] = {}
+    every = isinstance(mem, AllProjects)
+    rel = workspace_path(mem.ws, path) if path is not None and not every else None
+    if every and path is not None:
+        _given(path)
+    warnings: list[str] = []
+    mems, skipped = _opened(mem, warnings)
+    exact: list[tuple] = []
+    loose: list[tuple] = []  # the paths merely containing it: shown only if none is it
+    for i, m in enumerate(mems):
+        if every and path is not None:
+            try:
+                rel = workspace_path(m.ws, path)
+            except UsageError:  # (an absolute path of another project)
+                continue
+        got, fuzzy = _changes(m, rel, skipped[i])
+        (loose if fuzzy else exact).extend((-(r[4] or 0), i, r) for r in got)
+    rows = exact or loose
+    if not exact and loose:
+        warnings.append(f"no changed path is or ends in {rel if not every else path!r}: "
+                        "showing the paths that contain it")
+    rows.sort(key=lambda x: x[:2])
+    titles: dict[tuple[int, int], SessionRow] = {}
     changes = []
     total = len(rows)
     end = len(rows) if limit is None else skip + limit
-    for shown, p, tool, explanation, ts, sid in rows[skip:end]:
-        row = titles.get(sid) or store.session(sid)
+    for _t, i, (shown, p, tool, explanation, ts, sid) in rows[skip:end]:
+        row = titles.get((i, sid)) or mems[i].store().session(sid)
         if row is None:
             continue  # (dropped since the paths were read)
-        titles[sid] = row
-        changes.append({"path": p, "relative": shown, "tool": tool, "explanation": explanation,
-                        "at": iso_utc(ts), "session_id": row.session_id, "title": row.title})
-    return {"path": rel, "warnings": warnings, "total_changes": total, "skipped": skip,
-            "more": max(0, total - end), "sessions": len(titles), "changes": changes}
+        titles[(i, sid)] = row
+        change = {"path": p, "relative": shown, "tool": tool, "explanation": explanation,
+                  "at": iso_utc(ts), "session_id": row.session_id, "title": row.title}
+        if every:
+            change["workspace"] = mems[i].ws
+        changes.append(change)
+    out: dict = {"path": path if every else rel, "warnings": warnings, "total_changes": total,
+                 "skipped": skip, "more": max(0, total - end), "sessions": len(titles),
+                 "changes": changes}
+    if every:
+        out.update(scope="all", projects=len(mems))
+    return out
 
+
+def _changes(mem: Memory, rel: str | None, skip: set[int]) -> tuple[list[tuple], bool]:
+    """(shown path, path, tool, why, ts, session) of one memory's changes of `rel` (a path
+    relative to its workspace, as files() takes it), and whether they are the paths merely
+    containing it."""
+    rows = [(short_path(p, mem.ws, cwd), p, tool, why, ts, sid)
+            for p, tool, why, ts, sid, cwd in mem.store().file_history(
+                None if rel in (None, ".") else os.path.basename(rel)) if sid not in skip]
+    if rel in (None, "."):
+        return rows, False
+    exact = [r for r in rows if r[0] == rel or r[0].startswith(rel + "/")
+             or r[0].endswith("/" + rel)]
+    if exact:
+        return exact, False
+    low = rel.lower()
+    return [r for r in rows if low in r[0].lower()], True
 
 def index(mem: Memory, *, rebuild: bool = False, background: bool = False, prune: bool = False,
           worker: bool = False, progress=None, embed_progress=None) -> dict:
@@ -578,6 +747,48 @@ def index(mem: Memory, *, rebuild: bool = False, background: bool = False, prune
             "log": mem.log.path}
 
 
+def index_all(every: AllProjects, *, worker: bool = False, lock_fd: int | None = None,
+              progress=None) -> dict:
+    """Every project's memory brought up to date now (`index --all-projects`); `worker`: as the
+    background run a search within a budget starts, which embeds and links them too."""
+    from . import background  # not on the hooks' paths, which import this module
+    warnings: list[str] = []
+    embedded = pending = None
+    if worker:
+        got = logged(every, "run over all projects",
+                     lambda: background.run_all(every, lock_fd))
+        if got is None:
+            raise Failure("another process is bringing every project up to date")
+        opened, embedded, pending = got
+        warnings = every.warnings
+    else:
+        opened = every.bring_up(every.scan(), progress=progress, warnings=warnings)
+    return {"scope": "all", "projects": len(opened), "user_store": wsmod.user_store(),
+            "warnings": warnings, "embedded": embedded, "embed_pending": pending}
+
+
+def projects_json(every: AllProjects) -> dict:
+    """Every project a search of all covers, with where its memory lives (its own, or the
+    user-level store's) and what that holds, without updating any (`status --all-projects`)."""
+    out = []
+    for p in every.scan():
+        path = wsmod.index_path(p.folder) if p.own else os.path.join(p.home or "", "index.db")
+        d: dict = {"folder": p.folder, "exists": os.path.isdir(p.folder), "own": p.own,
+                   "memory": path, "sessions": None, "archived": None}
+        if os.path.isfile(path):
+            try:
+                mem = every.memory(p)
+                counts = mem.store().source_counts()
+                d.update(own=not mem.detached, memory=mem.db_path,
+                         sessions=sum(c["sessions"] for c in counts.values()),
+                         archived=sum(c["archived"] for c in counts.values()))
+            except (Failure, OSError) as e:
+                d["problem"] = error_line(e)
+        out.append(d)
+    return {"scope": "all", "user_store": wsmod.user_store(), "projects": out,
+            "warnings": [w.split(" ", 3)[-1] for w in every.log.tail(10)]}
+
+
 def recover_from(mem: Memory, path: str) -> dict:
     """The sessions whose files are gone, copied from an index the user says is theirs (one set
     aside as unstamped, from before stamps)."""
@@ -592,7 +803,7 @@ def recover_from(mem: Memory, path: str) -> dict:
     return {"workspace": mem.ws, "from": path, "recovered": n}
 
 
-def logged(mem: Memory, what: str, fn):
+def logged(mem, what: str, fn):
     """A detached process's work: its output goes nowhere, so a failure goes to the log."""
     try:
         return fn()
@@ -724,42 +935,55 @@ def _excerpt(text: str | None, n: int = EXCERPT) -> str | None:
     return text if len(text) <= n else text[:n].rstrip() + "…"
 
 
-def similar(mem: Memory, query: str, *, limit: int = 10) -> dict:
+def similar(mem, query: str, *, limit: int = 10) -> dict:
     """find_similar: past exchanges most like the query, ranked by 0.7 similarity + 0.2 recency
     (linear, zero at 365 days) + 0.1 min(1, session turns / 50), one per session, each with the
-    exchanges of other sessions its SIMILAR_TO edges join it to (cosine >= 0.85)."""
+    exchanges of other sessions its SIMILAR_TO edges join it to (cosine >= 0.85; within one
+    project's memory). `mem` an AllProjects: every project's exchanges as one list."""
     # not on the hooks' paths, which import this module
     from . import background, semantic
     from . import search as searchmod
     query = _query(query)
-    warnings = _begin(mem)
-    embedder, why_not = meaning(mem, "semantic", warnings)
+    every = isinstance(mem, AllProjects)
+    warnings: list[str] = []
+    mems, skip = _opened(mem, warnings)
+    embedder, why_not = meaning(mem, "semantic", warnings, None, mems)
     if embedder is None:
         raise Failure(f"find_similar needs the embedding model, which cannot load ({why_not}); "
                       "search_sessions with mode keyword still works")
-    store = mem.store()
     settings = semantic.Settings()
     model = semantic.key_of(embedder, settings)
-    if not store.readonly and not background.rebuild_state(mem):
-        got = mem.link(LINK_BUDGET, wait=EMBEDDER_WAIT)
-        left = len(store.unlinked_exchanges(model)) if got is None else got[1]
-        if left:
-            warnings.append(f"{left} exchanges have no similarity links yet (they are still "
-                            "found; their links come in the background)")
-    admit = {r[0] for r in store.session_facts()}.__contains__
-    words = searchmod.word_sessions(store, searchmod.normalize_query(query)[1])
-    matches = semantic.similar(store, embedder, searchmod.meaning_query(query), limit=limit,
-                               admit=admit, floor=settings.floor, settings=settings,
-                               gate=searchmod.gate(store, words))
-    rows = {r.id: r for r in store.sessions_by_id({m.session for m in matches})}
+    deadline, unlinked = time.monotonic() + LINK_BUDGET, 0
+    for m in mems:
+        store = m.store()
+        if not store.readonly and not background.rebuild_state(m):
+            got = m.link(max(0.0, deadline - time.monotonic()), wait=EMBEDDER_WAIT)
+            unlinked += len(store.unlinked_exchanges(model)) if got is None else got[1]
+    if unlinked:
+        warnings.append(f"{unlinked} exchanges have no similarity links yet (they are still "
+                        "found; their links come in the background)")
+    words = searchmod.normalize_query(query)[1]
+    parts = [searchmod.Part(m.store(), exclude=x) for m, x in zip(mems, skip)]
+    admits = [{r[0] for r in p.facts}.__contains__ for p in parts]
+    gate = searchmod.gate_of([p.counts(words) for p in parts], sum(p.sessions() for p in parts))
+    found = semantic.similar_many([p.store for p in parts], embedder,
+                                  searchmod.meaning_query(query), limit=limit, admits=admits,
+                                  floor=settings.floor, settings=settings, gate=gate)
     results = []
-    for m in (m for m in matches if m.session in rows):
-        d = session_json(rows[m.session], mem.ws)
-        d.update(_exchange(store, m.exchange), score=round(m.score, 4),
-                 similarity=round(m.similarity, 4), recency=round(m.recency, 4), turns=m.turns,
-                 linked=_linked(store, model, m.exchange))
+    for i, ex in found:
+        store = mems[i].store()
+        rows = store.sessions_by_id([ex.session])
+        if not rows:
+            continue  # (pruned meanwhile)
+        d = session_json(rows[0], mems[i].ws, every=every)
+        d.update(_exchange(store, ex.exchange), score=round(ex.score, 4),
+                 similarity=round(ex.similarity, 4), recency=round(ex.recency, 4),
+                 turns=ex.turns, linked=_linked(store, model, ex.exchange))
         results.append(d)
-    return {"query": query, "warnings": warnings, "results": results}
+    out: dict = {"query": query, "warnings": warnings, "results": results}
+    if every:
+        out.update(scope="all", projects=len(mems))
+    return out
 
 
 def _exchange(store, exchange: int) -> dict:

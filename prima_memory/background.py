@@ -15,9 +15,10 @@ import sys
 import time
 
 from .errors import Failure
-from .locking import LockTimeout
+from .locking import LockTimeout, WriterLock
 from .memory import ALL, OTHERS, IndexReadOnly
 from .settings import flag
+from .workspace import make_private, user_store
 
 TYPE_CHECKING = False  # (typing's own is an import the Stop hook, which imports this, skips)
 if TYPE_CHECKING:
@@ -37,13 +38,15 @@ _BOOT = ("import sys; sys.path[0] = {root!r}; from prima_memory.cli import main;
          "sys.exit(main(sys.argv[1:]))")
 
 
-def spawn(ws: str, *args: str, lock_fd: int | None = None) -> int:
-    """Start `prima-memory --workspace ws ARGS` detached: it survives the terminal and the
-    Claude Code session that started it, and never writes to their output. `lock_fd`: a locked
-    flock descriptor the child gets a copy of (its number follows `--lock-fd`), so the lock is
-    held without a gap until the child exits, whoever closes theirs first."""
+def spawn(ws: str | None, *args: str, lock_fd: int | None = None) -> int:
+    """Start `prima-memory --workspace ws ARGS` (ws None: no workspace, for a run over all
+    projects) detached: it survives the terminal and the Claude Code session that started it,
+    and never writes to their output. `lock_fd`: a locked flock descriptor the child gets a
+    copy of (its number follows `--lock-fd`), so the lock is held without a gap until the child
+    exits, whoever closes theirs first."""
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    cmd = [sys.executable, "-c", _BOOT.format(root=root), "--workspace", ws, *args]
+    cmd = [sys.executable, "-c", _BOOT.format(root=root),
+           *(("--workspace", ws) if ws is not None else ()), *args]
     if hasattr(os, "posix_spawn"):  # a hook's way: `subprocess` alone costs it 5-10 ms to import
         null = os.devnull
         actions: list[tuple] = []
@@ -240,6 +243,67 @@ def _embed_all(mem) -> tuple[int, int] | None:
         if looked:  # what the last look found would not embed now (a reply still growing)
             return total, pending
         looked = True
+
+
+# -- every project --------------------------------------------------------------------------
+
+ALL_LOCK = "all-projects.lock"  # in the user-level store: one run over every project at a time
+
+
+def _all_lock() -> WriterLock:
+    make_private(user_store())
+    return WriterLock(os.path.join(user_store(), ALL_LOCK))
+
+
+def start_all() -> int | None:
+    """What a search of all projects within a budget left (projects to index, exchanges to
+    embed), done by one detached process over every project, unless one is alive (its lock is
+    handed down, as start_embedder's). Returns the new process's pid."""
+    if not enabled():
+        return None
+    lock = _all_lock()
+    try:
+        lock.acquire(timeout=0)
+    except LockTimeout:
+        return None
+    try:
+        return spawn(None, "index", "--all-projects", "--worker", lock_fd=lock.fd)
+    finally:
+        lock.release()
+
+
+def run_all(every, lock_fd: int | None = None, progress=None):
+    """The run over every project: each brought up to date, then its exchanges embedded and
+    linked (each project's own embed lock held meanwhile: a search there waits for a batch,
+    no more). Returns (the memories brought up, exchanges embedded, still pending: None when
+    the model cannot load), with bring_up's warnings in every.warnings; None when another such
+    run is alive."""
+    lock = _all_lock()
+    if lock_fd is None or not lock.adopt(lock_fd):
+        try:
+            lock.acquire(timeout=1.0)
+        except LockTimeout:
+            return None
+    try:
+        lower_priority()
+        opened = every.bring_up(every.scan(), progress=progress, warnings=every.warnings)
+        done = left = 0
+        for _p, mem in opened:
+            if mem.store().readonly or rebuild_state(mem):
+                continue
+            try:
+                every.embedder(mem)
+            except Exception as e:  # noqa: BLE001 - the text index is done whatever the model does
+                every.log.warn(f"all projects: the model cannot load: {e}", once=True)
+                return opened, done, None
+            got = step(mem, None, lambda: False, wait=EMBED_WAIT)
+            if got is not None:
+                done += got[0]
+                left += got[1]
+        return opened, done, left
+    finally:
+        if lock.fd is None:
+            lock.release()
 
 
 # -- rebuild ------------------------------------------------------------------------------------

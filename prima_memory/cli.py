@@ -30,12 +30,16 @@ def _parser():
                         help="print one JSON document")
     common.add_argument("--workspace", metavar="DIR", default=argparse.SUPPRESS,
                         help="the workspace to serve (default: CLAUDE_PROJECT_DIR or the current folder)")
+    every = _Parser(add_help=False)  # the commands that can read every project's memory
+    every.add_argument("--all-projects", action="store_true",
+                       help="every project on this machine (Claude Code, Codex and VS Code "
+                            "sessions of any folder), not just this workspace")
     p = _Parser(prog="prima-memory", parents=[common],
                 description="Long-term memory for Claude Code: search your past sessions.")
     p.add_argument("--version", action="version", version=f"prima-memory {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
-    s = sub.add_parser("search", parents=[common], help="search past sessions")
+    s = sub.add_parser("search", parents=[common, every], help="search past sessions")
     s.add_argument("query", nargs="+", help="words to find (taken literally)")
     s.add_argument("--mode", choices=["combined", "keyword", "semantic"], default="combined",
                    help="combined (default): by the words and by meaning, merged; keyword: by "
@@ -53,17 +57,17 @@ def _parser():
     s.add_argument("--context", type=_whole(0, MAX_CONTEXT), default=0, metavar="N",
                    help="show the turn that matched and N turns each side of it")
 
-    si = sub.add_parser("similar", parents=[common],
+    si = sub.add_parser("similar", parents=[common, every],
                         help="past exchanges most like QUERY, with the ones linked to them")
     si.add_argument("query", nargs="+", help="words describing it (an error, a question)")
     si.add_argument("--limit", type=_positive, default=10, metavar="N",
                     help="at most N exchanges (default 10)")
 
-    r = sub.add_parser("recent", parents=[common], help="the latest sessions")
+    r = sub.add_parser("recent", parents=[common, every], help="the latest sessions")
     r.add_argument("-n", type=_positive, default=10, dest="n", metavar="N",
                    help="how many sessions (default 10)")
 
-    sh = sub.add_parser("show", parents=[common], help="print one session")
+    sh = sub.add_parser("show", parents=[common, every], help="print one session")
     sh.add_argument("session_id", help="a session id or a unique prefix of one")
     sh.add_argument("--range", metavar="A:B", help="a slice of the messages, Python style (e.g. -10:)")
     sh.add_argument("--detail", choices=["summary", "turns", "full"], default="full",
@@ -73,7 +77,7 @@ def _parser():
     sh.add_argument("--no-tools", action="store_true",
                     help="leave out the tool calls (shown in brief after each message)")
 
-    ex = sub.add_parser("export", parents=[common],
+    ex = sub.add_parser("export", parents=[common, every],
                         help="write one session as a document to read (Markdown or HTML)")
     ex.add_argument("session_id", help="a session id or a unique prefix of one")
     ex.add_argument("--format", choices=["markdown", "html"], default="markdown",
@@ -82,7 +86,7 @@ def _parser():
                     help="write it to FILE (replaced whole; never through a symbolic link) "
                          "instead of printing it (-: print it)")
 
-    f = sub.add_parser("files", parents=[common], help="file change history")
+    f = sub.add_parser("files", parents=[common, every], help="file change history")
     f.add_argument("path", nargs="?", help="a file or folder, relative to the workspace; a "
                    "bare name finds it in any folder")
     f.add_argument("--skip", type=_whole(0, MAX_COUNT), default=0, metavar="N",
@@ -97,12 +101,13 @@ def _parser():
     dg.add_argument("--until", metavar="WHEN", help="up to WHEN, as --since takes it (a day: to its "
                     "end; default: now)")
 
-    ix = sub.add_parser("index", parents=[common], help="bring the index up to date")
+    ix = sub.add_parser("index", parents=[common, every], help="bring the index up to date")
     ix.add_argument("--rebuild", action="store_true", help="read every source file again")
     ix.add_argument("--prune", action="store_true", help="drop sessions whose files are gone")
     ix.add_argument("--background", action="store_true",
                     help="with --rebuild: run it as a detached process and return at once")
     ix.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)  # that process
+    ix.add_argument("--lock-fd", type=int, help=argparse.SUPPRESS)  # its lock, handed down
     ix.add_argument("--recover-from", metavar="FILE",
                     help="bring back, from an index set aside as not stamped by you (one from "
                          "before stamps), the sessions whose files are gone: only if it is yours")
@@ -112,7 +117,7 @@ def _parser():
     em.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)  # the detached one
     em.add_argument("--lock-fd", type=int, help=argparse.SUPPRESS)  # its lock, handed down
 
-    rc = sub.add_parser("recall", parents=[common],
+    rc = sub.add_parser("recall", parents=[common, every],
                         help="compact search results for Claude (/recall); the query may come on stdin")
     rc.add_argument("query", nargs="*", help="words to find; read from standard input when absent")
     rc.add_argument("--limit", type=_positive, default=8, metavar="N",
@@ -122,7 +127,7 @@ def _parser():
     h.add_argument("event", choices=["session-start", "stop", "pre-compact", "user-prompt-submit"],
                    help="the hook event Claude Code runs it for")
 
-    sub.add_parser("status", parents=[common], help="what is indexed, pending, warnings")
+    sub.add_parser("status", parents=[common, every], help="what is indexed, pending, warnings")
     sub.add_parser("mcp", parents=[common],
                    help="serve this memory to Claude over MCP (stdio), as the plugin does")
     q = sub.add_parser("quickstart", parents=[common],

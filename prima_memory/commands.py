@@ -11,7 +11,7 @@ import sys
 
 from . import api
 from . import workspace as wsmod
-from .errors import Failure
+from .errors import Failure, UsageError
 from .hints import cli, quote
 from .progress import Progress
 from .session_view import stopped_line
@@ -28,9 +28,15 @@ def run(args) -> int:
             setattr(args, k, api.clean_text(v))
         elif isinstance(v, list):
             setattr(args, k, [api.clean_text(x) if isinstance(x, str) else x for x in v])
+    handler = globals()[f"cmd_{args.command}"]
+    if getattr(args, "all_projects", False):  # every project's memory: no workspace's own
+        every = api.all_projects()
+        try:
+            return handler(every, args)
+        finally:
+            every.close()
     found = wsmod.locate(getattr(args, "workspace", None), empty=api.holds_nothing)
     ws = found.folder
-    handler = globals()[f"cmd_{args.command}"]
 
     def before_start() -> None:
         # a command that only reads makes no memory where there is no history: it says so
@@ -87,10 +93,14 @@ def cmd_search(mem, args) -> int:
                   f"({e['file']})" for e in data["history"]]
     elif not data["results"]:
         lines.append(f"No session matches \"{_printable(data['query'])}\".")
+    if data.get("scope") == "all" and data["results"]:
+        lines.append(f"(searched {_n(data['projects'], 'project')})")
     for i, r in enumerate(data["results"], 1):
         branch = f"  ({r['branch']})" if r["branch"] else ""
         lines.append(f"{i}. {r['label']} {r['title']}  [{score_text(r)}]")
         lines.append(f"   {span(r['started_at'], r['ended_at'])}{branch}  session {r['session_id']}")
+        if "workspace" in r:
+            lines.append(f"   project {r['workspace']}")
         lines.append(f"   {_back(r)}")
         for m in r["matches"] or ([r["snippet"]] if r["snippet"] else []):
             lines.append(f"   > {m}")
@@ -109,7 +119,8 @@ def cmd_similar(mem, args) -> int:
     for i, r in enumerate(data["results"], 1):
         lines.append(f"{i}. {r['label']} {r['title']}  [match {100 * r['score']:.0f}%: similarity "
                      f"{r['similarity']:.2f}, recency {r['recency']:.2f}, {r['turns']} turns]")
-        lines.append(f"   {span(r['started_at'], r['ended_at'])}  session {r['session_id']}")
+        lines.append(f"   {span(r['started_at'], r['ended_at'])}  session {r['session_id']}"
+                     + (f"  project {r['workspace']}" if "workspace" in r else ""))
         if r["prompt"]:
             lines.append(f"   asked: {one_line(r['prompt'], 200)}")
         if r["reply"]:
@@ -149,8 +160,9 @@ def recall(mem, query: str, *, limit: int = 8, fresh: bool = True,
                  "sessions": data["sessions"]}, _recent_text(data))
     data = api.search(mem, query, mode="combined", limit=limit, fresh=fresh,
                       embed_budget=embed_budget)
-    head = [f"prima-memory: past sessions matching \"{_printable(one_line(query, QUERY_SHOWN))}\" "
-            f"({QUOTED})"]
+    where = f", in all {_n(data['projects'], 'project')}" if data.get("scope") == "all" else ""
+    head = [f"prima-memory: past sessions matching \"{_printable(one_line(query, QUERY_SHOWN))}\""
+            f"{where} ({QUOTED})"]
     head += [f"note: {one_line(w, 300)}" for w in data["warnings"]]
     blocks = [[f"- Session History Summaries, {e['date']}: {one_line(e['summary'], 200)}"]
               for e in data.get("history", ())]
@@ -159,6 +171,7 @@ def recall(mem, query: str, *, limit: int = 8, fresh: bool = True,
     for i, r in enumerate(data["results"], 1):
         blocks.append([f"{i}. {r['label']} {one_line(r['title'], 100)} — "
                        f"{span(r['started_at'], r['ended_at'])} · {score_text(r)}"]
+                      + ([f"   project {r['workspace']}"] if "workspace" in r else [])
                       + [f"   > {one_line(m, 200)}"
                          for m in r["matches"][:3] or ([r["snippet"]] if r["snippet"] else [])]
                       + _way_back(r))
@@ -167,7 +180,8 @@ def recall(mem, query: str, *, limit: int = 8, fresh: bool = True,
 
 def _recent_text(data: dict) -> str:
     """/recall with no words: the latest sessions, and how to search."""
-    head = [f"prima-memory: the latest sessions in this workspace ({QUOTED})"]
+    where = "of all projects" if data.get("scope") == "all" else "in this workspace"
+    head = [f"prima-memory: the latest sessions {where} ({QUOTED})"]
     head += [f"note: {one_line(w, 300)}" for w in data["warnings"]]
     if not data["sessions"]:
         head.append("No sessions indexed for this workspace yet.")
@@ -216,11 +230,14 @@ def cmd_recent(mem, args) -> int:
         lines.append(f"{span(d['started_at'], d['ended_at'])}  {other_agent(d['source'], d['label'])}"
                      f"{d['title']}" + (f"  ({d['branch']})" if d["branch"] else "")
                      + f"\n   session {d['session_id']}, {_n(d['message_count'], 'message')}, "
-                       f"{_n(len(d['files_changed']), 'file')} changed\n   {_back(d)}")
+                       f"{_n(len(d['files_changed']), 'file')} changed"
+                     + (f"\n   project {d['workspace']}" if "workspace" in d else "")
+                     + f"\n   {_back(d)}")
         if d["last_user_message"]:
             lines.append(f"   last asked: {one_line(d['last_user_message'], 140)}")
     if not data["sessions"]:
-        lines.append("No sessions indexed for this workspace yet.")
+        lines.append("No sessions indexed for this workspace yet." if data.get("scope") != "all"
+                     else "No sessions indexed in any project yet.")
     emit(args, data, "\n".join(lines))
     return 0
 
@@ -298,7 +315,8 @@ def cmd_files(mem, args) -> int:
     lines = [f"warning: {w}" for w in data["warnings"]]
     for c in data["changes"]:
         lines.append(f"{local_iso(c['at'])}  {c['tool'] or '':<12} {c['relative']}")
-        lines.append(f"   {c['title']} (session {c['session_id']})")
+        lines.append(f"   {c['title']} (session {c['session_id']})"
+                     + (f"  project {c['workspace']}" if "workspace" in c else ""))
         if c["explanation"]:
             lines.append(f"   why: {one_line(c['explanation'], 160)}")
     if data["more"]:
@@ -342,6 +360,18 @@ def cmd_digest(mem, args) -> int:
 # -- index, embed, status ---------------------------------------------------------------------------
 
 def cmd_index(mem, args) -> int:
+    if args.all_projects:
+        if args.rebuild or args.prune or args.background or args.recover_from:
+            raise UsageError("index --all-projects brings every project up to date: --rebuild, "
+                             "--prune, --background and --recover-from are one workspace's "
+                             "(give it with --workspace)")
+        data = api.index_all(mem, worker=args.worker, lock_fd=getattr(args, "lock_fd", None),
+                             progress=_progress(args))
+        text = (f"{_n(data['projects'], 'project')} up to date (memories of the projects "
+                f"without their own: {data['user_store']})")
+        text += "".join(f"\nwarning: {w}" for w in data["warnings"])
+        emit(args, data, text)
+        return 0
     if args.recover_from:
         data = api.recover_from(mem, args.recover_from)
         emit(args, data, f"recovered {data['recovered']} sessions whose files are gone "
@@ -403,9 +433,28 @@ def cmd_embed(mem, args) -> int:
 
 
 def cmd_status(mem, args) -> int:
+    if args.all_projects:
+        d = api.projects_json(mem)
+        emit(args, d, render_projects(d))
+        return 0
     d = api.status(mem)
     emit(args, d, render_status(d))
     return 0
+
+
+def render_projects(d: dict) -> str:
+    lines = [f"user-level store  {d['user_store']} (the memories of projects without their own)"]
+    for p in d["projects"]:
+        held = (f"{_n(p['sessions'], 'session')} ({p['archived']} archived)"
+                if p["sessions"] is not None else "not indexed yet")
+        gone = "" if p["exists"] else " (folder gone)"
+        where = "own" if p["own"] else "user-level"
+        lines.append(f"{p['folder']}{gone}\n   {held}, {where} memory {p['memory']}"
+                     + (f"\n   problem: {p['problem']}" if p.get("problem") else ""))
+    if not d["projects"]:
+        lines.append("no project found: no Claude Code, Codex or VS Code history on this machine")
+    lines += [f"warning    {w}" for w in d["warnings"]]
+    return "\n".join(lines)
 
 
 def _n(count: int, what: str) -> str:

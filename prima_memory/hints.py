@@ -70,12 +70,14 @@ def _find_cli() -> str:
     return f"{quote(sys.executable)} -m prima_memory"
 
 
-def show(session_id: str, ws: str) -> str:
-    """Prints a session, from any folder."""
-    return f"{cli()} show {quote(session_id)} --workspace {quote(ws)}"
+def show(session_id: str, ws: str | None) -> str:
+    """Prints a session, from any folder (`ws` None: found among all projects)."""
+    where = f"--workspace {quote(ws)}" if ws is not None else "--all-projects"
+    return f"{cli()} show {quote(session_id)} {where}"
 
 
-def resume(template: str, session_id: str, folder: str) -> str:
+def resume(template: str, session_id: str, folder: str, make: bool = False) -> str:
     """Continues a session in its agent (template: "claude --resume {id}"), from its own folder,
-    where the agent looks for it."""
-    return f"cd {quote(folder)} && {template.format(id=quote(session_id))}"
+    where the agent looks for it (`make`: a folder that is gone, made again first)."""
+    made = f"mkdir -p {quote(folder)} && " if make else ""
+    return f"{made}cd {quote(folder)} && {template.format(id=quote(session_id))}"

@@ -276,17 +276,39 @@ def recall_words(prompt) -> str | None:
     return rest.strip(JS_SPACE)
 
 
+ALL = ("--all", "--all-projects")  # /prima-memory:recall --all <words>: every project's
+RECALL_ALL_FRAME = RECALL_FRAME.replace("in this workspace", "of every project on this machine")
+RECALL_ALL_BUDGET = 8.0  # seconds /recall --all brings projects up to date; the rest: background
+
+
+def every_project(words: str) -> tuple[bool, str]:
+    """(whether /recall's words ask for every project, the words to find)."""
+    for flag in ALL:
+        if words == flag or (words.startswith(flag) and words[len(flag)] in JS_SPACE):
+            return True, words[len(flag):].strip(JS_SPACE)
+    return False, words
+
+
 def user_prompt_submit(mem, data: dict, session_id, lock_wait, index_budget) -> str:
     """/recall's results for Claude, framed as quoted data. Within a budget: the index is
     brought up to date like at SessionStart, new exchanges are embedded for RECALL_EMBED seconds
     at most (the rest in the background, found by their words meanwhile), and the hard deadline
-    ends it with a note rather than hold the user's prompt."""
+    ends it with a note rather than hold the user's prompt. `--all` first: every project's,
+    brought up to date for RECALL_ALL_BUDGET seconds at most (the rest in the background)."""
     words = recall_words(data.get("prompt"))
     if words is None:
         return ""
     # only /recall renders a search: the other prompts never import these
     from . import api, briefing
     from .commands import recall
+    every, words = every_project(words)
+    if every:
+        target = api.all_projects(mem, budget=RECALL_ALL_BUDGET)
+        try:
+            _data, text = recall(target, words, embed_budget=RECALL_EMBED)
+        finally:
+            target.close()
+        return briefing.frame(RECALL_ALL_FRAME, text)
     api.update(mem, lock_timeout=lock_wait, budget=index_budget, extracts=False, quick=True)
     _data, text = recall(mem, words, fresh=False, embed_budget=RECALL_EMBED)
     return briefing.frame(RECALL_FRAME, text)

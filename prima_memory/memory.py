@@ -58,12 +58,21 @@ class IndexReadOnly(Failure):
 
 
 class Memory:
-    def __init__(self, ws: str, *, log: Log | None = None, before_start=None):
+    def __init__(self, ws: str, *, log: Log | None = None, before_start=None,
+                 home: str | None = None, strict: bool = False):
+        """`home`: the folder the memory lives in, when not the workspace's own .prima-memory:
+        the user-level store's for a project searched among all (projects.py), where nothing
+        of the workspace's own folder is read back (its extracts) or written (extracts).
+        `strict`: an index not known to be this user's (not stamped, damaged, of an unknown
+        schema) is left as it is (the store's error is raised), not moved aside and replaced:
+        a search of all projects writes in no folder the user has not used prima-memory in."""
         self.ws = ws
         # called before .prima-memory is made where there is none: it raises to make nothing
         self.before_start = before_start
-        self.dir = wsmod.data_dir(ws)
-        self.db_path = wsmod.index_path(ws)
+        self.detached = home is not None
+        self.strict = strict
+        self.dir = home or wsmod.data_dir(ws)
+        self.db_path = os.path.join(self.dir, "index.db")
         self.log = log or Log(self.dir if wsmod.is_real_dir(self.dir) else None)
         self._store: Store | None = None
         self._lock: WriterLock | None = None
@@ -85,7 +94,7 @@ class Memory:
         if self.before_start is not None and not os.path.lexists(self.dir):
             self.before_start()
         self._dir_checked = True
-        notes = wsmod.ensure_data_dir(self.ws)
+        notes = wsmod.ensure_data_dir(self.ws, self.dir)
         if self.log.path is None:
             self.log = Log(self.dir)
         for note in notes:
@@ -142,8 +151,12 @@ class Memory:
             self.store()
 
     def _open(self) -> Store:
+        made = not os.path.lexists(self.db_path)
         try:
-            return Store(self.db_path, key=self.key())
+            store = Store(self.db_path, key=self.key())
+            if made and not self.detached:
+                self._adopt_detached(store)
+            return store
         except (OSError, ReadOnly, CantOpen) as e:
             if not os.path.isfile(self.db_path):
                 raise
@@ -156,8 +169,12 @@ class Memory:
             store.readonly_why = "the disk is full"
             return store
         except ForeignIndex as e:
+            if self.strict:
+                raise
             return self._replace("foreign", f"{e}: not used", recover=False)
         except CorruptIndex as e:
+            if self.strict:  # (whose it is cannot be known)
+                raise
             return self._replace("corrupt", f"index is corrupt ({e})")
         except SchemaMismatch as e:
             if e.found is not None and e.found > SCHEMA_VERSION:
@@ -166,6 +183,8 @@ class Memory:
                 raise wsmod.WorkspaceError(f"{self.db_path} was made by a newer prima-memory "
                                            f"(schema {e.found}; this one knows {SCHEMA_VERSION}): "
                                            "left as it is; run install.sh of the newer version") from None
+            if self.strict:
+                raise
             return self._replace(f"v{e.found}", str(e))
 
     def _open_readonly(self) -> Store:
@@ -204,6 +223,25 @@ class Memory:
             except (OSError, StoreError) as e:
                 self.log.warn(f"nothing could be recovered from {old}: {e}")
         return store
+
+    def _adopt_detached(self, store: Store) -> None:
+        """A workspace's own index, new, takes over the memory the user-level store kept of it
+        for searches of all projects (projects.py), so there is never a second: the sessions
+        whose files are gone come over, and that memory is deleted. A failure leaves it, and
+        the next search of all projects does the same."""
+        home = wsmod.detached_dir(self.ws)
+        if not wsmod.is_real_dir(home):
+            return
+        try:
+            old = os.path.join(home, "index.db")
+            n = store.recover_from(old, os.path.exists) if os.path.isfile(old) else 0
+            if n:
+                self.log.warn(f"recovered {n} session(s) whose files are gone from {old}, the "
+                              "memory a search of all projects kept of this workspace")
+            import shutil  # (once, when a workspace's index is made)
+            shutil.rmtree(home)
+        except (OSError, StoreError) as e:
+            self.log.warn(f"{home}: left as it is: {e}")
 
     def recover_from(self, path: str, *, lock_timeout: float) -> int:
         """What a user asks for by name: the sessions whose files are gone, from an unstamped
@@ -289,6 +327,9 @@ class Memory:
             raise IndexReadOnly(self.db_path, store.readonly_why)
         if isinstance(sources, registry.Source):
             sources = (sources,)
+        if self.detached:  # nothing of the workspace's own .prima-memory, read or written
+            sources = tuple(s for s in sources if s is not registry.EXTRACTS)
+            extracts = False
         indexer = Indexer(self.ws, store, self.log, progress=progress)
         todo = list(sources)
         if not (rebuild or prune):

@@ -1044,6 +1044,22 @@ class Store:
         return self._session_where("session_id >= ? AND session_id < ?",
                                    (session_id_prefix, session_id_prefix + "\U0010ffff"))
 
+    def sessions_within(self, folders) -> set[int]:
+        """The sessions recorded in one of `folders` or in a folder inside one."""
+        out: set[int] = set()
+        for folder in folders:
+            folder = folder.rstrip("/\\") or folder
+            out |= {r[0] for r in self.db.execute(
+                "SELECT id FROM sessions WHERE cwd = ? OR substr(cwd, 1, ?) IN (?, ?)",
+                (folder, len(folder) + 1, folder + "/", folder + os.sep))}
+        return out
+
+    def cwdless_sessions(self) -> list[tuple[int, str, str]]:
+        """(id, source, session id) of the conversations that record no folder."""
+        return list(self.db.execute(
+            "SELECT id, source, session_id FROM sessions WHERE COALESCE(cwd, '') = '' "
+            "AND started_at IS NOT NULL"))
+
     def count_sessions(self) -> int:
         """The conversations held (the extracts' records apart)."""
         return self.db.execute(f"SELECT count(*) FROM sessions WHERE started_at IS NOT NULL "
@@ -1170,35 +1186,28 @@ class Store:
 
     def sessions_with_title_containing(self, text: str) -> set[int]:
         """Sessions whose title contains `text` (folded), compared folded."""
-        out: set[int] = set()
-        where = ""
-        if text.isascii():  # LIKE ignores ASCII case: exact for ASCII titles, which are most
-            # (only those: in "cafe\u0301" LIKE sees "cafe", where folded it is "café")
-            out = {r[0] for r in self.db.execute(
-                f"SELECT id FROM sessions WHERE {_TITLE} LIKE ? ESCAPE '\\' "
-                f"AND NOT {_TITLE} GLOB ?", (_like(text), _NON_ASCII))}
-            where = f"WHERE {_TITLE} GLOB ?"
-        rows = self.db.execute(f"SELECT id, {_TITLE} FROM sessions {where}",
-                               (_NON_ASCII,) if where else ())
-        return out | {i for i, t in rows if text in fold(t)}
+        return {sid for sid, _t in self._containing(
+            f"SELECT id, {_TITLE} AS t FROM sessions", text)}
 
     def sessions_with_path_containing(self, text: str) -> dict[int, int]:
         """session -> number of distinct changed paths containing `text` (folded), compared
         folded."""
         out: dict[int, int] = {}
-        where = ""
-        if text.isascii():  # as for titles: LIKE for ASCII paths, the rest folded
-            out = dict(self.db.execute(
-                "SELECT session, count(DISTINCT path) FROM file_changes "
-                "WHERE path LIKE ? ESCAPE '\\' AND NOT path GLOB ? GROUP BY session",
-                (_like(text), _NON_ASCII)))
-            where = "WHERE path GLOB ?"
-        rows = self.db.execute(f"SELECT DISTINCT session, path FROM file_changes {where}",
-                               (_NON_ASCII,) if where else ())
-        for sid, path in rows:
-            if text in fold(path):
-                out[sid] = out.get(sid, 0) + 1
+        for sid, _path in set(self._containing("SELECT session, path AS t FROM file_changes",
+                                               text)):
+            out[sid] = out.get(sid, 0) + 1
         return out
+
+    def _containing(self, select: str, text: str):
+        """(id, t) of the rows of `select` whose t contains `text` (folded), in one pass: LIKE
+        ignores ASCII case, exact for an ASCII query against ASCII text, which is most; text
+        beyond ASCII is compared folded (in "cafe\u0301" LIKE sees "cafe", folded it is
+        "café")."""
+        if not text.isascii():
+            return [(i, t) for i, t in self.db.execute(select) if text in fold(t)]
+        rows = self.db.execute(f"SELECT * FROM ({select}) WHERE t GLOB ?1 OR t LIKE ?2 "
+                               "ESCAPE '\\'", (_NON_ASCII, _like(text)))
+        return [(i, t) for i, t in rows if t.isascii() or text in fold(t)]
 
     def sessions_by_id(self, ids) -> list[SessionRow]:
         return [SessionRow(*r) for r in self._chunked(
@@ -1502,6 +1511,11 @@ class Store:
         except apsw.BusyError:  # another process reads: the free pages are reused as it grows
             return False
         return True
+
+    def version(self) -> tuple[int, int]:
+        """Changes whenever anything is committed to the index, by this connection or another:
+        what a reader keeps of it (a search of all projects' exclusions) is read again."""
+        return self.db.execute("PRAGMA data_version").get, self.db.total_changes()
 
     def vectors_generation(self) -> int:
         """Changes whenever an exchange's link to its vectors does (see _VECTOR_SCHEMA)."""

@@ -144,11 +144,56 @@ def index_path(workspace: str) -> str:
     return os.path.join(data_dir(workspace), "index.db")
 
 
-def check_host(workspace: str) -> None:
-    """Host mode: never create an index where Claude Code has no projects folder."""
+def user_store() -> str:
+    """The user-level store: the memories of the projects a search of all projects covers that
+    have none of their own (the folder a project's .prima-memory would be is never made for it:
+    see projects.py). $XDG_DATA_HOME/prima-memory/memories, else
+    ~/.local/share/prima-memory/memories (beside the plugin install.sh keeps there)."""
+    base = os.environ.get("XDG_DATA_HOME")
+    if not base or not os.path.isabs(base):  # (the spec: a relative value is ignored)
+        base = os.path.join(os.path.expanduser("~"), ".local", "share")
+    return os.path.join(base, "prima-memory", "memories")
+
+
+def blake2b(data: bytes = b"", **kw):
+    """hashlib.blake2b without hashlib's import, which loads OpenSSL (see store.stamp_of)."""
+    try:  # CPython's own module
+        from _blake2 import blake2b as make
+    except ImportError:  # (another Python)
+        from hashlib import blake2b as make
+    return make(data, **kw)
+
+
+def make_private(folder: str) -> None:
+    """`folder` and the user-level store's folders above it, each made private to the user
+    (os.makedirs gives the mode to the last alone)."""
+    top = user_store()
+    chain = [folder]
+    while chain[-1] != top and os.path.dirname(chain[-1]) != chain[-1] \
+            and chain[-1].startswith(top):
+        chain.append(os.path.dirname(chain[-1]))
+    os.makedirs(os.path.dirname(chain[-1]), exist_ok=True)
+    for f in reversed(chain):
+        try:
+            os.mkdir(f, 0o700)
+        except FileExistsError:
+            pass
+
+
+def detached_dir(workspace: str) -> str:
+    """Where the user-level store keeps a project's memory: a name made from its folder (a
+    readable start, and a hash of the whole path: Claude Code's spelling alone collides)."""
+    digest = blake2b(os.fsencode(workspace), digest_size=8).hexdigest()
+    readable = re.sub(r"[^A-Za-z0-9]+", "-", text_of(workspace)).strip("-")[-60:]
+    return os.path.join(user_store(), "projects", f"{readable or 'root'}-{digest}")
+
+
+def check_host(workspace: str, index: str | None = None) -> None:
+    """Host mode: never create an index (`index`: the workspace's own, by default) where Claude
+    Code has no projects folder."""
     if os.environ.get("PRIMA_EXPECTED_HOST", "").strip().lower() != "claude-code":
         return
-    if os.path.exists(index_path(workspace)):
+    if os.path.exists(index or index_path(workspace)):
         return
     if not _claude_keeps(workspace):
         raise WorkspaceError(
@@ -184,14 +229,17 @@ def _set_aside(path: str, notes: list[str]) -> None:
                  ".prima-memory is followed out of it")
 
 
-def ensure_data_dir(workspace: str) -> list[str]:
-    """Create .prima-memory/ private to the user, with a .gitignore so git never sees it, and set
-    aside any symbolic link where prima-memory keeps its files. Returns warnings for the log."""
-    check_host(workspace)
+def ensure_data_dir(workspace: str, d: str | None = None) -> list[str]:
+    """Create .prima-memory/ (or `d`, a project's folder in the user-level store) private to the
+    user, with a .gitignore so git never sees it, and set aside any symbolic link where
+    prima-memory keeps its files. Returns warnings for the log."""
+    d = d or data_dir(workspace)
+    check_host(workspace, os.path.join(d, "index.db"))
     notes: list[str] = []
-    d = data_dir(workspace)
     if os.path.islink(d):
         _set_aside(d, notes)
+    if d != data_dir(workspace):  # the user-level store's folders, made private
+        make_private(os.path.dirname(d))
     try:
         os.mkdir(d, 0o700)
     except FileExistsError:
@@ -290,6 +338,24 @@ def create_whole(path: str, text: str) -> bool:
             os.unlink(tmp)
         except OSError:
             pass
+
+
+def replace_whole(path: str, text: str) -> None:
+    """Write `path` whole, replacing what is there: a temporary file beside it, then renamed
+    over the name (a link there is replaced, never followed; a reader sees the old or the new,
+    and a kill leaves only a temporary file nothing reads)."""
+    tmp = os.path.join(os.path.dirname(path), f"{TEMP_PREFIX}{os.getpid()}-{os.urandom(6).hex()}")
+    fd = open_nofollow(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
 
 
 def _create_in_place(path: str, text: str) -> bool:

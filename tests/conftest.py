@@ -126,7 +126,8 @@ class Env:
         self.env.update(HOME=str(self.home), CLAUDE_CONFIG_DIR=str(self.claude),
                         CODEX_HOME=str(self.home / ".codex"),
                         PRIMA_VSCODE_USER_DIRS=str(self.home / "vscode"),
-                        XDG_CONFIG_HOME=str(self.home / ".config"), PYTHONPATH=str(REPO),
+                        XDG_CONFIG_HOME=str(self.home / ".config"),
+                        XDG_DATA_HOME=str(self.home / ".local" / "share"), PYTHONPATH=str(REPO),
                         # no embedder outliving a test; tests/test_semantic.py turns it on
                         PRIMA_BACKGROUND="0", PRIMA_EMBED_THREADS=EMBED_THREADS)
 
@@ -207,7 +208,7 @@ def env(tmp_path, monkeypatch) -> Env:
         if k.startswith(("CLAUDE", "PRIMA_", "CODEX")):
             monkeypatch.delenv(k)
     for k in ("HOME", "CLAUDE_CONFIG_DIR", "CODEX_HOME", "PRIMA_VSCODE_USER_DIRS",
-              "XDG_CONFIG_HOME", "PRIMA_BACKGROUND", "PRIMA_EMBED_THREADS"):
+              "XDG_CONFIG_HOME", "XDG_DATA_HOME", "PRIMA_BACKGROUND", "PRIMA_EMBED_THREADS"):
         monkeypatch.setenv(k, e.env[k])
     return e
 

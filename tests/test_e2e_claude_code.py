@@ -315,6 +315,32 @@ def test_recall_with_no_words_shows_the_recent_sessions(cc):
     _way_back(answer, cc.sessions["writer"])
 
 
+def test_recall_all_finds_another_projects_session_with_its_way_back(cc, tmp_path):
+    """/prima-memory:recall --all <words>: every project's sessions, each naming its project
+    and the way back to it; the plain /recall does not look there, and the other project's
+    folder gets no .prima-memory."""
+    from conftest import Transcript, encode
+    other = tmp_path / "other project"
+    other.mkdir()
+    sid = "0e0e0e0e-0000-4000-8000-0000000000e0"
+    t = Transcript(cc.home / ".claude" / "projects" / encode(str(other)) / f"{sid}.jsonl", sid,
+                   str(other), start=time.time() - 86400)
+    t.exchange("The quetzalcoatl importer drops rows with a BOM",
+               "Strip the BOM before the CSV reader sees the header.")
+    _recall(cc, "quetzalcoatl")
+    assert sid not in _recall_answer(cc)
+    cc.claude("/prima-memory:recall --all quetzalcoatl")
+    cc.recall_sessions.append(None)
+    answer = _recall_answer(cc)
+    assert answer.startswith(f"<prima-memory>\n{RECALL_ANSWER}") and "every project" in answer
+    assert f"project {other}" in answer, answer[-3000:]
+    resume = [ln.strip() for ln in answer.splitlines() if ln.strip().startswith("cd ")
+              and ln.strip().endswith(f"&& claude --resume {sid}")]
+    assert [shlex.split(ln) for ln in resume] == [["cd", str(other), "&&", "claude",
+                                                   "--resume", sid]]
+    assert not (other / ".prima-memory").exists()
+
+
 OLD_END_MARKER = "PRIMA_MEMORY_RECALL_QUERY_9F2C4E7A"  # the heredoc /recall's ```! block once had
 
 
