@@ -12,7 +12,17 @@ from .errors import PrimaError, UsageError
 EXIT_ERROR, EXIT_USAGE = 1, 2
 
 
-def _parser():
+class _Skipped:
+    """A command not given this time: its options are not built (argparse takes some 1 ms a
+    command to build them)."""
+
+    def add_argument(self, *args, **kw) -> None:
+        pass
+
+
+def _parser(only: str | None = None):
+    """The command line's parser; `only`: the command given, the one parser built (none, or an
+    unknown one: every command's, for the list of commands and the error naming them)."""
     # argparse is imported here, not above: the hooks and the MCP server never parse arguments
     # with it, and Claude Code waits for both
     import argparse
@@ -39,7 +49,10 @@ def _parser():
     p.add_argument("--version", action="version", version=f"prima-memory {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
-    s = sub.add_parser("search", parents=[common, every], help="search past sessions")
+    def command(name: str, **kw):
+        return sub.add_parser(name, **kw) if only in (None, name) else _Skipped()
+
+    s = command("search", parents=[common, every], help="search past sessions")
     s.add_argument("query", nargs="+", help="words to find (taken literally)")
     s.add_argument("--mode", choices=["combined", "keyword", "semantic"], default="combined",
                    help="combined (default): by the words and by meaning, merged; keyword: by "
@@ -57,17 +70,17 @@ def _parser():
     s.add_argument("--context", type=_whole(0, MAX_CONTEXT), default=0, metavar="N",
                    help="show the turn that matched and N turns each side of it")
 
-    si = sub.add_parser("similar", parents=[common, every],
+    si = command("similar", parents=[common, every],
                         help="past exchanges most like QUERY, with the ones linked to them")
     si.add_argument("query", nargs="+", help="words describing it (an error, a question)")
     si.add_argument("--limit", type=_positive, default=10, metavar="N",
                     help="at most N exchanges (default 10)")
 
-    r = sub.add_parser("recent", parents=[common, every], help="the latest sessions")
+    r = command("recent", parents=[common, every], help="the latest sessions")
     r.add_argument("-n", type=_positive, default=10, dest="n", metavar="N",
                    help="how many sessions (default 10)")
 
-    sh = sub.add_parser("show", parents=[common, every], help="print one session")
+    sh = command("show", parents=[common, every], help="print one session")
     sh.add_argument("session_id", help="a session id or a unique prefix of one")
     sh.add_argument("--range", metavar="A:B", help="a slice of the messages, Python style (e.g. -10:)")
     sh.add_argument("--detail", choices=["summary", "turns", "full"], default="full",
@@ -77,7 +90,7 @@ def _parser():
     sh.add_argument("--no-tools", action="store_true",
                     help="leave out the tool calls (shown in brief after each message)")
 
-    ex = sub.add_parser("export", parents=[common, every],
+    ex = command("export", parents=[common, every],
                         help="write one session as a document to read (Markdown or HTML)")
     ex.add_argument("session_id", help="a session id or a unique prefix of one")
     ex.add_argument("--format", choices=["markdown", "html"], default="markdown",
@@ -86,7 +99,7 @@ def _parser():
                     help="write it to FILE (replaced whole; never through a symbolic link) "
                          "instead of printing it (-: print it)")
 
-    f = sub.add_parser("files", parents=[common, every], help="file change history")
+    f = command("files", parents=[common, every], help="file change history")
     f.add_argument("path", nargs="?", help="a file or folder, relative to the workspace; a "
                    "bare name finds it in any folder")
     f.add_argument("--skip", type=_whole(0, MAX_COUNT), default=0, metavar="N",
@@ -94,14 +107,14 @@ def _parser():
     f.add_argument("--limit", type=_positive, default=FILES_SHOWN, metavar="N",
                    help=f"at most N changes (default {FILES_SHOWN})")
 
-    dg = sub.add_parser("digest", parents=[common],
+    dg = command("digest", parents=[common],
                         help="a period's sessions by day, files changed most, decisions, open ends")
     dg.add_argument("--since", metavar="WHEN",
                     help=f"from WHEN (default: 7d, the last seven days): {WHEN}")
     dg.add_argument("--until", metavar="WHEN", help="up to WHEN, as --since takes it (a day: to its "
                     "end; default: now)")
 
-    ix = sub.add_parser("index", parents=[common, every], help="bring the index up to date")
+    ix = command("index", parents=[common, every], help="bring the index up to date")
     ix.add_argument("--rebuild", action="store_true", help="read every source file again")
     ix.add_argument("--prune", action="store_true", help="drop sessions whose files are gone")
     ix.add_argument("--background", action="store_true",
@@ -112,25 +125,25 @@ def _parser():
                     help="bring back, from an index set aside as not stamped by you (one from "
                          "before stamps), the sessions whose files are gone: only if it is yours")
 
-    em = sub.add_parser("embed", parents=[common],
+    em = command("embed", parents=[common],
                         help="embed the exchanges not embedded yet (normally done in the background)")
     em.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)  # the detached one
     em.add_argument("--lock-fd", type=int, help=argparse.SUPPRESS)  # its lock, handed down
 
-    rc = sub.add_parser("recall", parents=[common, every],
+    rc = command("recall", parents=[common, every],
                         help="compact search results for Claude (/recall); the query may come on stdin")
     rc.add_argument("query", nargs="*", help="words to find; read from standard input when absent")
     rc.add_argument("--limit", type=_positive, default=8, metavar="N",
                     help="at most N sessions (default 8)")
 
-    h = sub.add_parser("hook", parents=[common], help="run a Claude Code hook (JSON on stdin)")
+    h = command("hook", parents=[common], help="run a Claude Code hook (JSON on stdin)")
     h.add_argument("event", choices=["session-start", "stop", "pre-compact", "user-prompt-submit"],
                    help="the hook event Claude Code runs it for")
 
-    sub.add_parser("status", parents=[common, every], help="what is indexed, pending, warnings")
-    sub.add_parser("mcp", parents=[common],
+    command("status", parents=[common, every], help="what is indexed, pending, warnings")
+    command("mcp", parents=[common],
                    help="serve this memory to Claude over MCP (stdio), as the plugin does")
-    q = sub.add_parser("quickstart", parents=[common],
+    q = command("quickstart", parents=[common],
                        help="index this folder (or a demo history) and show what it found")
     q.add_argument("--demo", action="store_true", help="use the demo history even if this folder has one")
     return p
@@ -197,6 +210,27 @@ def _direct_call(argv: list[str]) -> tuple[list[str], str | None] | None:
     return None
 
 
+COMMANDS = ("search", "similar", "recent", "show", "export", "files", "digest", "index", "embed",
+            "recall", "hook", "status", "mcp", "quickstart")
+
+
+def _command_in(argv: list[str]) -> str | None:
+    """The command argv names (its first word that is not an option or --workspace's folder),
+    if it is one: then only its parser is built (an unknown one, or help, builds them all)."""
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a in ("-h", "--help"):
+            return None
+        if a == "--workspace":
+            i += 2
+            continue
+        if not a.startswith("-"):
+            return a if a in COMMANDS else None
+        i += 1
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = _attach_slices(sys.argv[1:] if argv is None else argv)
     direct = _direct_call(argv)
@@ -214,7 +248,7 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         return hooks.run(event, direct[1])
     try:
-        args = _parser().parse_args(argv)
+        args = _parser(_command_in(argv)).parse_args(argv)
     except UsageError as e:
         print(f"prima-memory: error: {e}", file=sys.stderr)
         return EXIT_USAGE

@@ -193,6 +193,19 @@ def test_every_option_of_every_command_has_help():
     assert not missing, missing
 
 
+def test_only_the_command_given_is_built_and_every_command_is_known():
+    """The CLI builds the parser of the command given alone (cli._command_in): its list of
+    commands must be the parser's, or a command would parse as unknown."""
+    import argparse
+    from prima_memory import cli
+    subs = next(a for a in cli._parser()._actions if isinstance(a, argparse._SubParsersAction))
+    assert sorted(subs.choices) == sorted(cli.COMMANDS)
+    assert cli._command_in(["--json", "--workspace", "search", "recent", "-n", "2"]) == "recent"
+    assert cli._command_in(["serch", "x"]) is None and cli._command_in(["-h"]) is None
+    only = cli._parser("search")
+    assert only.parse_args(["search", "x", "--all-projects"]).all_projects
+
+
 def test_help_says_what_since_and_mode_take(env):
     text = " ".join(env.run("search", "--help").stdout.split())
     assert "keyword:" in text and "semantic:" in text and "3 days ago" in text, text
