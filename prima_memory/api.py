@@ -228,10 +228,13 @@ def meaning(mem, mode: str, warnings: list[str], budget: float | None = None,
                 from . import background  # (as above)
                 background.start_embedder(mems[0])
         return embedder, None
-    deadline = time.monotonic() + budget
+    from .semantic import key_of  # (as above)
+    deadline, key = time.monotonic() + budget, key_of(embedder)
     left = 0
-    for m in sorted(mems, key=_newest, reverse=True):
+    for m in mems:
         m.embedder(embedder)
+    for m in sorted((m for m in mems if m.store().count_pending(key)), key=_newest,
+                    reverse=True):  # (most have nothing new: no lock is taken for them)
         left += _embed_new(m, embedder, max(0.0, deadline - time.monotonic()), None)[0]
     if left:
         warnings.append(f"{left} exchanges are not embedded yet (found by keyword only until "

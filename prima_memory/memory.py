@@ -125,6 +125,10 @@ class Memory:
             self._key_read = True
         return self._key
 
+    def use_key(self, key: bytes | None) -> None:
+        """The key, read once for every memory a search of all projects opens."""
+        self._key, self._key_read = key, True
+
     def writable(self) -> bool:
         """Whether files can be made in the folder now, as writers do (the locks, the log, the
         extracts): not on a read-only file system or mount, nor in a folder made read-only. The

@@ -122,6 +122,7 @@ class AllProjects:
         self._foreign: dict[str, tuple] = {}  # folder -> its own index's stat, not stamped ours
         self._kept: dict[str, tuple] = {}  # index path -> what exclusions() read of it, and when
         self._embedder = None
+        self._key: tuple[bytes | None] | None = None  # the user's key, once read
         self.budget: float | None = None  # seconds a request brings projects up to date for
         self.left_behind = False  # the last bring_up left projects to index
         self.warnings: list[str] = []  # a background run's, for its log
@@ -204,12 +205,31 @@ class AllProjects:
         self._mems[p.folder] = mem
         return mem
 
+    def key(self) -> bytes | None:
+        """The user's key, read once (None: it can be neither read nor made)."""
+        if self._key is None:
+            from . import owner  # (its key file, read once the first memory is opened)
+            try:
+                self._key = (owner.key(),)
+            except OSError as e:
+                self.log.warn(f"all projects: the key that proves an index is yours cannot be "
+                              f"kept ({e}): no project's own index is used", once=True)
+                self._key = (None,)
+        return self._key[0]
+
     def _open(self, p: Project) -> Memory:
+        mem = self._opened(p)
+        if mem is not self.mine:
+            mem.use_key(self.key())
+        return mem
+
+    def _opened(self, p: Project) -> Memory:
         if p.own:
             mine = self.mine
             if mine is not None and os.path.abspath(mine.ws) == p.folder and not mine.detached:
                 return mine
-            why = _not_ours(wsmod.index_path(p.folder))
+            key = self.key()
+            why = _not_ours(wsmod.index_path(p.folder), key) if key else "cannot be checked"
             if why is None:
                 mem = Memory(p.folder, strict=True)
                 if wsmod.is_real_dir(wsmod.detached_dir(p.folder)):
@@ -236,6 +256,7 @@ class AllProjects:
         deadline = None if budget is None else time.monotonic() + budget
         opened, todo, refused = [], [], []
         busy = readonly = waiting = 0
+
         for p in projects:
             try:
                 mem = self.memory(p)
@@ -410,15 +431,14 @@ def _stored_folders() -> list[str]:
     return out
 
 
-def _not_ours(path: str) -> str | None:
+def _not_ours(path: str, key: bytes) -> str | None:
     """Why the index at `path` is not known to be this user's (None: it is), found by reading
     it alone: nothing is written in its folder, not even a log line."""
-    from . import owner  # (the key, read once the first own memory is met)
     try:
         try:
-            Store(path, readonly=True, key=owner.key()).close()
+            Store(path, readonly=True, key=key).close()
         except (CantOpen, ReadOnly):  # a read-only folder: its -shm cannot be made
-            Store(path, key=owner.key(), immutable=True).close()
+            Store(path, key=key, immutable=True).close()
     except SchemaMismatch as e:  # (stamped: its schema is checked after the stamp)
         return None if e.found is not None and e.found < SCHEMA_VERSION else str(e)
     except StoreError as e:

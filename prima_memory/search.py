@@ -242,7 +242,7 @@ def keyword_many(parts: list[Part], query: str, *, limit: int = 10,
     scored = []
     for i, p in enumerate(parts):
         ended = {sid: e for sid, _s, e, _f in p.facts}
-        scored += [(-score, -(ended.get(sid) or 0), i, sid) for score, sid in keyword_scores(
+        scored += [(-points, -(ended.get(sid) or 0), i, sid) for points, sid in keyword_scores(
             p.store, query, now=now, facts=p.facts, counts=p.counts(words))]
     scored.sort()
     top = scored[:limit]
@@ -418,17 +418,17 @@ def combined_many(parts: list[Part], embedder, query: str, *, limit: int = 10,
         return _seed_combined(parts, embedder, query, limit=limit, now=now, floor=floor)
     words = normalize_query(query)[1]
     counts = [p.counts(words) for p in parts]
-    kw_ids = {(i, sid) for i, p in enumerate(parts)
-              for _p, sid in keyword_scores(p.store, query, now=now, facts=p.facts,
-                                            counts=counts[i])}
+    found = [{sid for _p, sid in keyword_scores(p.store, query, now=now, facts=p.facts,
+                                                counts=counts[i])} for i, p in enumerate(parts)]
     scoreds, answers = _scored(parts, embedder, query, floor, lambda: counts)
     best: dict[tuple[int, int], Match] = {}
     for i, (p, scored) in enumerate(zip(parts, scoreds)):
         admitted = {r[0] for r in p.facts}
         mine = {m.session: m for m in scored.matches(max(limit * 5, 50), admitted.__contains__)
                 } if answers else {}
-        mine.update(scored.best({sid for j, sid in kw_ids if j == i} - mine.keys()))
+        mine.update(scored.best(found[i] - mine.keys()))
         best.update({(i, sid): m for sid, m in mine.items()})
+    kw_ids = {(i, sid) for i, got in enumerate(found) for sid in got}
     strength = word_strength(_merged(counts), sum(len(p.facts) for p in parts))
     ranked = [(relevance(best[k].rank if k in best else 0.0, strength.get(k, 0.0)), k)
               for k in best.keys() | kw_ids]
