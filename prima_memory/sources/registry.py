@@ -174,7 +174,9 @@ class ClaudeCode(Source):
                     continue
                 got = known.get(d)
                 if not (isinstance(got, list) and len(got) == 2 and got[0] == mtime):
-                    got = known[d] = [mtime, sorted(set(claude_code.recorded_cwds(d)))]
+                    got = [mtime, sorted(set(claude_code.recorded_cwds(d)))]
+                    if got[1]:  # (none yet: looked at again, a transcript may record one)
+                        known[d] = got
                 if got[1]:
                     out += [(sf.path, tuple(got[1]))
                             for sf in claude_code.discover("", only_dirs=[d])]
@@ -248,21 +250,35 @@ class Codex(Source):
         return not delta.cwd or is_within(os.path.normpath(delta.cwd), ws)
 
     def everywhere(self, known: dict) -> list[tuple[str, tuple[str, ...]]]:
-        """Every rollout, with the folder its head names (read once: a rollout's head does not
-        change)."""
+        """Every rollout, with the folder its head names: read once when it names one (a
+        rollout's head does not change), else again whenever the file does (it may be being
+        written). One that cannot be read yet, or holds nothing yet, is nobody's for now."""
         out: list[tuple[str, tuple[str, ...]]] = []
         for path, _extra in self.discover(""):
-            if path not in known:
-                known[path] = self._folder(path)
-            out.append((path, (known[path],) if known[path] else ()))
+            got = known.get(path)
+            if not isinstance(got, str):
+                try:
+                    st = os.stat(path)
+                    mark: list = [st.st_size, st.st_mtime_ns]
+                except OSError:
+                    continue
+                if not (isinstance(got, list) and got[:2] == mark and len(got) == 3):
+                    folder = self._folder(path)
+                    got = known[path] = folder if folder else mark + [folder]
+            named = got if isinstance(got, str) else got[2]
+            if named is not None:
+                out.append((path, (named,) if named else ()))
         return out
 
     def _folder(self, path: str) -> str | None:
-        """The folder a rollout's head names ("": none), None when it cannot be read."""
+        """The folder a rollout's head names ("": none), None when it cannot be read or holds
+        no line yet."""
         from . import codex  # only once this source is read (never by a hook)
         try:  # (the first step ends where a line first names the folder: codex._chunks)
-            deltas, _end, state, _problems = next(codex.read_chunks(path, max_bytes=HEAD_BYTES))
+            deltas, end, state, _problems = next(codex.read_chunks(path, max_bytes=HEAD_BYTES))
         except (OSError, ValueError, StopIteration):
+            return None
+        if not end:  # (not one whole line yet)
             return None
         cwd = next((d.cwd for d in deltas if d.cwd), None) or (state or {}).get("cwd")
         return os.path.normpath(cwd) if isinstance(cwd, str) and cwd else ""
