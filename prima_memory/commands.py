@@ -32,7 +32,7 @@ def run(args) -> int:
     if getattr(args, "all_projects", False):  # every project's memory: no workspace's own
         every = api.all_projects()
         try:
-            return handler(every, args)
+            return every.guarded(lambda: handler(every, args))
         finally:
             every.close()
     found = wsmod.locate(getattr(args, "workspace", None), empty=api.holds_nothing)
@@ -67,7 +67,8 @@ def _progress(args, **kw):
 
 
 def _printable(text: str) -> str:
-    """The query as typed, with control characters shown as '?' so they cannot act on a terminal."""
+    """Text as typed or recorded (a query, a folder), with control characters shown as '?' so
+    they cannot act on a terminal."""
     return "".join(c if c.isprintable() else "?" for c in text)
 
 
@@ -100,7 +101,7 @@ def cmd_search(mem, args) -> int:
         lines.append(f"{i}. {r['label']} {r['title']}  [{score_text(r)}]")
         lines.append(f"   {span(r['started_at'], r['ended_at'])}{branch}  session {r['session_id']}")
         if "workspace" in r:
-            lines.append(f"   project {r['workspace']}")
+            lines.append(f"   project {_printable(r['workspace'])}")
         lines.append(f"   {_back(r)}")
         for m in r["matches"] or ([r["snippet"]] if r["snippet"] else []):
             lines.append(f"   > {m}")
@@ -120,7 +121,7 @@ def cmd_similar(mem, args) -> int:
         lines.append(f"{i}. {r['label']} {r['title']}  [match {100 * r['score']:.0f}%: similarity "
                      f"{r['similarity']:.2f}, recency {r['recency']:.2f}, {r['turns']} turns]")
         lines.append(f"   {span(r['started_at'], r['ended_at'])}  session {r['session_id']}"
-                     + (f"  project {r['workspace']}" if "workspace" in r else ""))
+                     + (f"  project {_printable(r['workspace'])}" if "workspace" in r else ""))
         if r["prompt"]:
             lines.append(f"   asked: {one_line(r['prompt'], 200)}")
         if r["reply"]:
@@ -171,7 +172,7 @@ def recall(mem, query: str, *, limit: int = 8, fresh: bool = True,
     for i, r in enumerate(data["results"], 1):
         blocks.append([f"{i}. {r['label']} {one_line(r['title'], 100)} — "
                        f"{span(r['started_at'], r['ended_at'])} · {score_text(r)}"]
-                      + ([f"   project {r['workspace']}"] if "workspace" in r else [])
+                      + ([f"   project {_printable(r['workspace'])}"] if "workspace" in r else [])
                       + [f"   > {one_line(m, 200)}"
                          for m in r["matches"][:3] or ([r["snippet"]] if r["snippet"] else [])]
                       + _way_back(r))
@@ -231,7 +232,7 @@ def cmd_recent(mem, args) -> int:
                      f"{d['title']}" + (f"  ({d['branch']})" if d["branch"] else "")
                      + f"\n   session {d['session_id']}, {_n(d['message_count'], 'message')}, "
                        f"{_n(len(d['files_changed']), 'file')} changed"
-                     + (f"\n   project {d['workspace']}" if "workspace" in d else "")
+                     + (f"\n   project {_printable(d['workspace'])}" if "workspace" in d else "")
                      + f"\n   {_back(d)}")
         if d["last_user_message"]:
             lines.append(f"   last asked: {one_line(d['last_user_message'], 140)}")
@@ -316,7 +317,7 @@ def cmd_files(mem, args) -> int:
     for c in data["changes"]:
         lines.append(f"{local_iso(c['at'])}  {c['tool'] or '':<12} {c['relative']}")
         lines.append(f"   {c['title']} (session {c['session_id']})"
-                     + (f"  project {c['workspace']}" if "workspace" in c else ""))
+                     + (f"  project {_printable(c['workspace'])}" if "workspace" in c else ""))
         if c["explanation"]:
             lines.append(f"   why: {one_line(c['explanation'], 160)}")
     if data["more"]:
@@ -449,7 +450,7 @@ def render_projects(d: dict) -> str:
                 if p["sessions"] is not None else "not indexed yet")
         gone = "" if p["exists"] else " (folder gone)"
         where = "own" if p["own"] else "user-level"
-        lines.append(f"{p['folder']}{gone}\n   {held}, {where} memory {p['memory']}"
+        lines.append(f"{_printable(p['folder'])}{gone}\n   {held}, {where} memory {p['memory']}"
                      + (f"\n   problem: {p['problem']}" if p.get("problem") else ""))
     if not d["projects"]:
         lines.append("no project found: no Claude Code, Codex or VS Code history on this machine")

@@ -305,7 +305,7 @@ def user_prompt_submit(mem, data: dict, session_id, lock_wait, index_budget) -> 
     if every:
         target = api.all_projects(mem, budget=RECALL_ALL_BUDGET)
         try:
-            _data, text = recall(target, words, embed_budget=RECALL_EMBED)
+            _data, text = target.guarded(lambda: recall(target, words, embed_budget=RECALL_EMBED))
         finally:
             target.close()
         return briefing.frame(RECALL_ALL_FRAME, text)

@@ -94,7 +94,9 @@ class ServedMemory:
                 self.waiting -= 1
             try:
                 self._reopen_if_replaced()
-                return fn(self.every) if every else api.guarded(self.mem, fn)
+                if every:
+                    return self.every.guarded(lambda: fn(self.every))
+                return api.guarded(self.mem, fn)
             finally:
                 self.last_request = time.monotonic()
 

@@ -31,7 +31,8 @@ from .errors import Failure
 from .logs import Log
 from .memory import ALL, DiskFull, IndexBusy, IndexReadOnly, Memory
 from .sources.registry import SOURCES, SharedLog
-from .store import SCHEMA_VERSION, CantOpen, ReadOnly, SchemaMismatch, Store, StoreError
+from .store import (SCHEMA_VERSION, CantOpen, ReadOnly, SchemaMismatch, Store, StoreError,
+                    is_corruption)
 
 CATALOG = "catalog.json"
 CATALOG_VERSION = 1
@@ -120,6 +121,7 @@ class AllProjects:
         self.log = Log(wsmod.user_store())  # (nothing written until the store is made)
         self._mems: dict[str, Memory] = {}
         self._foreign: dict[str, tuple] = {}  # folder -> its own index's stat, not stamped ours
+        self._files: dict[str, int | None] = {}  # folder -> its open memory's index's inode
         self._kept: dict[str, tuple] = {}  # index path -> what exclusions() read of it, and when
         self._embedder = None
         self._key: tuple[bytes | None] | None = None  # the user's key, once read
@@ -161,7 +163,8 @@ class AllProjects:
 
         def project(folder: str) -> Project:
             if folder not in owner:
-                owner[folder] = folder if folder in roots else _owner(folder, roots)
+                owner[folder] = folder if folder in roots or _has_own(folder) \
+                    else _owner(folder, roots)
             top = owner[folder]
             if top not in projects:
                 projects[top] = Project(top)
@@ -197,12 +200,14 @@ class AllProjects:
         if p.own and self._foreign.get(p.folder) == _stat_of(wsmod.index_path(p.folder)):
             p.own, p.home = False, wsmod.detached_dir(p.folder)  # (found so before, unchanged)
         mem = self._mems.get(p.folder)
-        if mem is not None and (not mem.detached) == p.own:
-            return mem
+        if mem is not None and (not mem.detached) == p.own and (
+                mem is self.mine or self._files.get(p.folder) == _inode(mem.db_path)):
+            return mem  # (not deleted, nor made again, since it was opened)
         if mem is not None and mem is not self.mine:
             mem.close()
         mem = self._open(p)
-        self._mems[p.folder] = mem
+        mem.store()
+        self._mems[p.folder], self._files[p.folder] = mem, _inode(mem.db_path)
         return mem
 
     def key(self) -> bytes | None:
@@ -243,8 +248,11 @@ class AllProjects:
             p.own, p.home = False, wsmod.detached_dir(p.folder)
         mem = Memory(p.folder, home=p.home)
         if not os.path.lexists(mem.db_path):
-            mem.store()  # made (host mode refuses here), with the file naming its project
+            mem.store()  # made (host mode refuses here)
+        try:  # with the file naming its project (again, if a kill came between the two)
             wsmod.create_whole(os.path.join(mem.dir, FOLDER_FILE), p.folder)
+        except (OSError, UnicodeError):  # (read-only, or a name no file holds: the catalog
+            pass  # knows it meanwhile)
         return mem
 
     def bring_up(self, projects: list[Project], *, budget: float | None = None,
@@ -320,27 +328,73 @@ class AllProjects:
     def exclusions(self, opened: list[tuple[Project, Memory]]) -> list[set[int]]:
         """Each memory's sessions that another one holds as its own, so every session is
         counted and shown once: a session recorded inside a project nested in this one's
-        folder is that project's; one that records no folder (a VS Code empty window's chat,
-        which every workspace takes) is the first memory's that holds it."""
-        folders = [p.folder for p, _m in opened]
-        held: set[tuple[str, str]] = set()
-        out = []
+        folder is that project's; one recorded outside this one's folder, or in none (a VS Code
+        empty window's chat, which every workspace takes), is its folder's project's when that
+        holds it, else the first memory's that holds it."""
+        where = {p.folder: n for n, (p, _m) in enumerate(opened)}
+        reads = []
         for p, mem in opened:
             store = mem.store()
-            inside = tuple(f for f in folders if f.startswith(p.folder.rstrip(os.sep) + os.sep))
+            inside = tuple(f for f in where if f != p.folder
+                           and f.startswith(p.folder.rstrip(os.sep) + os.sep))
             key = (id(store.db), store.version(), inside)  # (another connection: read again)
             got = self._kept.get(store.path)
             if got is None or got[0] != key:  # (read again only when the index changed)
                 got = self._kept[store.path] = (
                     key, store.sessions_within(inside) if inside else set(),
-                    store.cwdless_sessions())
-            skip = set(got[1])
-            for sid, source, session_id in got[2]:
-                if (source, session_id) in held:
+                    store.sessions_elsewhere(p.folder))
+            reads.append(got)
+        held: set[tuple[str, str]] = set()
+        out = []
+        for n, (_key, within, elsewhere) in enumerate(reads):
+            skip = set(within)
+            for sid, source, session_id, cwd in elsewhere:
+                m = _nearest(cwd, where)
+                if m is not None and m != n and \
+                        opened[m][1].store().session_by_session_id(session_id, source):
                     skip.add(sid)
-                held.add((source, session_id))
+                elif (source, session_id) in held:
+                    skip.add(sid)
+                else:
+                    held.add((source, session_id))
             out.append(skip)
         return out
+
+    def guarded(self, fn):
+        """fn(), run once more for each project's index found damaged on the way: that index,
+        and no other, is moved aside and made again from its transcripts, as a search in that
+        project would (Memory.guarded); the damage is named when it cannot be placed."""
+        recovered: set[str] = set()
+        while True:
+            try:
+                return fn()
+            except Exception as e:
+                if not is_corruption(e):
+                    raise
+                mem = self._damaged(e)
+                if mem is None or mem.db_path in recovered:
+                    raise Failure(f"a project's index is damaged ({' '.join(str(e).split())}):"
+                                  " a search in that project moves it aside") from None
+                recovered.add(mem.db_path)
+                mem.recover_corrupt(f"{type(e).__name__}: {e}")
+                self.log.warn(f"all projects: {mem.db_path} was damaged: made again", once=True)
+
+    def _damaged(self, e: BaseException) -> Memory | None:
+        """The memory whose index raised `e`: every read of an index is a Store method's, so
+        the innermost Store on the way is the one."""
+        stores = []
+        tb = e.__traceback__
+        while tb is not None:
+            found = tb.tb_frame.f_locals.get("self")
+            if isinstance(found, Store):
+                stores.append(found)
+            tb = tb.tb_next
+        mems = list(self._mems.values()) + ([self.mine] if self.mine else [])
+        for store in reversed(stores):
+            for mem in mems:
+                if mem._store is store:
+                    return mem
+        return None
 
     def embedder(self, mem: Memory):
         """The model, loaded once for every memory."""
@@ -365,6 +419,17 @@ def _one_per_folder(projects: dict[str, Project]) -> None:
             first.files += projects.pop(folder).files
 
 
+def _nearest(path: str, where: dict[str, int]) -> int | None:
+    """The value of `where` for the project folder nearest at or above `path`, if any."""
+    f = _folder(path)
+    while f:
+        if f in where:
+            return where[f]
+        parent = os.path.dirname(f)
+        f = None if parent == f else parent
+    return None
+
+
 def _update(mem: Memory, left: float | None, progress):
     """A project's update within what is left of the time, a damaged index made again."""
     wait = LOCK_WAIT if left is None else min(LOCK_WAIT, left)
@@ -381,8 +446,8 @@ def _folder(value) -> str | None:
 
 
 def _owner(folder: str, roots: set[str]) -> str:
-    """The project another agent's folder belongs to: the nearest Claude Code project (or
-    remembered project) at or above it, never the home folder or the file-system root, which
+    """The project another agent's folder belongs to: the nearest Claude Code project,
+    remembered project or folder with its own index above it, never the home folder or the file-system root, which
     a folder below is not taken into (find_workspace's rule); else where a search from it
     would serve (its git root), else itself."""
     home = os.path.abspath(os.path.expanduser("~"))
@@ -392,7 +457,7 @@ def _owner(folder: str, roots: set[str]) -> str:
         if parent == home or os.path.dirname(parent) == parent:  # (the root, or above it)
             break
         f = parent
-        if f in roots:
+        if f in roots or _has_own(f):
             return f
     if os.path.isdir(folder):
         try:
@@ -404,10 +469,15 @@ def _owner(folder: str, roots: set[str]) -> str:
     return folder
 
 
+def _has_own(folder: str) -> bool:
+    """Whether the folder keeps its own index: a search from it would be served there."""
+    return _plain_file(wsmod.index_path(folder))
+
+
 def _kept_anywhere(folder: str) -> bool:
     """Whether a project seen before still has a memory (its own, or the user-level store's):
     its sessions are searched even when no source file of it is left."""
-    return (_plain_file(wsmod.index_path(folder))
+    return (_has_own(folder)
             or _plain_file(os.path.join(wsmod.detached_dir(folder), "index.db")))
 
 
@@ -454,6 +524,13 @@ def _stat_of(path: str) -> tuple:
     except OSError:
         return ()
     return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def _inode(path: str) -> int | None:
+    try:
+        return os.stat(path).st_ino
+    except OSError:
+        return None
 
 
 def _size(path: str) -> int:

@@ -264,7 +264,7 @@ def _scored(parts: list[Part], embedder, query: str, floor: float | None, counts
     is on)."""
     from . import semantic  # late: keyword search never needs it (nor its hashlib, 2.5 ms)
     scoreds = semantic.score_queries([p.store for p in parts], embedder, meaning_query(query),
-                                     floor=floor)
+                                     floor=floor, skips=[p.exclude for p in parts])
     if not scoreds or not scoreds[0].standout:
         return scoreds, True
     bar = gate_of(counts(), sum(p.sessions() for p in parts))

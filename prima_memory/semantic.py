@@ -424,10 +424,12 @@ def score_query(store: Store, embedder, query: str, *, floor: float | None = Non
 
 
 def score_queries(stores, embedder, query: str, *, floor: float | None = None,
-                  settings: Settings | None = None, timed: bool = False) -> list[Scored]:
+                  settings: Settings | None = None, timed: bool = False,
+                  skips: list | None = None) -> list[Scored]:
     """score_query over several indexes as over one holding them all: the query embedded once,
-    and one background (the mean and spread of its similarity to every window of every index),
-    so a match stands out, and a session's rank reads, the same whichever index holds it."""
+    and one background (the mean and spread of its similarity to every window of every index,
+    less each index's `skips`: sessions another holds too), so a match stands out, and a
+    session's rank reads, the same whichever index holds it."""
     np = _numpy()
     settings = settings or Settings()
     model, dim = key_of(embedder, settings), getattr(embedder, "dim", 384)
@@ -436,7 +438,11 @@ def score_queries(stores, embedder, query: str, *, floor: float | None = None,
         return [Scored(h, np.zeros(0, dtype=np.float32), 1.0, settings) for h in helds]
     q = embedder.encode([query[:CUT]])[0].astype(np.float32)
     sims = [h.mat @ q for h in helds]
-    against = background(np.concatenate(sims)) if len(sims) > 1 else None
+    against = None
+    if len(sims) > 1:
+        kept = [s[~np.isin(h.ids >> SHIFT, np.fromiter(skip, np.int64, len(skip)))] if skip
+                else s for h, s, skip in zip(helds, sims, skips or [()] * len(sims))]
+        against = background(np.concatenate(kept))
     floor = settings.floor if floor is None else floor
     return [Scored(h, s, floor, settings, against) for h, s in zip(helds, sims)]
 

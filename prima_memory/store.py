@@ -247,6 +247,15 @@ def _own(e: BaseException, db, path: str) -> BaseException:
     return StoreError(f"{path}: {type(e).__name__}: {e}")
 
 
+def _folder_and_below(folder: str) -> tuple[str, int, str, str]:
+    """The arguments of `cwd = ? OR substr(cwd, 1, ?) IN (?, ?)`: a folder, and the length and
+    spellings of what a path inside it starts with."""
+    folder = folder.rstrip("/\\") or folder[:1]  # (the root stays itself)
+    if folder in ("/", "\\"):
+        return folder, 1, folder, folder
+    return folder, len(folder) + 1, folder + "/", folder + os.sep
+
+
 class TooManyMessages(ValueError):
     """A session whose file holds more messages than an id can number: that file's doing (a
     hostile or broken file), not the index's, so the file is marked failed and the run goes on."""
@@ -1048,17 +1057,18 @@ class Store:
         """The sessions recorded in one of `folders` or in a folder inside one."""
         out: set[int] = set()
         for folder in folders:
-            folder = folder.rstrip("/\\") or folder
             out |= {r[0] for r in self.db.execute(
                 "SELECT id FROM sessions WHERE cwd = ? OR substr(cwd, 1, ?) IN (?, ?)",
-                (folder, len(folder) + 1, folder + "/", folder + os.sep))}
+                _folder_and_below(folder))}
         return out
 
-    def cwdless_sessions(self) -> list[tuple[int, str, str]]:
-        """(id, source, session id) of the conversations that record no folder."""
+    def sessions_elsewhere(self, folder: str) -> list[tuple[int, str, str, str]]:
+        """(id, source, session id, cwd or "") of the conversations recorded in no folder, or
+        in one neither `folder` nor inside it."""
         return list(self.db.execute(
-            "SELECT id, source, session_id FROM sessions WHERE COALESCE(cwd, '') = '' "
-            "AND started_at IS NOT NULL"))
+            "SELECT id, source, session_id, COALESCE(cwd, '') FROM sessions WHERE "
+            "started_at IS NOT NULL AND COALESCE(cwd, '') != ? AND "
+            "substr(COALESCE(cwd, ''), 1, ?) NOT IN (?, ?)", _folder_and_below(folder)))
 
     def count_sessions(self) -> int:
         """The conversations held (the extracts' records apart)."""

@@ -275,6 +275,12 @@ def test_redaction_and_hostile_folders_hold_across_projects(machine, tmp_path):
     for db in user_store(env).rglob("index.db*"):
         assert secret.encode() not in db.read_bytes()
     assert not (tmp_path / "relative").exists() and data_dirs(tmp_path) == [str(env.ws)]
+    # a folder whose name holds a terminal's escape: shown, never sent to the terminal
+    odd = tmp_path / "code" / "esc\x1b]0;pwned\x07"
+    claude(env, odd, sid(44), "Escaping folder names in the listing", "ok")
+    text = env.run("search", "--all-projects", "escaping folder names", "--mode",
+                   "keyword").stdout
+    assert "\x1b" not in text and "\x07" not in text and "project " in text
 
 
 # -- where nothing may be written or trusted --------------------------------------------------------
@@ -467,20 +473,29 @@ def test_combined_ranks_as_one_memory_and_favours_no_small_project(tmp_path, mon
     small = {"small-0": [("A deadlock in the tiny script?", "Maybe a deadlock, hard to say.")],
              "small-1": [("Rename a variable", "Renamed.")]}
     mid = {f"mid-{n}": [(f"Write the docs page {n}", "Written.")] for n in range(10)}
+    copied = ["big-hit", "big-0", "big-1", "big-2"]  # held by "mid" too, left to "big" there
     fake = Fake()
     stores = [_store_with(tmp_path / f"{k}.db", d) for k, d in
-              (("big", big), ("small", small), ("mid", mid))]
+              (("big", big), ("small", small), ("mid", {**mid, **{c: big[c] for c in copied}}))]
     union = _store_with(tmp_path / "union.db", {**big, **small, **mid})
     for st in stores + [union]:
         semantic.Embedding(st, fake).run()
     query = "deadlock mutex"
-    split = search.combined_many([search.Part(s) for s in stores], fake, query, limit=10)
+    parts = [search.Part(s) for s in stores[:2]] + [search.Part(stores[2], exclude={
+        stores[2].session_by_session_id(c, "claude-code").id for c in copied})]
+    split = search.combined_many(parts, fake, query, limit=10)
     whole = search.combined(union, fake, query, limit=10)
     assert [(h.row.session_id, h.score) for h in split] == \
         [(h.row.session_id, h.score) for h in whole]
     assert split[0].row.session_id == "big-hit" and split[0].part == 0
     assert "small-0" in [h.row.session_id for h in split]
-    sem = search.semantic_many([search.Part(s) for s in stores], fake, query, limit=10)
+    # one background, as the union's: the copies another part holds counted once
+    asked = search.meaning_query(query)
+    one = semantic.score_queries([p.store for p in parts], fake, asked,
+                                 skips=[p.exclude for p in parts])[0]
+    alone = semantic.score_query(union, fake, asked)
+    assert (one.mean, one.spread) == pytest.approx((alone.mean, alone.spread), rel=1e-6)
+    sem = search.semantic_many(parts, fake, query, limit=10)
     assert [(h.row.session_id, h.score) for h in sem] == \
         [(h.row.session_id, h.score) for h in search.semantic(union, fake, query, limit=10)]
 
@@ -552,3 +567,139 @@ def test_recall_all_through_the_hook(machine):
     latest = recall("/prima-memory:recall --all")
     assert "the latest sessions of all projects" in latest and sid(1) in latest
     assert data_dirs(env.api.parent) == []
+
+
+# -- what the review found: damage, replaced memories, heads not written yet, odd folders ----------
+
+def _damage(db: Path) -> None:
+    """Overwrite the first page of every table and index of its text: reads of it fail."""
+    import apsw
+    c = apsw.Connection(str(db))
+    size = c.execute("PRAGMA page_size").get
+    pages = [r[0] for r in c.execute("SELECT rootpage FROM sqlite_master WHERE rootpage > 0 AND "
+                                     "(name = 'messages' OR name LIKE '%fts%data')")]
+    c.close()
+    with open(db, "r+b") as f:
+        for page in pages:
+            f.seek((page - 1) * size)
+            f.write(b"\xff" * size)
+
+
+def _hook(env, prompt: str) -> str:
+    hook = [h["command"] for g in json.loads((REPO / "hooks" / "hooks.json").read_text())[
+        "hooks"]["UserPromptSubmit"] for h in g["hooks"]][0]
+    e = dict(env.env, PRIMA_PYTHON=sys.executable, CLAUDE_PROJECT_DIR=str(env.ws),
+             CLAUDE_PLUGIN_ROOT=str(REPO))
+    data = {"session_id": sid(80), "cwd": str(env.ws), "hook_event_name": "UserPromptSubmit",
+            "prompt": prompt}
+    p = subprocess.run(["bash", "-c", hook], input=json.dumps(data), capture_output=True,
+                       text=True, env=e, cwd=str(env.ws), timeout=60)
+    assert p.returncode == 0 and p.stderr == ""
+    return p.stdout
+
+
+def test_a_damaged_memory_is_made_again_and_no_other_is_touched(machine):
+    env = machine
+    everywhere(env, "anything")
+    (db,) = (user_store(env) / "projects").glob("*api-server*/index.db")
+    mine = (env.data / "index.db").stat().st_ino
+    _damage(db)
+    got = everywhere(env, "rate limiter 429")  # moved aside, made again from its transcripts
+    assert [h["session_id"] for h in got["results"]] == [sid(2)]
+    assert list(db.parent.glob("index.db.corrupt-*"))
+    _damage(db)  # and through /recall --all, whose hook holds this workspace's own memory
+    out = _hook(env, "/prima-memory:recall --all rate limiter")
+    assert f"cd {env.api} && claude --resume {sid(2)}" in out
+    assert (env.data / "index.db").stat().st_ino == mine
+    assert not list(env.data.glob("*corrupt*"))
+
+
+def test_a_long_lived_server_answers_from_memories_as_they_are_now(machine):
+    """A memory deleted, or deleted and made again, under the MCP server: what it held is
+    forgotten there too, without a restart."""
+    pytest.importorskip("mcp")
+    import anyio
+    from mcp import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+    env = machine
+    env.run("index", "--workspace", str(env.api))  # the api project has its own memory
+    params = StdioServerParameters(command=sys.executable,
+                                   args=["-m", "prima_memory", "--workspace", str(env.ws), "mcp"],
+                                   env=env.env, cwd=str(env.root))
+
+    async def main():
+        async with stdio_client(params) as (r, w), ClientSession(r, w) as s:
+            await s.initialize()
+
+            async def found(query: str) -> list[str]:
+                r = await s.call_tool("search_sessions", {"query": query, "mode": "keyword",
+                                                          "scope": "all"})
+                return [h["session_id"] for h in json.loads(r.content[0].text)["results"]]
+            out = [await found("rate limiter 429"), await found("pg_dump backup")]
+            for t in (env.claude / "projects").glob(f"*/{sid(2)}.jsonl"):
+                t.unlink()  # its transcript gone: its memory still holds it
+            out.append(await found("rate limiter 429"))
+            shutil.rmtree(env.api / ".prima-memory")
+            env.run("index", "--workspace", str(env.api))  # made again: holds nothing
+            out.append(await found("rate limiter 429"))
+            shutil.rmtree(user_store(env))  # the infra project's memory: made again
+            out.append(await found("pg_dump backup"))
+            return out
+    assert anyio.run(main) == [[sid(2)], [sid(3)], [sid(2)], [], [sid(3)]]
+
+
+def test_sessions_seen_before_they_name_their_folder(machine, tmp_path):
+    """A Codex rollout or a Claude Code transcript seen by a search before the line that names
+    its folder is written is found once it is."""
+    env = machine
+    day = Path(env.env["CODEX_HOME"]) / "sessions" / "2026" / "11" / "20"
+    day.mkdir(parents=True)
+    rollout = day / "rollout-2026-11-20T10-00-00-cx-new.jsonl"
+    rollout.write_text("")  # Codex has just made it
+    new = tmp_path / "code" / "new"
+    t = Transcript(env.claude / "projects" / encode(str(new)) / f"{sid(5)}.jsonl", sid(5),
+                   str(new), start=T0)
+    t.raw({"type": "file-history-snapshot", "messageId": "m1", "isSnapshotUpdate": False,
+           "snapshot": {"trackedFileBackups": {}}})
+    everywhere(env, "anything")
+    lone = tmp_path / "code" / "lone"
+    lone.mkdir(parents=True)
+    rollout.write_text(codex(env, str(lone), "cx-new", "Quuxify the lone folder", "done")
+                       .read_text())
+    t.exchange("Snorkelwhip in the new project", "done")
+    got = {h["session_id"]: h["workspace"] for h in everywhere(env, "quuxify")["results"]}
+    assert got == {"cx-new": str(lone)}
+    got = {h["session_id"]: h["workspace"] for h in everywhere(env, "snorkelwhip")["results"]}
+    assert got == {sid(5): str(new)}
+
+
+def test_a_session_in_the_root_folder_is_its_own_projects(machine):
+    env = machine
+    codex(env, "/", "cx-root", "Frobnicate the rootly widget", "done")
+    got = everywhere(env, "frobnicate")
+    assert [(h["session_id"], h["workspace"]) for h in got["results"]] == [("cx-root", "/")]
+
+
+def test_a_chat_every_workspace_takes_is_shown_once(machine, tmp_path):
+    env = machine
+    vscode(env, str(tmp_path / "code" / "frontend"), "chat-1", "Blorptastic build script", "ok")
+    for every in ("0", "1"):  # PRIMA_VSCODE_ALL_WORKSPACES=1: every chat is every workspace's
+        env.env["PRIMA_VSCODE_ALL_WORKSPACES"] = every
+        got = everywhere(env, "blorptastic")["results"]
+        assert [(h["session_id"], h["workspace"]) for h in got] == \
+            [("chat-1", str(tmp_path / "code" / "frontend"))], every
+
+
+def test_an_own_memory_below_a_claude_code_project_serves_its_folder(machine, tmp_path):
+    """The user used prima-memory in webapp/svc, below the webapp Claude Code keeps: a Codex
+    session there is svc's own memory's, as a search from svc would serve it, not copied."""
+    env = machine
+    svc = env.webapp / "svc"
+    svc.mkdir()
+    codex(env, str(svc), "cx-1", "Wibblefrotz in svc", "done")
+    env.run("index", "--workspace", str(svc))
+    (hit,) = everywhere(env, "wibblefrotz")["results"]
+    assert (hit["session_id"], hit["workspace"]) == ("cx-1", str(svc))
+    shown = {p["folder"]: p for p in env.json("status", "--all-projects")["projects"]}
+    assert shown[str(svc)]["own"] and shown[str(svc)]["memory"] == str(svc / ".prima-memory" /
+                                                                        "index.db")
