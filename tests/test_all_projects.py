@@ -6,6 +6,7 @@ else the user-level store, never a new .prima-memory in a project folder, never 
 repository's index, and nothing paid by the hooks."""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -502,19 +503,40 @@ def test_combined_ranks_as_one_memory_and_favours_no_small_project(tmp_path, mon
 
 # -- MCP and /recall -------------------------------------------------------------------------------
 
-def test_the_mcp_tools_with_scope_all(machine):
-    pytest.importorskip("mcp")
-    import anyio
+@contextlib.asynccontextmanager
+async def _served(env):
+    """A session with `prima-memory mcp` in env.ws, over stdio, by the SDK's own client."""
     from mcp import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client
-    env = machine
     params = StdioServerParameters(command=sys.executable,
                                    args=["-m", "prima_memory", "--workspace", str(env.ws), "mcp"],
                                    env=env.env, cwd=str(env.root))
+    async with stdio_client(params) as (r, w), ClientSession(r, w) as s:
+        await s.initialize()
+        yield s
+
+
+def _hook(env, prompt: str) -> str:
+    """What the UserPromptSubmit hook, as hooks.json runs it, answers `prompt` in env.ws."""
+    hook = [h["command"] for g in json.loads((REPO / "hooks" / "hooks.json").read_text())[
+        "hooks"]["UserPromptSubmit"] for h in g["hooks"]][0]
+    e = dict(env.env, PRIMA_PYTHON=sys.executable, CLAUDE_PROJECT_DIR=str(env.ws),
+             CLAUDE_PLUGIN_ROOT=str(REPO))
+    data = {"session_id": sid(80), "cwd": str(env.ws), "hook_event_name": "UserPromptSubmit",
+            "prompt": prompt}
+    p = subprocess.run(["bash", "-c", hook], input=json.dumps(data), capture_output=True,
+                       text=True, env=e, cwd=str(env.ws), timeout=60)
+    assert p.returncode == 0 and p.stderr == ""
+    return p.stdout
+
+
+def test_the_mcp_tools_with_scope_all(machine):
+    pytest.importorskip("mcp")
+    import anyio
+    env = machine
 
     async def main():
-        async with stdio_client(params) as (r, w), ClientSession(r, w) as s:
-            await s.initialize()
+        async with _served(env) as s:
             tools = {t.name: t for t in (await s.list_tools()).tools}
             for name in ("search_sessions", "recent_sessions", "recall_session", "find_similar",
                          "get_file_history"):
@@ -546,25 +568,13 @@ def test_the_mcp_tools_with_scope_all(machine):
 
 def test_recall_all_through_the_hook(machine):
     env = machine
-    hook = [h["command"] for g in json.loads((REPO / "hooks" / "hooks.json").read_text())[
-        "hooks"]["UserPromptSubmit"] for h in g["hooks"]][0]
-    e = dict(env.env, PRIMA_PYTHON=sys.executable, CLAUDE_PROJECT_DIR=str(env.ws),
-             CLAUDE_PLUGIN_ROOT=str(REPO))
-
-    def recall(prompt: str) -> str:
-        data = {"session_id": sid(80), "cwd": str(env.ws), "hook_event_name": "UserPromptSubmit",
-                "prompt": prompt}
-        p = subprocess.run(["bash", "-c", hook], input=json.dumps(data), capture_output=True,
-                           text=True, env=e, cwd=str(env.ws), timeout=60)
-        assert p.returncode == 0 and p.stderr == ""
-        return p.stdout
-    here = recall("/prima-memory:recall rate limiter")
+    here = _hook(env, "/prima-memory:recall rate limiter")
     assert "No session matches." in here and sid(2) not in here
-    out = recall("/prima-memory:recall --all rate limiter")
+    out = _hook(env, "/prima-memory:recall --all rate limiter")
     assert out.startswith("<prima-memory>\n") and out.count("</prima-memory>") == 1
     assert "of every project on this machine" in out
     assert f"project {env.api}" in out and f"cd {env.api} && claude --resume {sid(2)}" in out
-    latest = recall("/prima-memory:recall --all")
+    latest = _hook(env, "/prima-memory:recall --all")
     assert "the latest sessions of all projects" in latest and sid(1) in latest
     assert data_dirs(env.api.parent) == []
 
@@ -583,19 +593,6 @@ def _damage(db: Path) -> None:
         for page in pages:
             f.seek((page - 1) * size)
             f.write(b"\xff" * size)
-
-
-def _hook(env, prompt: str) -> str:
-    hook = [h["command"] for g in json.loads((REPO / "hooks" / "hooks.json").read_text())[
-        "hooks"]["UserPromptSubmit"] for h in g["hooks"]][0]
-    e = dict(env.env, PRIMA_PYTHON=sys.executable, CLAUDE_PROJECT_DIR=str(env.ws),
-             CLAUDE_PLUGIN_ROOT=str(REPO))
-    data = {"session_id": sid(80), "cwd": str(env.ws), "hook_event_name": "UserPromptSubmit",
-            "prompt": prompt}
-    p = subprocess.run(["bash", "-c", hook], input=json.dumps(data), capture_output=True,
-                       text=True, env=e, cwd=str(env.ws), timeout=60)
-    assert p.returncode == 0 and p.stderr == ""
-    return p.stdout
 
 
 def test_a_damaged_memory_is_made_again_and_no_other_is_touched(machine):
@@ -619,18 +616,11 @@ def test_a_long_lived_server_answers_from_memories_as_they_are_now(machine):
     forgotten there too, without a restart."""
     pytest.importorskip("mcp")
     import anyio
-    from mcp import ClientSession
-    from mcp.client.stdio import StdioServerParameters, stdio_client
     env = machine
     env.run("index", "--workspace", str(env.api))  # the api project has its own memory
-    params = StdioServerParameters(command=sys.executable,
-                                   args=["-m", "prima_memory", "--workspace", str(env.ws), "mcp"],
-                                   env=env.env, cwd=str(env.root))
 
     async def main():
-        async with stdio_client(params) as (r, w), ClientSession(r, w) as s:
-            await s.initialize()
-
+        async with _served(env) as s:
             async def found(query: str) -> list[str]:
                 r = await s.call_tool("search_sessions", {"query": query, "mode": "keyword",
                                                           "scope": "all"})
