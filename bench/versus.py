@@ -51,6 +51,13 @@ class Version:
         subprocess.run([sys.executable, "-m", "compileall", "-q", str(root / "prima_memory")],
                        check=True, stdout=subprocess.DEVNULL)
         self.cli(["index"])
+        # a build format this version cannot use (the other's): its own ONNX build, made once
+        built = subprocess.run([sys.executable, "-m", "prima_memory.embed_build", "--check-only"],
+                               env=self.env, capture_output=True, cwd=str(self.root))
+        if built.returncode:
+            self.env["PRIMA_ONNX_DIR"] = str(out / "onnx")
+            subprocess.run([sys.executable, "-m", "prima_memory.embed_build"], env=self.env,
+                           check=True, capture_output=True, cwd=str(self.root))
         # embedded (and linked) beforehand, as a user's history is: the background embedder a
         # Stop starts then has only the new exchange, not the whole history, to work through
         subprocess.run([sys.executable, "-m", "prima_memory", "--workspace", str(self.ws),

@@ -26,7 +26,7 @@ DIM = 384
 HF_REPO = "sentence-transformers/" + MODEL
 WINDOW_OVERLAP = 48  # tokens shared by consecutive windows, so a phrase cut by one is whole in the next
 MANIFEST = "manifest.json"
-BUILD_FORMAT = 2  # bump when the build recipe changes: an older build is then rebuilt by install.sh
+BUILD_FORMAT = 3  # bump when the build recipe changes: an older build is then rebuilt by install.sh
 VARIANT_ONNX = "onnx-int8"
 VARIANT_ST = "st-fp32"
 BACKENDS = ("auto", "onnx", "sentence-transformers")
@@ -157,8 +157,9 @@ def build_state(mdir: str, out: str | None = None) -> tuple[dict, str | None]:
 
 
 def build_id(manifest: dict) -> str:
-    """The identity of an ONNX build's vectors: its file's checksum."""
-    return f"{VARIANT_ONNX}-{str(manifest.get('onnx_sha256', ''))[:16]}"
+    """The identity of an ONNX build's vectors: its quantised graph's checksum."""
+    vectors = manifest.get("vectors_id") or manifest.get("onnx_sha256", "")
+    return f"{VARIANT_ONNX}-{str(vectors)[:16]}"
 
 
 def read_build(manifest: dict, out: str | None = None) -> bytes:
@@ -302,7 +303,8 @@ class OnnxEmbedder(Embedder):
     variant = VARIANT_ONNX
 
     def __init__(self, mdir: str, onnx_path: str, pooling: str = "mean", *,
-                 model_bytes: bytes | None = None, build: str = VARIANT_ONNX):
+                 model_bytes: bytes | None = None, build: str = VARIANT_ONNX,
+                 optimized: bool = False):
         super().__init__(mdir)
         self.build = build
         offline_env()
@@ -319,6 +321,8 @@ class OnnxEmbedder(Embedder):
         opts.log_severity_level = 3
         # no busy-waiting between runs: as fast here, and kinder to cores shared with the editor
         opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        if optimized:  # optimised when built (embed_build.optimize_graph): nothing left to do
+            opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
         self.session = ort.InferenceSession(onnx_path if model_bytes is None else model_bytes,
                                             opts, providers=["CPUExecutionProvider"])
         self._inputs = {i.name for i in self.session.get_inputs()}
@@ -402,14 +406,17 @@ def load_onnx(mdir: str, require_verified: bool = True) -> OnnxEmbedder:
                                f"(mean cosine {v.get('mean_cosine')}, min {v.get('min_cosine')})")
     try:
         offline_env()
-        import onnxruntime  # noqa: F401 - optional, heavy: here only to say it is missing
+        import onnxruntime  # optional, heavy
     except ImportError as e:
         raise ModelUnavailable("onnxruntime is not installed: run install.sh") from e
     data = read_build(manifest, out)
+    # (another onnxruntime than the one that optimised it may optimise otherwise: it does so)
+    optimized = bool(manifest.get("graph_optimized")) and \
+        (manifest.get("versions") or {}).get("onnxruntime") == onnxruntime.__version__
     try:
         emb = OnnxEmbedder(mdir, os.path.join(out, manifest["onnx_file"]),
                            manifest.get("pooling", "mean"), model_bytes=data,
-                           build=build_id(manifest))
+                           build=build_id(manifest), optimized=optimized)
     except Exception as e:
         raise ModelUnavailable(f"the ONNX build in {out} does not load: "
                                f"{str(e).splitlines()[0] if str(e) else type(e).__name__}") from e

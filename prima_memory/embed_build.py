@@ -18,7 +18,9 @@ mean). With transformers 5.24 / sentence-transformers 6.3 the same recipe gave 0
 sentence-transformers); the attention output projections (384 x 384, small) kept fp32 too bring
 it to 0.9946 / 0.983 at the same speed and 2 MB more (measured 2026-12-02). Fusing the graph
 first with onnxruntime.transformers.optimizer (BERT attention, SkipLayerNorm, BiasGelu) made it
-no faster, as onnxruntime fuses at session start anyway, so it is not done.
+no faster, as onnxruntime fuses at session start anyway, so it is not done; instead the graph
+onnxruntime makes at session start (the extended level) is saved once here, and a load has
+nothing left to optimise: the vectors are the same (BUILD_FORMAT 3; manifest "vectors_id").
 
 Output: DIR/manifest.json and DIR/<model>-int8-<hash>.onnx, DIR defaulting to
 <venv>/share/prima-memory/models (embed.build_dir()): inside the environment, never in the plugin
@@ -282,11 +284,23 @@ def quantize_int8(src: str, dst: str) -> list[str]:
     return keep
 
 
-def verify(mdir: str, onnx_path: str, pooling: str) -> dict:
+def optimize_graph(src: str, dst: str) -> None:
+    """The graph as onnxruntime optimises it on every load (fusions, constant folding), saved:
+    a process then loads it with no optimisation to do (a third of the session's making). The
+    extended level, not "all": what it saves holds on any CPU."""
+    import onnxruntime as ort  # (with the model: the semantic extra)
+    opts = ort.SessionOptions()
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
+    opts.optimized_model_filepath = dst
+    opts.log_severity_level = 3
+    ort.InferenceSession(src, opts, providers=["CPUExecutionProvider"])
+
+
+def verify(mdir: str, onnx_path: str, pooling: str, optimized: bool = False) -> dict:
     """Cosine between the build's vectors and sentence-transformers' on verification_texts()."""
     texts = verification_texts()
     ref = embed.SentenceTransformerEmbedder(mdir).encode(texts)
-    got = embed.OnnxEmbedder(mdir, onnx_path, pooling).encode(texts)
+    got = embed.OnnxEmbedder(mdir, onnx_path, pooling, optimized=optimized).encode(texts)
     cos = (ref * got).sum(axis=1)
     mean, low = float(cos.mean()), float(cos.min())
     return {"texts": len(texts), "mean_cosine": round(mean, 5), "min_cosine": round(low, 5),
@@ -313,15 +327,17 @@ def build(out: str, mdir: str, log=lambda s: None) -> dict:
     work = tempfile.mkdtemp(prefix=".build-", dir=out)
     try:
         fp32, int8 = os.path.join(work, "fp32.onnx"), os.path.join(work, "int8.onnx")
+        ready = os.path.join(work, "int8-optimized.onnx")
         log("exporting to ONNX")
         export_fp32(mdir, fp32)
         log("quantising to int8")
         kept = quantize_int8(fp32, int8)
+        optimize_graph(int8, ready)
         log("checking against sentence-transformers")
-        check = verify(mdir, int8, pooling)
-        sha = _sha256(int8)
+        check = verify(mdir, ready, pooling, optimized=True)
+        sha = _sha256(ready)
         name = f"{embed.model_name(mdir)}-int8-{sha[:12]}.onnx"
-        os.replace(int8, os.path.join(out, name))
+        os.replace(ready, os.path.join(out, name))
         manifest = {
             "format": embed.BUILD_FORMAT,
             "model": embed.model_name(mdir),
@@ -331,10 +347,16 @@ def build(out: str, mdir: str, log=lambda s: None) -> dict:
             "onnx_file": name,
             "onnx_size": os.path.getsize(os.path.join(out, name)),
             "onnx_sha256": sha,
+            # its vectors' identity: the quantised graph's, which its optimised form computes
+            # as every load optimised it before (builds of format 2 kept it unoptimised): the
+            # vectors of an index stay current across that change
+            "vectors_id": _sha256(int8),
+            "graph_optimized": "extended",
             "pooling": pooling,
             "max_seq_length": embed._st_config(mdir).get("max_seq_length"),
             "recipe": {"export": "torch.onnx.export dynamo=False opset 17, eager attention",
                        "quantization": "quantize_dynamic QInt8 per_channel",
+                       "graph": "onnxruntime ORT_ENABLE_EXTENDED, saved",
                        "fp32_nodes": kept},
             "versions": _versions(),
             "verification": check,

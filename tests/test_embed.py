@@ -355,6 +355,13 @@ def test_build_from_scratch(tmp_path, monkeypatch, st):
     assert emb.variant == "onnx-int8"
     c = _cos(emb.encode([PROSE, "ok"]), st.encode([PROSE, "ok"]))
     assert c.min() > 0.95
+    # its graph optimised once, here: a load has nothing left to optimise, and the vectors are
+    # those every load gave when it optimised the graph itself (their identity: the same)
+    assert manifest["graph_optimized"] == "extended"
+    assert emb.build == f"onnx-int8-{manifest['vectors_id'][:16]}" != \
+        f"onnx-int8-{manifest['onnx_sha256'][:16]}"
+    again = embed.OnnxEmbedder(mdir, str(out / manifest["onnx_file"]), manifest["pooling"])
+    assert _cos(again.encode([PROSE, "ok"]), emb.encode([PROSE, "ok"])).min() > 0.99999
     shutil.rmtree(out)
 
 
@@ -391,10 +398,27 @@ def test_a_damaged_build_of_the_right_size_is_refused_with_its_reason(monkeypatc
 
 
 @needs_build
+def test_a_build_optimised_by_another_onnxruntime_still_loads_the_same(monkeypatch, tmp_path):
+    import onnxruntime
+    manifest = embed.read_manifest()
+    out = _build_copy(tmp_path, versions={**manifest["versions"], "onnxruntime": "0.0.1"})
+    monkeypatch.setenv("PRIMA_ONNX_DIR", str(out))
+    other = embed.load("onnx")  # (optimised again on load: that version may optimise otherwise)
+    assert other.session.get_session_options().graph_optimization_level != \
+        onnxruntime.GraphOptimizationLevel.ORT_DISABLE_ALL
+    monkeypatch.delenv("PRIMA_ONNX_DIR")
+    same = embed.load("onnx")
+    assert same.session.get_session_options().graph_optimization_level == \
+        onnxruntime.GraphOptimizationLevel.ORT_DISABLE_ALL
+    assert other.build == same.build
+    assert _cos(other.encode([PROSE]), same.encode([PROSE])).min() > 0.99999
+
+
+@needs_build
 def test_each_build_has_its_own_identity(monkeypatch, tmp_path):
     manifest = embed.read_manifest()
     onnx = embed.load("onnx")
-    assert onnx.build == f"onnx-int8-{manifest['onnx_sha256'][:16]}"
+    assert onnx.build == f"onnx-int8-{manifest['vectors_id'][:16]}"
     assert embed.SentenceTransformerEmbedder.build == "st-fp32"
     # what status predicts without loading anything is what a load gives
     assert embed.expected_build() == onnx.build
