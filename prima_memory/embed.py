@@ -231,14 +231,23 @@ class Embedder:
         cfg = _st_config(mdir)
         self.max_tokens = int(cfg.get("max_seq_length") or 256)
         self.lower = bool(cfg.get("do_lower_case"))
-        if tokenizer is None:
-            from tokenizers import Tokenizer  # optional, heavy: the semantic extra
-            tokenizer = Tokenizer.from_file(os.path.join(mdir, "tokenizer.json"))
         # one tokenizer for windows (whole text) and one for encode (cut at max_tokens)
-        self._tok = tokenizer
-        self._tok.no_padding()
-        self._tok.no_truncation()
-        self._specials = self._tok.num_special_tokens_to_add(False)
+        self._whole = tokenizer
+        if tokenizer is not None:
+            tokenizer.no_padding()
+            tokenizer.no_truncation()
+
+    @property
+    def _tok(self):
+        """The tokenizer of windows, loaded on first use (25 ms): a search whose vectors are
+        current embeds its query alone, and needs none."""
+        if self._whole is None:
+            from tokenizers import Tokenizer  # optional, heavy: the semantic extra
+            tok = Tokenizer.from_file(os.path.join(self.model_dir, "tokenizer.json"))
+            tok.no_padding()
+            tok.no_truncation()
+            self._whole = tok
+        return self._whole
 
     def windows(self, text: str) -> list[str]:
         """`text` as overlapping character spans of itself, each within the model's max_tokens
@@ -253,7 +262,7 @@ class Embedder:
         # those of the original; case barely changes the count of tokens)
         enc = self._tok.encode(text, add_special_tokens=False)
         n = len(enc.ids)
-        room = self.max_tokens - self._specials
+        room = self.max_tokens - self._tok.num_special_tokens_to_add(False)
         if n <= room:
             return [(0, len(text))]
         offsets, words = enc.offsets, enc.word_ids
