@@ -501,13 +501,16 @@ def parse_range(text: str | None) -> slice:
     raise UsageError(f"--range takes A:B (Python slice, e.g. 0:20 or -10:), not {text!r}")
 
 
-def _holder(mems: list[Memory], prefix: str):
+def _holder(mems: list[Memory], prefix: str, skip: list[set[int]]):
     """(the memory, the session) a full id or a unique prefix names, among `mems`: one_session
     in one; among several, the one session an exact id names first (a copy another project
-    holds too, a VS Code empty window's, is the same session), else the one the prefix starts."""
+    holds too, a VS Code empty window's, is the same session: shown from the memory a search
+    shows it from, not one of those `skip` leaves it to), else the one the prefix starts."""
     if len(mems) == 1:
         return mems[0], one_session(mems[0], prefix)
-    found = [(m, r) for m in mems for r in m.store().find_sessions(prefix)]
+    every = [(m, r, r.id in left) for m, left in zip(mems, skip)
+             for r in m.store().find_sessions(prefix)]
+    found = [(m, r) for m, r, left in every if not left] or [(m, r) for m, r, _ in every]
     found = [(m, r) for m, r in found if r.started_at is not None] or found
     exact = [(m, r) for m, r in found if r.session_id == prefix]
     if exact:
@@ -567,8 +570,8 @@ def show(mem, session_id: str, range: str | None = None, detail: str = "full",
     sl = parse_range(range)
     every = isinstance(mem, AllProjects)
     warnings: list[str] = []
-    mems, _skip = _opened(mem, warnings)
-    mem, row = _holder(mems, session_id)
+    mems, skip = _opened(mem, warnings)
+    mem, row = _holder(mems, session_id, skip)
     store = mem.store()
     summary = detail == "summary"
     view = session_view.build(store, row, requests=summary, changes=True)

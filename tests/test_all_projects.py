@@ -693,3 +693,5 @@ def test_an_own_memory_below_a_claude_code_project_serves_its_folder(machine, tm
     shown = {p["folder"]: p for p in env.json("status", "--all-projects")["projects"]}
     assert shown[str(svc)]["own"] and shown[str(svc)]["memory"] == str(svc / ".prima-memory" /
                                                                         "index.db")
+    # the copy webapp's memory holds too (a search from webapp finds it) is not the one shown
+    assert env.json("show", "cx-1", "--all-projects")["session"]["workspace"] == str(svc)
