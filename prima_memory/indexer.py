@@ -579,10 +579,11 @@ class Indexer:
         for sid in self._owed:
             paths |= {sf.path for sf in src.session_files(self.ws, sid)}
         after, n = int(store.get_meta("sweep_after", 0)), _sweep_size()
-        swept = store.file_paths_after(src.name, after, n) if n else []
+        swept = store.files_after(src.name, after, n) if n else []
         self._sweep_to = swept[-1][0] if swept and len(swept) == n else 0  # wrap at the end
-        paths |= {p for _rowid, p in swept}
-        known = store.files(src.name, list(paths))
+        known = {p: row for _rowid, p, row in swept}
+        known.update(store.files(src.name, [p for p in paths if p not in known]))
+        paths |= set(known)
         found = [sf for sf in map(src.file, sorted(paths))
                  if sf is not None and os.path.lexists(sf.path)]
         return found, known
