@@ -33,8 +33,8 @@ BUSY_MS = 5000  # how long a statement waits for another writer, unless told oth
 # keys in use until then are listed, for the embedder to adopt or drop: semantic.Embedding.adopt);
 # 10: a message copied into another session (a fork, a resume) is stored once: messages looked up
 # by key, and each session's origin; 11: tool calls; 12: the distinct changed paths, so a search
-# looks for its words in each path once, not in every change, and the files indexed by source
-SCHEMA_VERSION = 12
+# looks for its words in each path once, not in every change; 13: the files indexed by source
+SCHEMA_VERSION = 13
 SHIFT = 24  # ordinals per session: 16M fragments, far past any real transcript
 _TOKENIZER_ARGS = ["remove_diacritics", "0"]
 
@@ -1812,15 +1812,19 @@ def _to_v11(store: Store) -> None:
 
 
 def _to_v12(store: Store) -> None:
-    """The distinct changed paths, listed from the changes held (see _PATH_SCHEMA), and the
-    files by source."""
-    store.db.execute(_PATH_SCHEMA + _FILES_BY_SOURCE)
+    """The distinct changed paths, listed from the changes held (see _PATH_SCHEMA)."""
+    store.db.execute(_PATH_SCHEMA)
     store.db.execute("INSERT OR IGNORE INTO changed_paths(path) SELECT path FROM file_changes")
+
+
+def _to_v13(store: Store) -> None:
+    """The files by source (see _FILES_BY_SOURCE)."""
+    store.db.execute(_FILES_BY_SOURCE)
 
 
 # version -> the step that brings an index of that version to the next; older ones are rebuilt
 _MIGRATIONS = {3: _to_v4, 4: _to_v5, 5: _to_v6, 6: _to_v7, 7: _to_v8, 8: _to_v9, 9: _to_v10,
-               10: _to_v11, 11: _to_v12}
+               10: _to_v11, 11: _to_v12, 12: _to_v13}
 
 
 # The sessions' columns with every text one read as bytes (see _lenient), for recovery.

@@ -1,4 +1,5 @@
-"""The distinct changed paths a keyword search looks in (schema 12): the same answers as a look
+"""The distinct changed paths a keyword search looks in (schema 12; 13 adds files by source): the
+same answers as a look
 at every change, kept exact as changes come and go, and listed by the migration."""
 from __future__ import annotations
 
@@ -60,12 +61,15 @@ def test_an_index_of_schema_11_lists_its_paths_when_opened(tmp_path):
     st.close()
     db = apsw.Connection(str(path))  # as schema 11 left it: no list, no triggers, no index
     db.execute("DROP TRIGGER file_changes_listed; DROP TRIGGER file_changes_unlisted; "
-               "DROP INDEX file_changes_path; DROP TABLE changed_paths; PRAGMA user_version = 11")
+               "DROP INDEX file_changes_path; DROP TABLE changed_paths; DROP INDEX files_source; "
+               "PRAGMA user_version = 11")
     db.close()
     st = Store(str(path))
     assert st.db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
     assert _listed(st) == ["/w/README.md", "/w/setup.cfg"]
     assert st.sessions_with_path_containing("readme") == {ids["a"]: 1}
+    assert st.db.execute("EXPLAIN QUERY PLAN SELECT path FROM files WHERE source = ?",
+                         ("codex",)).fetchall()[0][3].startswith("SEARCH files USING")  # 13
     with st.write():  # and kept from then on
         st.add_file_changes([(ids["b"], "/w/README.md", "Edit", None, 9.0, "m9")])
     assert st.sessions_with_path_containing("readme") == {ids["a"]: 1, ids["b"]: 1}
