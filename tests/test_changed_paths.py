@@ -1,6 +1,6 @@
-"""The distinct changed paths a keyword search looks in (schema 12; 13 adds files by source): the
-same answers as a look
-at every change, kept exact as changes come and go, and listed by the migration."""
+"""The distinct changed paths a keyword search looks in (schema 12; 13 adds the files by
+source): the same answers as a look at every change, kept exact as changes come and go, and
+listed by the migration."""
 from __future__ import annotations
 
 import apsw
