@@ -51,8 +51,7 @@ class Project:
     def __init__(self, folder: str):
         self.folder = folder
         self.files: list[tuple[str, bool]] = []
-        own = wsmod.data_dir(folder)
-        self.own = wsmod.is_real_dir(own) and _plain_file(os.path.join(own, "index.db"))
+        self.own = _has_own(folder)
         self.home = None if self.own else wsmod.detached_dir(folder)
 
     def fingerprint(self) -> str:
@@ -247,8 +246,7 @@ class AllProjects:
             self._foreign[p.folder] = _stat_of(wsmod.index_path(p.folder))
             p.own, p.home = False, wsmod.detached_dir(p.folder)
         mem = Memory(p.folder, home=p.home)
-        if not os.path.lexists(mem.db_path):
-            mem.store()  # made (host mode refuses here)
+        mem.store()  # opened, or made (host mode refuses here)
         try:  # with the file naming its project (again, if a kill came between the two)
             wsmod.create_whole(os.path.join(mem.dir, FOLDER_FILE), p.folder)
         except (OSError, UnicodeError):  # (read-only, or a name no file holds: the catalog
@@ -447,9 +445,9 @@ def _folder(value) -> str | None:
 
 def _owner(folder: str, roots: set[str]) -> str:
     """The project another agent's folder belongs to: the nearest Claude Code project,
-    remembered project or folder with its own index above it, never the home folder or the file-system root, which
-    a folder below is not taken into (find_workspace's rule); else where a search from it
-    would serve (its git root), else itself."""
+    remembered project or folder with its own index above it, never the home folder or the
+    file-system root, which a folder below is not taken into (find_workspace's rule); else
+    where a search from it would serve (its git root), else itself."""
     home = os.path.abspath(os.path.expanduser("~"))
     f = folder
     while True:
@@ -470,8 +468,9 @@ def _owner(folder: str, roots: set[str]) -> str:
 
 
 def _has_own(folder: str) -> bool:
-    """Whether the folder keeps its own index: a search from it would be served there."""
-    return _plain_file(wsmod.index_path(folder))
+    """Whether the folder keeps its own index, a file in a real .prima-memory folder (a link
+    is not followed): a search from it would be served there."""
+    return wsmod.is_real_dir(wsmod.data_dir(folder)) and _plain_file(wsmod.index_path(folder))
 
 
 def _kept_anywhere(folder: str) -> bool:
@@ -527,10 +526,7 @@ def _stat_of(path: str) -> tuple:
 
 
 def _inode(path: str) -> int | None:
-    try:
-        return os.stat(path).st_ino
-    except OSError:
-        return None
+    return (_stat_of(path) or (None,))[0]
 
 
 def _size(path: str) -> int:

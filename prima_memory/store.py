@@ -938,8 +938,9 @@ class Store:
 
     # -- files ---------------------------------------------------------------------------------
 
-    _FILE_ROW = ("SELECT path, session, sidechain, size, mtime_ns, inode, head_len, head_hash, "
-                 "offset, status FROM files")
+    _FILE_COLUMNS = ("path, session, sidechain, size, mtime_ns, inode, head_len, head_hash, "
+                     "offset, status")
+    _FILE_ROW = f"SELECT {_FILE_COLUMNS} FROM files"
 
     def files(self, source: str, paths=None, session_id: str | None = None) -> dict[str, FileRow]:
         """What the index knows of a source's files (parser state apart: see file_state): all
@@ -972,7 +973,7 @@ class Store:
         through all of them in turn, read in rowid order (neighbouring pages, not a look-up
         of each path)."""
         return [(r[0], _path(r[1]), FileRow(*r[2:])) for r in self.db.execute(
-            f"SELECT rowid, {self._FILE_ROW[len('SELECT '):]} WHERE rowid > ? AND +source = ? "
+            f"SELECT rowid, {self._FILE_COLUMNS} FROM files WHERE rowid > ? AND +source = ? "
             "ORDER BY rowid LIMIT ?", (rowid, source, n))]
 
     def unknown_record_types(self, source: str) -> dict[str, int]:

@@ -317,6 +317,18 @@ def test_a_linked_memory_folder_is_not_followed(machine, tmp_path):
     (env.webapp / ".prima-memory").symlink_to(target)
     assert [h["session_id"] for h in everywhere(env, "OAuth")["results"]] == [sid(1)]
     assert list(target.iterdir()) == [] and (env.webapp / ".prima-memory").is_symlink()
+    # nor makes a folder its own project: a Codex session below webapp stays webapp's
+    svc = env.webapp / "svc"
+    svc.mkdir()
+    other = tmp_path / "other-memory"
+    other.mkdir()
+    (other / "index.db").write_bytes(b"planted")
+    (svc / ".prima-memory").symlink_to(other)
+    codex(env, str(svc), "cx-link", "Zorblax in the linked folder", "done")
+    (hit,) = everywhere(env, "zorblax")["results"]
+    assert hit["workspace"] == str(env.webapp)
+    assert sorted(p.name for p in other.iterdir()) == ["index.db"]
+    assert (other / "index.db").read_bytes() == b"planted"
 
 
 def test_host_mode_makes_no_memory_for_a_folder_claude_code_does_not_keep(machine, tmp_path):
