@@ -20,6 +20,7 @@ import time
 from . import hints, session_view
 from . import workspace as wsmod
 from .errors import Failure, UsageError
+from .indexer import SEARCH_SWEEP
 from .memory import ALL, EXTRACTS, DiskFull, IndexBusy, IndexReadOnly, Memory
 from .projects import AllProjects
 from .sources.registry import CLAUDE_CODE, OTHERS, SOURCES, source_named
@@ -191,7 +192,8 @@ def refresh(mem: Memory, warnings: list[str], *, progress=None) -> None:
                         "from what it has read so far")
         return
     try:
-        mem.update(sources=ALL, lock_timeout=LOCK_SECONDS, progress=progress, quick=True)
+        mem.update(sources=ALL, lock_timeout=LOCK_SECONDS, progress=progress, quick=True,
+                   sweep=SEARCH_SWEEP)
     except IndexBusy as e:
         warnings.append(f"{e} for more than {LOCK_SECONDS:.0f}s: "
                         "answering from the index as it stands")

@@ -32,6 +32,7 @@ BATCH_SECONDS = 2.0  # ... and at least this often, so readers see progress
 BULK_BYTES = 8 << 20  # a run this big parses with orjson and fully merges the index after
 RECENT = 2 * 86400  # a SessionStart looks again at the files changed in the last two days ...
 SWEEP = 500  # ... and at this many of the others, in turn (PRIMA_SWEEP)
+SEARCH_SWEEP = 64  # a search's share of that sweep: it pays a stat per file, per search
 # What an older version made of the files differently, made again once per index (meta
 # "rules"; no schema change): 2, titles cut after a whole word and left as written, and the
 # extracts dated by their sessions (#21).
@@ -91,6 +92,7 @@ class Indexer:
         self._dirs: dict[str, int] = {}
         self._owed: list[str] = []
         self._sweep_to = 0
+        self.sweep = _sweep_size()  # known files a quick run looks at again, in turn
         self._cwdless: dict[str, bool] = {}  # project folder -> claims_cwdless, for this run
         self.bulk = False  # a big run: worth orjson's import time
         self.deadline: float | None = None
@@ -545,7 +547,11 @@ class Indexer:
             try:
                 stats[sf.path] = os.stat(sf.path)
             except OSError as e:
-                self.log.warn(f"cannot read {sf.path}: {e}", once=True)
+                # (a quick scope names known files, and some are gone: no news)
+                if not (quick and isinstance(e, FileNotFoundError)):
+                    self.log.warn(f"cannot read {sf.path}: {e}", once=True)
+        if quick:
+            found = [sf for sf in found if sf.path in stats]
         return found, stats, known
 
     def _quick_scope(self, src):
@@ -578,15 +584,13 @@ class Indexer:
         self._owed = store.owed()
         for sid in self._owed:
             paths |= {sf.path for sf in src.session_files(self.ws, sid)}
-        after, n = int(store.get_meta("sweep_after", 0)), _sweep_size()
+        after, n = int(store.get_meta("sweep_after", 0)), self.sweep
         swept = store.files_after(src.name, after, n) if n else []
         self._sweep_to = swept[-1][0] if swept and len(swept) == n else 0  # wrap at the end
         known = {p: row for _rowid, p, row in swept}
         known.update(store.files(src.name, [p for p in paths if p not in known]))
         paths |= set(known)
-        found = [sf for sf in map(src.file, sorted(paths))
-                 if sf is not None and os.path.lexists(sf.path)]
-        return found, known
+        return [sf for sf in map(src.file, sorted(paths)) if sf is not None], known
 
     def quick_done(self, complete: bool) -> None:
         """After a quick run: the project folders it listed need no listing until they change

@@ -317,7 +317,8 @@ class Memory:
     @_store_errors
     def update(self, *, sources=HOOK, lock_timeout: float = 10.0, budget: float | None = None,
                only_session: str | None = None, prune: bool = False, rebuild: bool = False,
-               progress=None, extracts: bool = True, quick: bool = False):
+               progress=None, extracts: bool = True, quick: bool = False,
+               sweep: int | None = None):
         """Index what changed in `sources` (HOOK, ALL, OTHERS, EXTRACTS, or any source or
         sources of sources/registry.py): one pipeline for all, under the writer lock, taken only when
         something changed. The scope: `only_session` (Stop) or `quick` (SessionStart) narrow
@@ -335,6 +336,8 @@ class Memory:
             sources = tuple(s for s in sources if s is not registry.EXTRACTS)
             extracts = False
         indexer = Indexer(self.ws, store, self.log, progress=progress)
+        if sweep is not None:  # (a quick run's share of the sweep: see indexer.SEARCH_SWEEP)
+            indexer.sweep = min(sweep, indexer.sweep)
         todo = list(sources)
         if not (rebuild or prune):
             todo = indexer.sources_changed(sources, only_session, quick)

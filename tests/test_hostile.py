@@ -534,6 +534,37 @@ def test_session_start_finds_changes_without_looking_at_every_file(env):
     assert query(env, "SELECT archived FROM sessions WHERE session_id = ?", (A,)) == [(1,)]
 
 
+def test_a_search_looks_at_its_share_of_old_files_and_still_finds_every_change(env):
+    # Each search stats the new and recent files and the next SEARCH_SWEEP of the others (not
+    # the SessionStart's 500): its cost stays flat as the history grows, and over a few
+    # searches an old file changed behind prima-memory's back is still found.
+    import os
+
+    from prima_memory.indexer import SEARCH_SWEEP
+    long_ago = time.time() - 20 * DAY
+    n = 2 * SEARCH_SWEEP + 10
+    ts = [env.transcript(sid(0x100 + k), start=OLD + k) for k in range(n)]
+    for k, t in enumerate(ts):
+        t.exchange(f"Old work number {k}", "Done.")
+    for p in env.project_dir.glob("*.jsonl"):
+        os.utime(p, (long_ago, long_ago))
+    env.run("index")
+    old = ts[n // 2]
+    old.exchange("Revisit the lateword", "Revisited.")
+    os.utime(old.path, (long_ago + 60, long_ago + 60))
+    files = [r[0] for r in query(env, "SELECT rowid FROM files WHERE source = 'claude-code' "
+                                      "ORDER BY rowid")]  # (as the searches find them)
+    sweeps, found = [], []
+    for _ in range(3):  # three shares cover every file
+        found += [r["session_id"] for r in env.search("lateword")]
+        sweeps.append(int(query(env, "SELECT value FROM meta WHERE key = 'sweep_after'")[0][0]))
+    assert sweeps == [files[SEARCH_SWEEP - 1], files[2 * SEARCH_SWEEP - 1], 0]  # then it wraps
+    assert found[-1:] == [sid(0x100 + n // 2)]
+    # a new session needs no sweep: the folder's listing changed
+    env.transcript(sid(0xC3), start=time.time() - 60).exchange("Start the newword", "Started.")
+    assert [r["session_id"] for r in env.search("newword")] == [sid(0xC3)]
+
+
 def test_an_index_made_by_a_newer_prima_memory_is_left_alone(env):
     import apsw
     env.transcript(A, start=OLD).exchange("Fix the zanzibarite parser", "Fixed it.")
