@@ -4,6 +4,7 @@ argparse and go straight to hooks.py and mcp_server.py. Errors become one line a
 status: 2 for a wrong request, 1 for anything else."""
 from __future__ import annotations
 
+import os
 import sys
 
 from . import __version__
@@ -20,6 +21,18 @@ class _Skipped:
         pass
 
 
+def _columns() -> int:
+    """The terminal's width as shutil.get_terminal_size gives it, without shutil's import."""
+    try:
+        return int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        pass
+    try:
+        return os.get_terminal_size(sys.__stdout__.fileno()).columns or 80  # type: ignore[union-attr]
+    except (AttributeError, ValueError, OSError):
+        return 80
+
+
 def _parser(only: str | None = None):
     """The command line's parser; `only`: the command given, the one parser built (none, or an
     unknown one: every command's, for the list of commands and the error naming them)."""
@@ -31,6 +44,9 @@ def _parser(only: str | None = None):
     class _Parser(argparse.ArgumentParser):
         def error(self, message):  # one line, exit 2, no usage dump
             raise UsageError(message)
+
+        def _get_formatter(self):  # argparse asks for one per option; its own imports shutil
+            return argparse.HelpFormatter(prog=self.prog, width=_columns() - 2)
 
     # Before or after the command alike: a subcommand's own default must not undo the option
     # given before it (argparse lets it), hence SUPPRESS, and False set after parsing (the

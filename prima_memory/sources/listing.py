@@ -12,6 +12,11 @@ import time
 
 from .text import utf8_name
 
+def shared_log_folder(ws: str) -> str:
+    """The shared log's folder (here, so that looking at it does not import its reader)."""
+    return os.path.join(ws, ".claude", "state", "sessions")
+
+
 RACY_MS = 2000  # an mtime this recent may not change for a file added in the same clock tick
 
 

@@ -26,7 +26,7 @@ import sys
 from ..workspace import is_within
 from ..settings import flag
 from . import claude_code
-from .listing import unlisted, watch
+from .listing import shared_log_folder, unlisted, watch
 from .listing import files as _files
 from .listing import size as _size
 from .text import utf8_name
@@ -388,8 +388,7 @@ class SharedLog(Source):
     name, label, mode = "shared-log", "[shared log · author]", "snapshot"
 
     def locations(self, ws: str) -> list[str]:
-        from . import shared_log  # only once this source is read (never by a hook)
-        return [shared_log.folder(ws)]
+        return [shared_log_folder(ws)]  # (its module only once the source is read)
 
     def discover(self, ws: str, folders: list | None = None) -> list[tuple[str, object]]:
         from . import shared_log  # only once this source is read (never by a hook)

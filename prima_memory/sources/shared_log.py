@@ -16,7 +16,7 @@ import re
 from .. import titles
 from ..records import Message, SessionDelta
 from ..workspace import read_plain, stays_inside
-from .listing import unlisted, watch
+from .listing import shared_log_folder, unlisted, watch
 from .text import line_cut, parse_ts, scrubber, utf8_name, valid_ts
 
 SOURCE = "shared-log"
@@ -28,8 +28,7 @@ _YAML = re.compile(r"^([A-Za-z]+)\s*:\s*(.*?)\s*$", re.M)
 _BOLD = re.compile(r"^\s*[-*]?\s*\*\*([A-Za-z]+):?\*\*:?\s*(.*?)\s*$")
 
 
-def folder(ws: str) -> str:
-    return os.path.join(ws, ".claude", "state", "sessions")
+folder = shared_log_folder
 
 
 def discover(ws: str, folders: list | None = None) -> list[tuple[str, str]]:
