@@ -143,19 +143,22 @@ def recency_points(started_at: float | None, now: float) -> float:
     return 10.0 * (1 - max(0.0, age) / WEEK)
 
 
-def _facts(store: Store, filters: Filters | None, deep: bool) -> list[tuple]:
-    """(id, started, ended, files_count) of the sessions a search may return."""
+def _facts(store: Store, filters: Filters | None, deep: bool, ids=None) -> list[tuple]:
+    """(id, started, ended, files_count) of the sessions a search may return (of `ids`
+    alone, when given)."""
     f = filters or Filters()
-    return list(store.session_facts(f.since, f.until, f.branch, f.tag, f.source, deep))
+    return list(store.session_facts(f.since, f.until, f.branch, f.tag, f.source, deep, ids))
 
 
 def keyword_scores(store: Store, query: str, *, filters: Filters | None = None,
                    now: float | None = None, deep: bool = False,
                    facts: list[tuple] | None = None,
-                   counts: list[dict[int, int]] | None = None) -> list[tuple[float, int]]:
+                   counts: list[dict[int, int]] | None = None,
+                   facts_of=None) -> list[tuple[float, int]]:
     """(score, session) of every session the query matches, best first (a tie goes to the
     session that ended last). `deep`: the extracts' records too; `facts`: _facts() and
-    `counts`: word_sessions() when the caller has them already."""
+    `counts`: word_sessions() when the caller has them already; `facts_of`: the facts of the
+    matched sessions alone, asked once they are known (Part.facts_of)."""
     whole, words = normalize_query(query)
     if not words:
         return []
@@ -170,8 +173,9 @@ def keyword_scores(store: Store, query: str, *, filters: Filters | None = None,
         sid: sum(c.get(sid, 0) for c in counts) for sid in matched}
     recent = now - WEEK
     scored = []
-    for sid, started, ended, files_count in (_facts(store, filters, deep) if facts is None
-                                             else facts):
+    if facts is None:
+        facts = facts_of(matched) if facts_of else _facts(store, filters, deep)
+    for sid, started, ended, files_count in facts:
         if sid not in matched:
             continue
         score = 2 * total.get(sid, 0) + min(5, files_count)
@@ -192,12 +196,34 @@ class Part:
     less `exclude`: those another part holds as its own), and the query words' counts in it,
     read once."""
 
+    BY_ID = 2000  # matched sessions read by id up to this many, the whole table beyond
+
     def __init__(self, store: Store, filters: Filters | None = None, deep: bool = False,
                  exclude: frozenset[int] | set[int] = frozenset()):
         self.store, self.exclude = store, exclude
-        facts = _facts(store, filters, deep)
-        self.facts = [f for f in facts if f[0] not in exclude] if exclude else facts
+        self._filters, self._deep = filters, deep
+        self._facts: list[tuple] | None = None
+        self.known: dict[int, tuple] = {}  # session -> its facts, of those read
         self._counts: list[dict[int, int]] | None = None
+
+    @property
+    def facts(self) -> list[tuple]:
+        if self._facts is None:
+            facts = _facts(self.store, self._filters, self._deep)
+            self._facts = [f for f in facts if f[0] not in self.exclude] if self.exclude \
+                else facts
+        return self._facts
+
+    def facts_of(self, ids: set[int]) -> list[tuple]:
+        """The facts of these sessions, of those the part may return: read by id when they are
+        few, so that a rare word's search reads a few sessions' facts, not every session's."""
+        if self._facts is None and len(ids) <= self.BY_ID:
+            got = [f for f in _facts(self.store, self._filters, self._deep, ids)
+                   if f[0] not in self.exclude]
+        else:
+            got = [f for f in self.facts if f[0] in ids]
+        self.known.update((f[0], f) for f in got)
+        return got
 
     def counts(self, words: list[str]) -> list[dict[int, int]]:
         if self._counts is None:
@@ -241,9 +267,8 @@ def keyword_many(parts: list[Part], query: str, *, limit: int = 10,
     now = time.time() if now is None else now
     scored = []
     for i, p in enumerate(parts):
-        ended = {sid: e for sid, _s, e, _f in p.facts}
-        scored += [(-points, -(ended.get(sid) or 0), i, sid) for points, sid in keyword_scores(
-            p.store, query, now=now, facts=p.facts, counts=p.counts(words))]
+        scored += [(-points, -(p.known[sid][2] or 0), i, sid) for points, sid in keyword_scores(
+            p.store, query, now=now, facts_of=p.facts_of, counts=p.counts(words))]
     scored.sort()
     top = scored[:limit]
     rows = _rows(parts, [(i, sid) for *_x, i, sid in top])

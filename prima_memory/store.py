@@ -1201,10 +1201,10 @@ class Store:
             "SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?", (match_expr,))}
 
     def session_facts(self, since=None, until=None, branch=None, tag=None, source=None,
-                      extracts: bool = False):
+                      extracts: bool = False, ids=None):
         """(id, started_at, ended_at, files_count) of each session that a search may return:
         overlapping since..until, on the branch, carrying the tag, from the source; the
-        extracts' own records only when asked (a deep search)."""
+        extracts' own records only when asked (a deep search); of `ids` alone when given."""
         where, args = ["started_at IS NOT NULL", _OWN], []
         if not extracts and source != "extract":
             where.append("source != 'extract'")
@@ -1216,8 +1216,11 @@ class Store:
             if value is not None:
                 where.append(test)
                 args.append(value)
-        return self.db.execute("SELECT id, started_at, ended_at, files_count FROM sessions "
-                               "WHERE " + " AND ".join(where), args)
+        sql = "SELECT id, started_at, ended_at, files_count FROM sessions WHERE " + \
+            " AND ".join(where)
+        if ids is not None:
+            return self._chunked(sql + " AND id IN ({})", ids, before=tuple(args))
+        return self.db.execute(sql, args)
 
     def sessions_with_title_containing(self, text: str) -> set[int]:
         """Sessions whose title contains `text` (folded), compared folded."""
