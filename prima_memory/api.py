@@ -201,8 +201,44 @@ def refresh(mem: Memory, warnings: list[str], *, progress=None) -> None:
         warnings.append(f"{e}: answering from the index as it stands")
 
 
+class Early:
+    """The model loaded on another thread while this one brings the index up to date (a
+    cold process's combined search: onnxruntime makes its session without the GIL). Only for
+    one workspace's memory, once per process."""
+
+    def __init__(self) -> None:
+        import threading  # (only for a search by meaning)
+        self._result: list = []
+        self._thread = threading.Thread(target=self._load, name="model", daemon=True)
+        self._thread.start()
+
+    @classmethod
+    def start(cls, mem, mode: str) -> Early | None:
+        if mode == "keyword" or not isinstance(mem, Memory) or mem.model_tried():
+            return None
+        return cls()
+
+    def _load(self) -> None:
+        from . import embed  # semantic work only
+        try:
+            self._result.append(embed.load())
+        except BaseException as e:  # noqa: BLE001 - given to the request's thread to raise
+            self._result.append(e)
+
+    def wait(self) -> None:
+        self._thread.join()
+
+    def __call__(self):
+        """The model, or the exception its load raised (see Memory.embedder's `load`)."""
+        self.wait()
+        got = self._result[0]
+        if isinstance(got, BaseException):
+            raise got
+        return got
+
+
 def meaning(mem, mode: str, warnings: list[str], budget: float | None = None,
-            mems: list[Memory] | None = None):
+            mems: list[Memory] | None = None, early: Early | None = None):
     """The embedder for a semantic or combined search, with the seed's lazy update done first
     (new or changed exchanges, newest first, for up to the budget: PRIMA_EMBED_BUDGET, or
     `budget` when that is shorter), or (None, why) when the model cannot load. Skipped while a
@@ -215,7 +251,7 @@ def meaning(mem, mode: str, warnings: list[str], budget: float | None = None,
     every = mem if isinstance(mem, AllProjects) else None
     mems = mems or [mem]
     try:
-        embedder = every.embedder(mems[0]) if every else mems[0].embedder()
+        embedder = every.embedder(mems[0]) if every else mems[0].embedder(load=early)
     except Exception as e:  # noqa: BLE001 - any failure to load means: keyword results, said so
         (every or mems[0]).log.warn(f"semantic search unavailable: {type(e).__name__}: {e}",
                                     once=True)
@@ -413,8 +449,13 @@ def search(mem, query: str, *, mode: str = "combined", limit: int = 10,
     query = _query(query)
     every = isinstance(mem, AllProjects)
     warnings: list[str] = []
-    mems, skip = _opened(mem, warnings, fresh=fresh, progress=progress, deep=deep)
-    embedder, why_not = meaning(mem, mode, warnings, embed_budget, mems)
+    early = Early.start(mem, mode)
+    try:
+        mems, skip = _opened(mem, warnings, fresh=fresh, progress=progress, deep=deep)
+        embedder, why_not = meaning(mem, mode, warnings, embed_budget, mems, early)
+    finally:
+        if early:
+            early.wait()  # (a thread still loading must not outlive a failed request)
     parts = [searchmod.Part(m.store(), filters, deep, x) for m, x in zip(mems, skip)]
     hits, search_warnings = searchmod.run_many(parts, query, mode=mode, limit=limit,
                                                embedder=embedder, why_not=why_not)

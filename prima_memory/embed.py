@@ -165,21 +165,34 @@ def build_id(manifest: dict) -> str:
 def read_build(manifest: dict, out: str | None = None) -> bytes:
     """The ONNX file's bytes, checked against the manifest's sha256. A copy damaged in place
     keeps its size and still loads, giving vectors that are quietly wrong. Checked in the
-    process that loads the model, on the very bytes it loads (about 30 ms for 26 MB; hooks
-    never load it): nothing to keep in step, and a change after the check cannot slip in."""
-    import hashlib  # late: OpenSSL, 2.5 ms, for a check the hooks never make
+    process that loads the model, on the very bytes it loads (about 15 ms for 26 MB, while the
+    session is made: see load_onnx; hooks never load it): nothing to keep in step, and a change
+    after the check cannot slip in."""
+    data = _build_bytes(manifest, out)
+    _check_build(_sha256(data), manifest, out)
+    return data
+
+
+def _build_bytes(manifest: dict, out: str | None = None) -> bytes:
     out = out or build_dir()
     path = os.path.join(out, str(manifest.get("onnx_file", "")))
     try:
         with open(path, "rb") as f:
-            data = f.read(int(manifest.get("onnx_size") or 0) + 1)
+            return f.read(int(manifest.get("onnx_size") or 0) + 1)
     except (OSError, ValueError) as e:
         raise ModelUnavailable(f"the ONNX file of the build in {out} cannot be read ({e})") from e
-    if hashlib.sha256(data).hexdigest() != manifest.get("onnx_sha256"):
-        raise ModelUnavailable(f"the ONNX build in {out} is damaged: its file is not the one "
-                               "its manifest names (to build it again: python -m "
+
+
+def _sha256(data: bytes) -> str:
+    import hashlib  # late: OpenSSL, 2.5 ms, for a check the hooks never make
+    return hashlib.sha256(data).hexdigest()
+
+
+def _check_build(sha: str | None, manifest: dict, out: str | None = None) -> None:
+    if sha != manifest.get("onnx_sha256"):
+        raise ModelUnavailable(f"the ONNX build in {out or build_dir()} is damaged: its file is "
+                               "not the one its manifest names (to build it again: python -m "
                                "prima_memory.embed_build)")
-    return data
 
 
 def offline_env() -> None:
@@ -418,7 +431,13 @@ def load_onnx(mdir: str, require_verified: bool = True) -> OnnxEmbedder:
         import onnxruntime  # optional, heavy
     except ImportError as e:
         raise ModelUnavailable("onnxruntime is not installed: run install.sh") from e
-    data = read_build(manifest, out)
+    data = _build_bytes(manifest, out)
+    # The bytes are checked on the other core while the session is made from them (hashlib
+    # lets go of the GIL): the check costs no time, and the embedder is not returned before it.
+    import threading  # late: only where the model loads
+    sha: list[str] = []
+    checking = threading.Thread(target=lambda: sha.append(_sha256(data)), daemon=True)
+    checking.start()
     # (another onnxruntime than the one that optimised it may optimise otherwise: it does so)
     optimized = bool(manifest.get("graph_optimized")) and \
         (manifest.get("versions") or {}).get("onnxruntime") == onnxruntime.__version__
@@ -427,8 +446,12 @@ def load_onnx(mdir: str, require_verified: bool = True) -> OnnxEmbedder:
                            manifest.get("pooling", "mean"), model_bytes=data,
                            build=build_id(manifest), optimized=optimized)
     except Exception as e:
+        checking.join()
+        _check_build(sha[0] if sha else None, manifest, out)  # damaged says more than fails
         raise ModelUnavailable(f"the ONNX build in {out} does not load: "
                                f"{str(e).splitlines()[0] if str(e) else type(e).__name__}") from e
+    checking.join()
+    _check_build(sha[0] if sha else None, manifest, out)
     if not manifest.get("verified"):
         emb.note = "the ONNX build was not verified against sentence-transformers"
     return emb

@@ -403,22 +403,27 @@ class Memory:
 
     # -- embeddings ----------------------------------------------------------------------------
 
-    def embedder(self, loaded=None):
+    def embedder(self, loaded=None, load=None):
         """The embedding model, loaded once per process (raises embed.ModelUnavailable), or
-        `loaded` if none is yet (one loaded by another thread)."""
+        `loaded` if none is yet (one loaded by another thread); `load`: what loads it (an early
+        load's result: see api.Early), embed.load by default."""
         if self._embedder is None:
             # semantic work only: the model, numpy
             from . import embed
             if loaded is None and self._no_model is not None:
                 raise self._no_model  # not tried again in this process (the MCP server's)
             try:
-                self._embedder = loaded or embed.load()
+                self._embedder = loaded or (load or embed.load)()
             except Exception as e:
                 self._no_model = e
                 raise
             if self._embedder.note:
                 self.log.warn(f"embeddings: {self._embedder.note}", once=True)
         return self._embedder
+
+    def model_tried(self) -> bool:
+        """Whether this process loaded the model, or found it would not load."""
+        return self._embedder is not None or self._no_model is not None
 
     def semantic_work(self) -> bool:
         """Whether exchanges wait to be embedded or linked, known without loading the model (a

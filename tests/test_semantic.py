@@ -912,6 +912,49 @@ def test_vectors_from_before_builds_are_made_again_when_they_differ(tmp_path):
         pytest.approx(1.0, abs=1e-5)
 
 
+def test_a_search_by_meaning_loads_the_model_on_another_thread_and_waits_for_it(env, monkeypatch):
+    # A cold process's combined search loads the model while it brings the index up to date
+    # (api.Early); the request still waits for it, a load that fails is said as before, and a
+    # request that fails first leaves no loading thread behind.
+    from prima_memory import api, embed
+    _corpus(env)
+    env.run("index")
+    for k, v in env.env.items():
+        monkeypatch.setenv(k, v)
+    loads = []
+
+    def load(backend=None):
+        loads.append(threading.current_thread().name)
+        time.sleep(0.2)
+        raise embed.ModelUnavailable("no model in this test")
+
+    monkeypatch.setattr(embed, "load", load)
+    mem = api.open_memory(str(env.ws))
+    try:
+        got = mem.guarded(lambda: api.search(mem, "nightly pg_dump", mode="combined"))
+        assert loads == ["model"]
+        assert got["results"][0]["session_id"] == BACKUP
+        assert any("no model in this test" in w for w in got["warnings"]), got["warnings"]
+        api.search(mem, "nightly pg_dump", mode="combined")
+        assert loads == ["model"], "tried once per process, as before"
+    finally:
+        mem.close()
+    loads.clear()
+    mem = api.open_memory(str(env.ws))
+
+    def broken(*a, **kw):
+        raise RuntimeError("the index went away")
+
+    monkeypatch.setattr(api, "_opened", broken)
+    try:
+        with pytest.raises(RuntimeError):
+            api.search(mem, "nightly pg_dump", mode="combined")
+        assert loads == ["model"]
+        assert not any(t.name == "model" for t in threading.enumerate())
+    finally:
+        mem.close()
+
+
 def test_a_damaged_build_is_never_used_and_its_vectors_never_kept(env, tmp_path):
     """The issue's case: random bytes in a same-size copy of the build, used through
     PRIMA_ONNX_DIR. It is refused (said in the log, in one line), the reference answers, and
