@@ -16,9 +16,10 @@ For each size, in one run (every time is a process's start to its exit):
   - `python -c pass`, the floor;
   - `prima-memory index` from nothing (PRIMA_BACKGROUND=0: no embedder starts), against one bare
     pass over the same files (read each in binary, orjson.loads every line), and its peak RSS;
-  - keyword search through the CLI (`search WORDS --mode keyword`) over 20 fixed queries
-    (QUERIES: common, less common, rare, several words), against `rg -l -i -F WORDS` over the
-    project folder, interleaved, `--runs` samples each (runs/20 rounds of the 20);
+  - keyword search through the CLI as a user runs it (the venv's `prima-memory search WORDS
+    --mode keyword`) over 20 fixed queries (QUERIES: common, less common, rare, several
+    words), against `rg -l -i -F WORDS` over the project folder, interleaved, `--runs`
+    samples each (runs/20 rounds of the 20);
   - what a search pays for freshness when nothing changed (api.refresh, the first call in a
     fresh process, as a CLI search pays it);
   - at `--combined-at` sessions: every exchange embedded (`prima-memory embed`, once: the index
@@ -213,7 +214,10 @@ def cold_index(env: dict, ws: Path) -> tuple[float, float]:
 
 
 def cli(ws: Path) -> list[str]:
-    return [sys.executable, "-m", "prima_memory", "--workspace", str(ws)]
+    """The command a user runs: the venv's `prima-memory` script (`-m` adds runpy's import)."""
+    script = Path(sys.executable).parent / "prima-memory"
+    start = [str(script)] if script.is_file() else [sys.executable, "-m", "prima_memory"]
+    return start + ["--workspace", str(ws)]
 
 
 def refresh_cost(env: dict, ws: Path, rounds: int = 15) -> float:
