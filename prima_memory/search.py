@@ -95,29 +95,39 @@ def normalize_query(query: str) -> tuple[str, list[str]]:
     return whole, content or bare
 
 
-def messages_containing(store: Store, word: str) -> dict[int, int]:
-    """session -> number of its messages containing the word (case-insensitive substring).
-
-    The word's tokens are looked up among the index terms that contain them; a word that is one
-    token is then exact, one with punctuation is checked against the candidates' text, and one
-    with no usable token (or inside too many terms to list) is matched by reading the texts.
-    """
+def word_match(store: Store, word: str) -> tuple[str | None, bool]:
+    """(expr, exact): an FTS5 expression whose messages include every message containing the
+    word (case-insensitive substring), and whether they are exactly those. The word's tokens
+    are looked up among the index terms that contain them: a word that is one token is then
+    exact, one with punctuation must be checked against the messages' text. expr None: no
+    usable token (or one inside too many terms to list), every text must be read; "": no index
+    term, so no message, holds it."""
     toks = store.token_list(word)
-    exprs: list[str] = []  # none: the texts are read
+    exprs: list[str] = []
     for run in dict.fromkeys(toks):
         terms = store.terms_containing(run, TERMS_LIMIT)
         if terms is None:  # in too many terms to list
-            exprs = []
-            break
+            return None, False
         if not terms:  # no index term contains it: no message does either
-            return {}
-        exprs.append(" OR ".join(f'"{t}"' for t in terms))
+            return "", True
+        exprs.append("(" + " OR ".join(f'"{t}"' for t in terms) + ")")
     if not exprs:
+        return None, False
+    return " AND ".join(exprs), toks == [word]
+
+
+def messages_containing(store: Store, word: str,
+                        match: tuple[str | None, bool] | None = None) -> dict[int, int]:
+    """session -> number of its messages containing the word (case-insensitive substring);
+    `match`: word_match()'s, when the caller has it."""
+    expr, exact = match or word_match(store, word)
+    if expr == "":
+        return {}
+    if expr is None:
         return _per_session(mid for mid, text in store.all_message_texts() if word in fold(text))
-    if toks == [word]:
-        return store.count_matching(exprs[0])
-    ids = set.intersection(*(store.message_ids_matching(e) for e in exprs))
-    texts = store.message_texts(sorted(ids))
+    if exact:
+        return store.count_matching(expr)
+    texts = store.message_texts(sorted(store.message_ids_matching(expr)))
     return _per_session(mid for mid, text in texts.items() if word in fold(text))
 
 
@@ -153,12 +163,10 @@ def _facts(store: Store, filters: Filters | None, deep: bool, ids=None) -> list[
 def keyword_scores(store: Store, query: str, *, filters: Filters | None = None,
                    now: float | None = None, deep: bool = False,
                    facts: list[tuple] | None = None,
-                   counts: list[dict[int, int]] | None = None,
-                   facts_of=None) -> list[tuple[float, int]]:
+                   counts: list[dict[int, int]] | None = None) -> list[tuple[float, int]]:
     """(score, session) of every session the query matches, best first (a tie goes to the
     session that ended last). `deep`: the extracts' records too; `facts`: _facts() and
-    `counts`: word_sessions() when the caller has them already; `facts_of`: the facts of the
-    matched sessions alone, asked once they are known (Part.facts_of)."""
+    `counts`: word_sessions() when the caller has them already."""
     whole, words = normalize_query(query)
     if not words:
         return []
@@ -169,25 +177,72 @@ def keyword_scores(store: Store, query: str, *, filters: Filters | None = None,
     matched = set(counts[0]).intersection(*counts[1:]) | in_title | set(in_paths)
     if not matched:
         return []
-    total = counts[0] if len(counts) == 1 else {
-        sid: sum(c.get(sid, 0) for c in counts) for sid in matched}
-    recent = now - WEEK
-    scored = []
     if facts is None:
-        facts = facts_of(matched) if facts_of else _facts(store, filters, deep)
-    for sid, started, ended, files_count in facts:
-        if sid not in matched:
-            continue
-        score = 2 * total.get(sid, 0) + min(5, files_count)
-        if sid in in_title:
-            score += 20
-        if sid in in_paths:
-            score += 10 * in_paths[sid]
-        if started > recent:
-            score += recency_points(started, now)
-        scored.append((-round(score, 2), -(ended or 0), sid))
-    scored.sort()
+        facts = _facts(store, filters, deep)
+    scored = sorted((-_points(f, counts, in_title, in_paths, now), -(f[2] or 0), f[0])
+                    for f in facts if f[0] in matched)
     return [(-negscore, sid) for negscore, _, sid in scored]
+
+
+def best_by_keyword(part: Part, query: str, limit: int, now: float) -> list[tuple]:
+    """(score, ended, session) of the part's best `limit` sessions by keyword, best first, as
+    keyword_scores() ranks them, reading the facts (files changed, filters) of only the sessions
+    that can still be among them: every other point is known from the matches, and the files
+    add at most 5. So a common word's search costs its matches, not a look at each session."""
+    whole, words = normalize_query(query)
+    if not words:
+        return []
+    store = part.store
+    counts = part.counts(words)
+    in_title = store.sessions_with_title_containing(whole)
+    in_paths = store.sessions_with_path_containing(whole)
+    known: dict[int, float]  # session -> its points but its files'
+    if len(counts) == 1:
+        known = {sid: 2 * n for sid, n in counts[0].items()}
+    else:
+        known = {sid: 2 * sum(c[sid] for c in counts)
+                 for sid in set(counts[0]).intersection(*counts[1:])}
+    for sid in (in_title | in_paths.keys()) - known.keys():  # matched by title or path alone
+        known[sid] = 2 * sum(c.get(sid, 0) for c in counts)
+    for sid in in_title:
+        known[sid] += 20
+    for sid, n in in_paths.items():
+        known[sid] += 10 * n
+    for sid, started in store.started_since(now - WEEK).items():
+        if sid in known:
+            known[sid] += recency_points(started, now)
+    # First ask for the best of the best by these points (and their ties), whose files set
+    # the cut: the score of the last of them. Then ask for the best of every other session that
+    # can still score the cut (its files add 5 at most); one left out scores less than `cut` -
+    # 0.01, so after rounding less than all of the best. When filters (or sessions no search
+    # returns) leave too few, the cut falls to the last of them, or goes, and so on.
+    top = sorted(known.values(), reverse=True)[:limit]
+    cut, slack = (top[-1] if len(top) == limit else -math.inf), 0
+    asked: set[int] = set()
+    found: list[tuple] = []
+    while True:
+        floor = cut - slack - 0.01
+        ask = {sid: pts for sid, pts in known.items() if pts >= floor and sid not in asked}
+        asked |= ask.keys()
+        found += [(_points(f, counts, in_title, in_paths, now), f[2] or 0, f[0])
+                  for f in part.best_facts(ask, limit)]
+        found = sorted(found, key=lambda x: (-x[0], -x[1], x[2]))[:limit]
+        if len(asked) == len(known) or (slack and len(found) == limit and found[-1][0] >= cut):
+            return found
+        cut, slack = (found[-1][0] if len(found) == limit else -math.inf), 5
+
+
+def _points(facts: tuple, counts, in_title, in_paths, now: float) -> float:
+    """A session's keyword score (see keyword_scores), from its facts."""
+    sid, started, _ended, files_count = facts
+    score = 2 * sum(c.get(sid, 0) for c in counts) + min(5, files_count)
+    if sid in in_title:
+        score += 20
+    if sid in in_paths:
+        score += 10 * in_paths[sid]
+    if started > now - WEEK:
+        score += recency_points(started, now)
+    return round(score, 2)
 
 
 class Part:
@@ -196,15 +251,13 @@ class Part:
     less `exclude`: those another part holds as its own), and the query words' counts in it,
     read once."""
 
-    BY_ID = 2000  # matched sessions read by id up to this many, the whole table beyond
-
     def __init__(self, store: Store, filters: Filters | None = None, deep: bool = False,
                  exclude: frozenset[int] | set[int] = frozenset()):
         self.store, self.exclude = store, exclude
         self._filters, self._deep = filters, deep
         self._facts: list[tuple] | None = None
-        self.known: dict[int, tuple] = {}  # session -> its facts, of those read
         self._counts: list[dict[int, int]] | None = None
+        self._matches: list[tuple[str | None, bool]] | None = None
 
     @property
     def facts(self) -> list[tuple]:
@@ -214,20 +267,32 @@ class Part:
                 else facts
         return self._facts
 
-    def facts_of(self, ids: set[int]) -> list[tuple]:
-        """The facts of these sessions, of those the part may return: read by id when they are
-        few, so that a rare word's search reads a few sessions' facts, not every session's."""
-        if self._facts is None and len(ids) <= self.BY_ID:
-            got = [f for f in _facts(self.store, self._filters, self._deep, ids)
-                   if f[0] not in self.exclude]
-        else:
-            got = [f for f in self.facts if f[0] in ids]
-        self.known.update((f[0], f) for f in got)
-        return got
+    def best_facts(self, points: dict[int, float], limit: int) -> list[tuple]:
+        """Store.best_facts under this part's filters, less the sessions it leaves out."""
+        if self.exclude:
+            points = {sid: pts for sid, pts in points.items() if sid not in self.exclude}
+        f = self._filters or Filters()
+        return self.store.best_facts(points, limit, f.since, f.until, f.branch, f.tag, f.source,
+                                     self._deep)
+
+    def matches(self, words: list[str]) -> list[tuple[str | None, bool]]:
+        """word_match() of each word, looked up once."""
+        if self._matches is None:
+            self._matches = [word_match(self.store, w) for w in words]
+        return self._matches
+
+    def any_word(self, words: list[str]) -> str | None:
+        """An FTS5 expression whose messages include every one holding any of the words (""
+        when none can; None: a word can be found only by reading the texts)."""
+        exprs = [e for e, _exact in self.matches(words)]
+        if any(e is None for e in exprs):
+            return None
+        return " OR ".join(f"({e})" for e in exprs if e)
 
     def counts(self, words: list[str]) -> list[dict[int, int]]:
         if self._counts is None:
-            got = word_sessions(self.store, words)
+            got = [messages_containing(self.store, w, m)
+                   for w, m in zip(words, self.matches(words))]
             self._counts = [{k: n for k, n in c.items() if k not in self.exclude}
                             for c in got] if self.exclude else got
         return self._counts
@@ -267,8 +332,8 @@ def keyword_many(parts: list[Part], query: str, *, limit: int = 10,
     now = time.time() if now is None else now
     scored = []
     for i, p in enumerate(parts):
-        scored += [(-points, -(p.known[sid][2] or 0), i, sid) for points, sid in keyword_scores(
-            p.store, query, now=now, facts_of=p.facts_of, counts=p.counts(words))]
+        scored += [(-points, -(ended or 0), i, sid)
+                   for points, ended, sid in best_by_keyword(p, query, limit, now)]
     scored.sort()
     top = scored[:limit]
     rows = _rows(parts, [(i, sid) for *_x, i, sid in top])
@@ -277,7 +342,7 @@ def keyword_many(parts: list[Part], query: str, *, limit: int = 10,
         row = rows.get((i, sid))
         if row is not None:
             hit = Hit(row, -negscore, row.title, part=i)
-            _decorate(parts[i].store, hit, words)
+            _decorate(parts[i], hit, words)
             hits.append(hit)
     return hits
 
@@ -466,7 +531,7 @@ def combined_many(parts: list[Part], embedder, query: str, *, limit: int = 10,
         hit = Hit(row, score, row.title, part=i)
         hit.kind = "relevance"
         if (i, sid) in kw_ids:  # the lines holding the words say most at a glance
-            _decorate(parts[i].store, hit, words)
+            _decorate(parts[i], hit, words)
         else:
             _meaning_hit(parts[i].store, hit, best[(i, sid)], embedder)
         hits.append(hit)
@@ -492,7 +557,7 @@ def _seed_combined(parts: list[Part], embedder, query: str, *, limit: int,
     for score, (i, sid) in scored[:limit]:
         hit = Hit(rows[(i, sid)], score, rows[(i, sid)].title, part=i)
         if (i, sid) in kw_ids:
-            _decorate(parts[i].store, hit, words)
+            _decorate(parts[i], hit, words)
         else:
             _meaning_hit(parts[i].store, hit, by_meaning[(i, sid)], embedder)
         hits.append(hit)
@@ -502,12 +567,17 @@ def _seed_combined(parts: list[Part], embedder, query: str, *, limit: int,
 _SNIPPET = 220
 
 
-def _decorate(store: Store, hit: Hit, words: list[str]) -> None:
+def _decorate(part: Part, hit: Hit, words: list[str]) -> None:
     """The lines that matched, for the reader to judge the hit at a glance: read the session's
-    newest messages first and stop once enough are found (no index query per hit)."""
+    newest messages that hold a word first (all of them, newest first, when a word can only be
+    found by reading), and stop once enough are found."""
+    store = part.store
     hit.files = store.changed_paths(hit.row.id)
     best, best_n, seen = None, 0, 0
-    for mid, text in store.session_message_texts(hit.row.id, newest_first=True):
+    expr = part.any_word(words)
+    texts = (store.session_message_texts(hit.row.id, newest_first=True) if expr is None else
+             store.session_matches(hit.row.id, expr) if expr else ())
+    for mid, text in texts:
         low = fold(text)
         n = sum(w in low for w in words)
         if not n:

@@ -12,7 +12,7 @@ import json
 import os
 import time
 import unicodedata
-from collections import namedtuple
+from collections import Counter, namedtuple
 from collections.abc import Iterable, Iterator
 
 import apsw
@@ -33,8 +33,9 @@ BUSY_MS = 5000  # how long a statement waits for another writer, unless told oth
 # keys in use until then are listed, for the embedder to adopt or drop: semantic.Embedding.adopt);
 # 10: a message copied into another session (a fork, a resume) is stored once: messages looked up
 # by key, and each session's origin; 11: tool calls; 12: the distinct changed paths, so a search
-# looks for its words in each path once, not in every change; 13: the files indexed by source
-SCHEMA_VERSION = 13
+# looks for its words in each path once, not in every change; 13: the files indexed by source;
+# 14: titles and the sessions of each changed path indexed, so a search costs its matches
+SCHEMA_VERSION = 14
 SHIFT = 24  # ordinals per session: 16M fragments, far past any real transcript
 _TOKENIZER_ARGS = ["remove_diacritics", "0"]
 
@@ -122,6 +123,35 @@ CREATE TRIGGER IF NOT EXISTS file_changes_unlisted AFTER DELETE ON file_changes
 # sessions): each search asks it of every source but Claude Code's, which mostly have none.
 _FILES_BY_SOURCE = "CREATE INDEX IF NOT EXISTS files_source ON files(source, path);"
 
+# What a keyword search looks up besides the messages, indexed so that it costs what it finds,
+# not what the history holds: each session's title, folded as matching folds (fold, registered
+# as prima_fold), in a trigram index whose phrases are substrings; the sessions each changed path
+# was changed in, once a pair; the sessions by start (the week that earns recency points).
+# Triggers keep the first two, so no write can leave them stale.
+_TITLE_OF = ("COALESCE(NULLIF({0}.title_custom, ''), NULLIF({0}.title_summary, ''), "
+             "NULLIF({0}.title_first, ''), 'Untitled Session')")  # {0}: the row (new, old)
+_LOOKUP_SCHEMA = f"""
+CREATE VIRTUAL TABLE IF NOT EXISTS titles_tri USING fts5(title, content='', contentless_delete=1,
+  tokenize='trigram case_sensitive 1', detail=full);
+CREATE TRIGGER IF NOT EXISTS sessions_titled AFTER INSERT ON sessions BEGIN
+  INSERT INTO titles_tri(rowid, title) VALUES (new.id, prima_fold({_TITLE_OF.format("new")})); END;
+CREATE TRIGGER IF NOT EXISTS sessions_retitled
+  AFTER UPDATE OF title_custom, title_summary, title_first ON sessions
+  WHEN {_TITLE_OF.format("new")} IS NOT {_TITLE_OF.format("old")} BEGIN
+  DELETE FROM titles_tri WHERE rowid = old.id;
+  INSERT INTO titles_tri(rowid, title) VALUES (new.id, prima_fold({_TITLE_OF.format("new")})); END;
+CREATE TRIGGER IF NOT EXISTS sessions_untitled AFTER DELETE ON sessions BEGIN
+  DELETE FROM titles_tri WHERE rowid = old.id; END;
+CREATE TABLE IF NOT EXISTS path_sessions(path TEXT NOT NULL, session INTEGER NOT NULL,
+  PRIMARY KEY(path, session)) WITHOUT ROWID;
+CREATE TRIGGER IF NOT EXISTS file_changes_paired AFTER INSERT ON file_changes BEGIN
+  INSERT OR IGNORE INTO path_sessions(path, session) VALUES (new.path, new.session); END;
+CREATE TRIGGER IF NOT EXISTS file_changes_unpaired AFTER DELETE ON file_changes
+  WHEN NOT EXISTS (SELECT 1 FROM file_changes WHERE session = old.session AND path = old.path)
+  BEGIN DELETE FROM path_sessions WHERE path = old.path AND session = old.session; END;
+CREATE INDEX IF NOT EXISTS sessions_started ON sessions(started_at);
+"""
+
 EDGE_K = 8  # the nearest kept per exchange: edges per exchange at most (see _EDGE_SCHEMA)
 
 
@@ -187,6 +217,7 @@ CREATE VIEW exchanges AS
 {_TOOL_SCHEMA}
 {_PATH_SCHEMA}
 {_FILES_BY_SOURCE}
+{_LOOKUP_SCHEMA}
 INSERT INTO meta(key, value) VALUES ('schema_version', '{SCHEMA_VERSION}');
 PRAGMA user_version = {SCHEMA_VERSION};
 """
@@ -196,8 +227,7 @@ _OWN = "(origin IS NULL OR message_count > 0)"
 
 _LEGACY_KEYS = "legacy_vectors"  # meta: vector keys from before schema 9, not yet adopted
 
-_TITLE = ("COALESCE(NULLIF(title_custom, ''), NULLIF(title_summary, ''), NULLIF(title_first, ''), "
-          "'Untitled Session')")  # the title precedence (DESIGN §3); titles are stored normalised
+_TITLE = _TITLE_OF.replace("{0}.", "")  # the title precedence (DESIGN §3), stored normalised
 SESSION_COLUMNS = ("id, source, session_id, label, cwd, branch, author, title_custom, "
                    "title_summary, title_first, started_at, ended_at, tags, decisions, "
                    f"message_count, files_count, archived, extract_path, {_TITLE}")
@@ -207,6 +237,7 @@ _INSERT_MESSAGE = ("INSERT INTO messages(id, session, key, role, ts, sidechain, 
 
 
 _NON_ASCII = "*[^\x01-\x7f]*"  # a GLOB for text with a character beyond ASCII
+_CHAR_SESSIONS = 0x10FFFF - 2048  # the sessions a code point can number (see _per_session)
 
 
 def index_text(text: str) -> str:
@@ -220,6 +251,11 @@ def index_text(text: str) -> str:
 def fold(text: str) -> str:
     """What matching compares, on both sides: index_text, lower case (length kept)."""
     return index_text(text).lower()
+
+
+def _fold_value(*values):
+    """fold() as SQL's prima_fold (one argument): text folded, anything else as it is."""
+    return fold(values[0]) if isinstance(values[0], str) else values[0]
 
 
 class StoreError(Failure):
@@ -266,6 +302,24 @@ def _own(e: BaseException, db, path: str) -> BaseException:
     if isinstance(e, apsw.CantOpenError):
         return CantOpen(f"{path}: {e}")
     return StoreError(f"{path}: {type(e).__name__}: {e}")
+
+
+def _returnable(since=None, until=None, branch=None, tag=None, source=None,
+                extracts: bool = False) -> tuple[str, tuple]:
+    """The WHERE clause (and its arguments) of the sessions a search may return: see
+    Store.session_facts."""
+    where, args = ["started_at IS NOT NULL", _OWN], []
+    if not extracts and source != "extract":
+        where.append("source != 'extract'")
+    for value, test in ((since, "COALESCE(ended_at, started_at) >= ?"),
+                        (until, "started_at <= ?"), (branch, "COALESCE(branch, '') = ?"),
+                        (tag and tag.lower(), "instr(' ' || COALESCE(tags, '') || ' ', "
+                                              "' ' || ? || ' ') > 0"),
+                        (source, "source = ?")):
+        if value is not None:
+            where.append(test)
+            args.append(value)
+    return " AND ".join(where), tuple(args)
 
 
 def _folder_and_below(folder: str) -> tuple[str, int, str, str]:
@@ -491,6 +545,9 @@ class Store:
                 db = _connect(path, apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE)
             self.db: apsw.Connection = db
             db.setbusytimeout(BUSY_MS)
+            # the schema's triggers fold titles as matching does (innocuous: trusted_schema off)
+            db.create_scalar_function("prima_fold", _fold_value, 1, deterministic=True,
+                                      flags=apsw.SQLITE_INNOCUOUS)
             self._init_with_retry()
         except apsw.Error as e:
             own = _own(e, db, path)
@@ -1192,9 +1249,27 @@ class Store:
 
     def count_matching(self, match_expr: str) -> dict[int, int]:
         """session -> number of messages matching an FTS5 expression of quoted terms."""
-        return dict(self.db.execute(
-            f"SELECT rowid >> {SHIFT}, count(*) FROM messages_fts WHERE messages_fts MATCH ? "
-            "GROUP BY 1", (match_expr,)))
+        return self._per_session(f"rowid >> {SHIFT}", "messages_fts WHERE messages_fts MATCH ?",
+                                 (match_expr,))
+
+    def _per_session(self, session: str, source: str, args) -> dict[int, int]:
+        """session -> how many rows of `source` (SQL after FROM) name it, `session` being the
+        expression that does. The rows come back as one string, a character per row whose code
+        point is its session (the surrogates skipped), which Counter counts in C: a common
+        word's 20,000 matching messages cost 3 ms so, 5 as rows, 9 grouped by SQLite. Sessions
+        past what code points can number are grouped by SQLite."""
+        last = self.db.execute("SELECT max(id) FROM sessions").get or 0
+        if last > _CHAR_SESSIONS:
+            return dict(self.db.execute(f"SELECT {session}, count(*) FROM {source} GROUP BY 1",
+                                        args))
+        text = self.db.execute(
+            f"SELECT group_concat(char(({session}) + (({session}) >= 55296) * 2048), '') "
+            f"FROM {source}", args).get
+        counted = Counter(text or "")
+        out = dict(zip(map(ord, counted), counted.values()))
+        if last >= 55296:  # (sessions past the surrogates' code points)
+            out = {(sid - 2048 if sid >= 0xE000 else sid): n for sid, n in out.items()}
+        return out
 
     def message_ids_matching(self, match_expr: str) -> set[int]:
         return {r[0] for r in self.db.execute(
@@ -1205,27 +1280,39 @@ class Store:
         """(id, started_at, ended_at, files_count) of each session that a search may return:
         overlapping since..until, on the branch, carrying the tag, from the source; the
         extracts' own records only when asked (a deep search); of `ids` alone when given."""
-        where, args = ["started_at IS NOT NULL", _OWN], []
-        if not extracts and source != "extract":
-            where.append("source != 'extract'")
-        for value, test in ((since, "COALESCE(ended_at, started_at) >= ?"),
-                            (until, "started_at <= ?"), (branch, "COALESCE(branch, '') = ?"),
-                            (tag and tag.lower(), "instr(' ' || COALESCE(tags, '') || ' ', "
-                                                  "' ' || ? || ' ') > 0"),
-                            (source, "source = ?")):
-            if value is not None:
-                where.append(test)
-                args.append(value)
-        sql = "SELECT id, started_at, ended_at, files_count FROM sessions WHERE " + \
-            " AND ".join(where)
+        where, args = _returnable(since, until, branch, tag, source, extracts)
+        sql = f"SELECT id, started_at, ended_at, files_count FROM sessions WHERE {where}"
         if ids is not None:
-            return self._chunked(sql + " AND id IN ({})", ids, before=tuple(args))
+            return self._chunked(sql + " AND id IN ({})", ids, before=args)
         return self.db.execute(sql, args)
 
+    def best_facts(self, points: dict[int, float], limit: int, since=None, until=None,
+                   branch=None, tag=None, source=None, extracts: bool = False) -> list[tuple]:
+        """session_facts() of the best `limit` of `points`' sessions (session -> its points so
+        far) that a search may return, each scoring its points and 1 a file changed, 5 at most;
+        and of any within 0.01 of the last of them, which rounding can tie with it."""
+        if not points:
+            return []
+        where, args = _returnable(since, until, branch, tag, source, extracts)
+        given = "{" + ",".join(f'"{sid}":{pts!r}' for sid, pts in points.items()) + "}"
+        return list(self.db.execute(
+            "WITH c AS MATERIALIZED (SELECT id, started_at, ended_at, files_count, "
+            "pts + min(5, files_count) AS score FROM (SELECT CAST(key AS INTEGER) AS sid, "
+            f"value AS pts FROM json_each(?)) JOIN sessions ON id = sid WHERE {where}) "
+            "SELECT id, started_at, ended_at, files_count FROM c WHERE score >= COALESCE("
+            "(SELECT score FROM c ORDER BY score DESC LIMIT 1 OFFSET ?), -1e308) - 0.01",
+            (given, *args, limit - 1)))
+
     def sessions_with_title_containing(self, text: str) -> set[int]:
-        """Sessions whose title contains `text` (folded), compared folded."""
-        return {sid for sid, _t in self._containing(
-            f"SELECT id, {_TITLE} AS t FROM sessions", text)}
+        """Sessions whose title contains `text` (folded), compared folded: a phrase of the
+        titles' trigrams is a substring of the folded title (a shorter text, which has no
+        trigram, or one with a NUL, which ends an FTS5 query, is looked for in every title)."""
+        if len(text) < 3 or "\0" in text:
+            return {sid for sid, _t in self._containing(
+                f"SELECT id, {_TITLE} AS t FROM sessions", text)}
+        phrase = '"' + text.replace('"', '""') + '"'
+        return {r[0] for r in self.db.execute(
+            "SELECT rowid FROM titles_tri WHERE titles_tri MATCH ?", (phrase,))}
 
     def sessions_with_path_containing(self, text: str) -> dict[int, int]:
         """session -> number of distinct changed paths containing `text` (folded), compared
@@ -1233,10 +1320,17 @@ class Store:
         paths = [p for p, _t in self._containing("SELECT path, path AS t FROM changed_paths",
                                                   text)]
         out: dict[int, int] = {}
-        for sid, n in self._chunked("SELECT session, count(DISTINCT path) FROM file_changes "
-                                    "WHERE path IN ({}) GROUP BY session", paths):
-            out[sid] = out.get(sid, 0) + n  # (each chunk its own paths)
+        for i in range(0, len(paths), 500):  # (SQLite's limit on bound values)
+            part = paths[i:i + 500]
+            for sid, n in self._per_session("session", "path_sessions WHERE path IN "
+                                            f"({','.join('?' * len(part))})", part).items():
+                out[sid] = out.get(sid, 0) + n
         return out
+
+    def started_since(self, since: float) -> dict[int, float]:
+        """session -> its start, of the sessions started after `since` (recency's week)."""
+        return dict(self.db.execute("SELECT id, started_at FROM sessions WHERE started_at > ?",
+                                    (since,)))
 
     def _containing(self, select: str, text: str):
         """(id, t) of the rows of `select` whose t contains `text` (folded), in one pass: LIKE
@@ -1258,6 +1352,17 @@ class Store:
         (A generator here, not a cursor, so a text that fails to decode fails in this module:
         see is_corruption.)"""
         yield from self.db.execute("SELECT id, text FROM messages WHERE text != ''")
+
+    def session_matches(self, session: int, match_expr: str):
+        """(id, text) of a session's messages matching an FTS5 expression, newest first,
+        their texts read a few at a time (the caller may stop early)."""
+        lo, hi = session << SHIFT, ((session + 1) << SHIFT) - 1
+        ids = [r[0] for r in self.db.execute(
+            "SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? AND rowid BETWEEN ? AND ? "
+            "ORDER BY rowid DESC", (match_expr, lo, hi))]
+        for i in range(0, len(ids), 8):
+            texts = self.message_texts(ids[i:i + 8])
+            yield from ((mid, texts[mid]) for mid in ids[i:i + 8] if mid in texts)
 
     def session_message_texts(self, session: int, newest_first: bool = False):
         """(id, text) of a session's messages: its rowid range, in id order."""
@@ -1826,9 +1931,21 @@ def _to_v13(store: Store) -> None:
     store.db.execute(_FILES_BY_SOURCE)
 
 
+def _to_v14(store: Store) -> None:
+    """Titles, changed paths' sessions and starts indexed (see _LOOKUP_SCHEMA), from what is
+    held."""
+    db = store.db
+    db.execute(_LOOKUP_SCHEMA)
+    db.execute("INSERT INTO titles_tri(titles_tri) VALUES ('delete-all')")  # (made afresh)
+    db.execute(f"INSERT INTO titles_tri(rowid, title) SELECT id, prima_fold({_TITLE}) "
+               "FROM sessions")
+    db.execute("INSERT OR IGNORE INTO path_sessions(path, session) SELECT path, session "
+               "FROM file_changes")
+
+
 # version -> the step that brings an index of that version to the next; older ones are rebuilt
 _MIGRATIONS = {3: _to_v4, 4: _to_v5, 5: _to_v6, 6: _to_v7, 7: _to_v8, 8: _to_v9, 9: _to_v10,
-               10: _to_v11, 11: _to_v12, 12: _to_v13}
+               10: _to_v11, 11: _to_v12, 12: _to_v13, 13: _to_v14}
 
 
 # The sessions' columns with every text one read as bytes (see _lenient), for recovery.

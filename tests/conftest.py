@@ -30,6 +30,16 @@ def encode(path: str) -> str:
     return re.sub(r"[^A-Za-z0-9]", "-", path)
 
 
+def raw_index(path):
+    """An apsw connection to an index, outside the store (to make it as an older version left
+    it): with the function its triggers fold titles by, as every Store registers it."""
+    import apsw
+    from prima_memory.store import _fold_value
+    db = apsw.Connection(str(path))
+    db.create_scalar_function("prima_fold", _fold_value, 1, deterministic=True)
+    return db
+
+
 class Transcript:
     """Writes Claude Code transcript lines the way Claude Code does (see formats-claude-code.md)."""
 

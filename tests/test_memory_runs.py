@@ -7,10 +7,9 @@ from __future__ import annotations
 
 import time
 
-import apsw
 import pytest
 
-from conftest import Env, Transcript
+from conftest import Env, Transcript, raw_index
 from test_hooks import payload, query, run_hook, sid
 
 from prima_memory.sources import claude_code
@@ -114,7 +113,7 @@ def test_an_index_of_the_previous_schema_is_migrated_in_place(env):
     forward (no move-aside, no rebuild of what is right) and the runs drop out."""
     _history(env)
     env.run("index")
-    db = apsw.Connection(str(env.data / "index.db"))
+    db = raw_index(env.data / "index.db")
     with db:  # what the previous version stored
         db.execute("UPDATE sessions SET branch = 'HEAD' WHERE branch IS NULL")
         s = db.execute("SELECT id FROM sessions WHERE session_id = ?", (RECALL_ONLY,)).fetchone()[0]

@@ -12,7 +12,7 @@ import time
 import apsw
 import pytest
 
-from conftest import Env
+from conftest import Env, raw_index
 from prima_memory import cli, mcp_server, titles, timeparse, wording
 from prima_memory.sources import extract_reader
 from test_hooks import payload, run_hook
@@ -83,7 +83,7 @@ def test_titles_an_older_version_stored_are_made_again(env):
     session(env, 1, local(2026, 3, 2, 9), prompt)
     env.json("index")
     old = prompt[0].upper() + prompt[1:80]
-    db = apsw.Connection(str(env.data / "index.db"))
+    db = raw_index(env.data / "index.db")
     with db:
         db.execute("UPDATE sessions SET title_first = ?", (old,))
         db.execute("DELETE FROM meta WHERE key = 'rules'")
