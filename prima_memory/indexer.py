@@ -91,8 +91,11 @@ class Indexer:
         # a quick scope's findings, recorded once its files are indexed (see quick_done)
         self._dirs: dict[str, int] = {}
         self._owed: list[str] = []
-        self._sweep_to = 0
+        self._sweep_to: int | None = None  # where the sweep goes on from
         self.sweep = _sweep_size()  # known files a quick run looks at again, in turn
+        # where the sweep starts, when the caller keeps its place (a search's: see Memory.update);
+        # None: the index keeps it
+        self.place: int | None = None
         self._cwdless: dict[str, bool] = {}  # project folder -> claims_cwdless, for this run
         self.bulk = False  # a big run: worth orjson's import time
         self.deadline: float | None = None
@@ -584,7 +587,8 @@ class Indexer:
         self._owed = store.owed()
         for sid in self._owed:
             paths |= {sf.path for sf in src.session_files(self.ws, sid)}
-        after, n = int(store.get_meta("sweep_after", 0)), self.sweep
+        n = self.sweep
+        after = int(store.get_meta("sweep_after", 0)) if self.place is None else self.place
         swept = store.files_after(src.name, after, n) if n else []
         self._sweep_to = swept[-1][0] if swept and len(swept) == n else 0  # wrap at the end
         known = {p: row for _rowid, p, row in swept}
@@ -595,17 +599,27 @@ class Indexer:
     def quick_done(self, complete: bool) -> None:
         """After a quick run: the project folders it listed need no listing until they change
         (if everything found was indexed), owed sessions are settled, the sweep moves on. Never
-        waits on another writer: a hook would rather leave this to the next start."""
+        waits on another writer: a hook would rather leave this to the next start. Writes
+        nothing when there is nothing to note (a search that found nothing new)."""
         store = self.store
+        complete = complete and bool(self._dirs or self._owed)
+        here = self.place is None and self._sweep_to is not None
+        if not (complete or here):
+            return
         try:
             with store.write(wait=0.05):
                 if complete:
                     for d, mtime in self._dirs.items():
                         store.set_meta(f"dir:{d}", mtime)
                     store.settle(self._owed)
-                store.set_meta("sweep_after", self._sweep_to)
+                if here:
+                    store.set_meta("sweep_after", self._sweep_to)
         except Busy:
             pass
+
+    def swept_to(self) -> int | None:
+        """Where the next quick run's sweep goes on from, once this one looked."""
+        return self._sweep_to
 
     def pending(self, only_session: str | None = None, quick: bool = False,
                 src=registry.CLAUDE_CODE) -> tuple[int, int]:

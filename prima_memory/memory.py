@@ -336,8 +336,8 @@ class Memory:
             sources = tuple(s for s in sources if s is not registry.EXTRACTS)
             extracts = False
         indexer = Indexer(self.ws, store, self.log, progress=progress)
-        if sweep is not None:  # (a quick run's share of the sweep: see indexer.SEARCH_SWEEP)
-            indexer.sweep = min(sweep, indexer.sweep)
+        if sweep is not None:  # a search's share of the sweep (see indexer.SEARCH_SWEEP)
+            indexer.sweep, indexer.place = min(sweep, indexer.sweep), self._search_place()
         todo = list(sources)
         if not (rebuild or prune):
             todo = indexer.sources_changed(sources, only_session, quick)
@@ -345,6 +345,7 @@ class Memory:
                     and indexer.rules_current():
                 if quick and any(src.streamed for src in sources):
                     indexer.quick_done(complete=True)
+                self._note_place(indexer)
                 return indexer.nothing_to_do()  # no lock taken
         try:
             self._take_lock(lock_timeout)
@@ -369,9 +370,29 @@ class Memory:
                 rep.extracts += write_unfinished(store, self.ws, self.log)
             if only_session and rep.pending_files:
                 self.owe(only_session)  # left for the next SessionStart to finish
+            self._note_place(indexer)
             return rep
         finally:
             self.lock().release()
+
+    # A search sweeps its share of the known files from where the last search's share ended,
+    # noted in a file of its own: in the index it would cost every search a write, and the
+    # checkpoint that follows (a disk flush or two).
+    def _search_place(self) -> int:
+        try:
+            got = wsmod.read_plain(os.path.join(self.dir, wsmod.SWEEP_FILE), 32)
+            return int(got[0]) if got else 0
+        except (OSError, ValueError):
+            return 0
+
+    def _note_place(self, indexer: Indexer) -> None:
+        to = indexer.swept_to()
+        if indexer.place is None or to is None or to == indexer.place:
+            return
+        try:
+            wsmod.replace_whole(os.path.join(self.dir, wsmod.SWEEP_FILE), str(to))
+        except OSError:  # (a read-only folder: the next search sweeps the same share)
+            pass
 
     def owe(self, session_id: str) -> None:
         """A session this run could not index (busy, out of time, its file not yet written): the

@@ -1025,6 +1025,9 @@ class Store:
             "SELECT path FROM files WHERE (mtime_ns >= ? OR mtime_ns IS NULL) AND +source = ?",
             (since_mtime_ns, source))}
 
+    def last_file_rowid(self) -> int:
+        return self.db.execute("SELECT COALESCE(max(rowid), 0) FROM files").get
+
     def files_after(self, source: str, rowid: int, n: int) -> list[tuple[int, str, FileRow]]:
         """(rowid, path, what the index knows of it) of the next n files after rowid: a sweep
         through all of them in turn, read in rowid order (neighbouring pages, not a look-up

@@ -557,12 +557,27 @@ def test_a_search_looks_at_its_share_of_old_files_and_still_finds_every_change(e
     sweeps, found = [], []
     for _ in range(3):  # three shares cover every file
         found += [r["session_id"] for r in env.search("lateword")]
-        sweeps.append(int(query(env, "SELECT value FROM meta WHERE key = 'sweep_after'")[0][0]))
+        sweeps.append(int((env.data / "sweep").read_text()))  # (no write to the index)
     assert sweeps == [files[SEARCH_SWEEP - 1], files[2 * SEARCH_SWEEP - 1], 0]  # then it wraps
     assert found[-1:] == [sid(0x100 + n // 2)]
     # a new session needs no sweep: the folder's listing changed
     env.transcript(sid(0xC3), start=time.time() - 60).exchange("Start the newword", "Started.")
     assert [r["session_id"] for r in env.search("newword")] == [sid(0xC3)]
+
+
+def test_a_search_that_finds_nothing_new_writes_nothing_to_the_index(env):
+    # a write costs the search a commit and, at its close, a checkpoint: disk flushes
+    for k in range(3):
+        env.transcript(sid(0x200 + k), start=OLD + k).exchange(f"Old work {k}", "Done.")
+    env.run("index")
+    env.search("work")  # (the first may still note what the listing found)
+    db = env.data / "index.db"
+    before = (db.stat().st_mtime_ns, db.read_bytes())
+    for words in ("work", "nothing here", "old done"):
+        env.search(words)
+        assert (db.stat().st_mtime_ns, db.read_bytes()) == before
+        wal = env.data / "index.db-wal"
+        assert not wal.exists() or wal.stat().st_size == 0
 
 
 def test_an_index_made_by_a_newer_prima_memory_is_left_alone(env):
