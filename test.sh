@@ -9,5 +9,6 @@ if ! .venv/bin/python -c 'import pytest, xdist, mcp, pyte, onnx' 2>/dev/null; th
   echo "test.sh: installing the tests' packages into .venv (once)"
   .venv/bin/pip install --disable-pip-version-check -q -e '.[test]' \
     --config-settings editable_mode=compat
+  .venv/bin/python scripts/launcher.py .venv/bin/prima-memory  # (pip wrote its own again)
 fi
 exec .venv/bin/python -m pytest -q "$@"  # on every core: addopts in pyproject.toml

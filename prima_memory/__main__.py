@@ -1,3 +1,3 @@
-from .cli import main
+from .cli import exit_with, main
 
-raise SystemExit(main())
+exit_with(main())

@@ -33,6 +33,99 @@ def _columns() -> int:
         return 80
 
 
+_SUPPRESS = "==SUPPRESS=="  # argparse.SUPPRESS: no default, the attribute set only when given
+
+# Before or after the command alike: a subcommand's own default must not undo the option given
+# before it (argparse lets it), hence SUPPRESS, and False set after parsing (the parents'
+# actions are shared: a default set on one parser is every parser's).
+_COMMON = (
+    ("--json", {"action": "store_true", "default": _SUPPRESS, "help": "print one JSON document"}),
+    ("--workspace", {"metavar": "DIR", "default": _SUPPRESS, "help": "the workspace to serve "
+                     "(default: CLAUDE_PROJECT_DIR or the current folder)"}))
+_EVERY = (("--all-projects", {"action": "store_true", "help": (
+    "every project on this machine (Claude Code, Codex and VS Code sessions of any folder), "
+    "not just this workspace")}),)
+
+
+def _search_options() -> tuple:
+    """The search command's own arguments, as argparse takes them (and _plain_search reads)."""
+    from .timeparse import ACCEPTED as WHEN  # (only when a command is parsed)
+    return (
+        ("query", {"nargs": "+", "help": "words to find (taken literally)"}),
+        ("--mode", {"choices": ["combined", "keyword", "semantic"], "default": "combined",
+                    "help": "combined (default): by the words and by meaning, merged; keyword: "
+                            "by the words alone; semantic: by meaning alone (needs the embedding "
+                            "model)"}),
+        ("--deep", {"action": "store_true", "help": "also search extracts and checkpoints"}),
+        ("--limit", {"type": _positive, "default": 10, "metavar": "N",
+                     "help": "at most N sessions (default 10)"}),
+        ("--since", {"metavar": "WHEN", "help": f"only sessions from WHEN on: {WHEN}"}),
+        ("--until", {"metavar": "WHEN", "help": "only sessions up to WHEN, as --since takes it "
+                                                "(a day: to its end)"}),
+        ("--branch", {"help": "only sessions on this git branch"}),
+        ("--tag", {"help": "only sessions with this tag (python, bugfix, decision, ...)"}),
+        ("--source", {"help": "only this source (claude-code, ...)"}),
+        ("--context", {"type": _whole(0, MAX_CONTEXT), "default": 0, "metavar": "N",
+                       "help": "show the turn that matched and N turns each side of it"}))
+
+
+def _plain_search(argv: list[str]):
+    """The arguments of a search as argparse reads them, for a command line in the plain form
+    (`search WORDS`, options spelled whole, each valid, the words in one run), read here: argparse
+    imports re and gettext and builds its parser, some 8 ms of a keyword search that otherwise
+    takes 20. None for any other command line (help, an error, an abbreviation): argparse
+    reads it. (tests/test_cli_fast.py holds the two to the same answers.)"""
+    from types import SimpleNamespace  # (the plain one of argparse.Namespace)
+    before = {flag: kw for flag, kw in _COMMON}
+    after = dict(before, **{flag: kw for flag, kw in _EVERY + _search_options()
+                            if flag.startswith("-")})
+    given: dict = {}
+    words: list[str] = []
+    command, apart, i = None, False, 0
+    while i < len(argv):
+        arg = argv[i]
+        if not arg.startswith("-"):
+            if command is None:
+                if arg != "search":
+                    return None
+                command = arg
+            elif words and apart:  # a second run of words: argparse's error
+                return None
+            else:
+                words.append(arg)
+            i += 1
+            continue
+        flag, eq, text = arg.partition("=")
+        kw: dict | None = (after if command else before).get(flag)
+        if kw is None:  # (-h, --, -x, an abbreviation, an option of no command here)
+            return None
+        value: object = True
+        if kw.get("action") == "store_true":
+            if eq:
+                return None
+        else:
+            if not eq:
+                i += 1
+                if i == len(argv) or argv[i].startswith("-"):
+                    return None
+                text = argv[i]
+            if text not in kw.get("choices", (text,)):
+                return None
+            try:
+                value = kw.get("type", str)(text)
+            except Exception:  # noqa: BLE001 - argparse says what is wrong with it
+                return None
+        given[flag[2:].replace("-", "_")] = value
+        apart = bool(words)
+        i += 1
+    if command is None or not words:
+        return None
+    args = {flag[2:].replace("-", "_"): kw.get("default", False if kw.get("action") else None)
+            for flag, kw in _EVERY + _search_options() if flag.startswith("-")}
+    args.update(given, command=command, query=words)
+    return SimpleNamespace(**args)
+
+
 def _parser(only: str | None = None):
     """The command line's parser; `only`: the command given, the one parser built (none, or an
     unknown one: every command's, for the list of commands and the error naming them)."""
@@ -48,18 +141,15 @@ def _parser(only: str | None = None):
         def _get_formatter(self):  # argparse asks for one per option; its own imports shutil
             return argparse.HelpFormatter(prog=self.prog, width=_columns() - 2)
 
-    # Before or after the command alike: a subcommand's own default must not undo the option
-    # given before it (argparse lets it), hence SUPPRESS, and False set after parsing (the
-    # parents' actions are shared: a default set on one parser is every parser's).
+    def options(parser, given) -> None:
+        for flag, kw in given:  # (argparse knows its SUPPRESS by identity)
+            parser.add_argument(flag, **dict(kw, default=argparse.SUPPRESS)
+                                if kw.get("default") == _SUPPRESS else kw)
+
     common = _Parser(add_help=False)
-    common.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
-                        help="print one JSON document")
-    common.add_argument("--workspace", metavar="DIR", default=argparse.SUPPRESS,
-                        help="the workspace to serve (default: CLAUDE_PROJECT_DIR or the current folder)")
+    options(common, _COMMON)
     every = _Parser(add_help=False)  # the commands that can read every project's memory
-    every.add_argument("--all-projects", action="store_true",
-                       help="every project on this machine (Claude Code, Codex and VS Code "
-                            "sessions of any folder), not just this workspace")
+    options(every, _EVERY)
     p = _Parser(prog="prima-memory", parents=[common],
                 description="Long-term memory for Claude Code: search your past sessions.")
     p.add_argument("--version", action="version", version=f"prima-memory {__version__}")
@@ -69,22 +159,7 @@ def _parser(only: str | None = None):
         return sub.add_parser(name, **kw) if only in (None, name) else _Skipped()
 
     s = command("search", parents=[common, every], help="search past sessions")
-    s.add_argument("query", nargs="+", help="words to find (taken literally)")
-    s.add_argument("--mode", choices=["combined", "keyword", "semantic"], default="combined",
-                   help="combined (default): by the words and by meaning, merged; keyword: by "
-                        "the words alone; semantic: by meaning alone (needs the embedding model)")
-    s.add_argument("--deep", action="store_true", help="also search extracts and checkpoints")
-    s.add_argument("--limit", type=_positive, default=10, metavar="N",
-                   help="at most N sessions (default 10)")
-    s.add_argument("--since", metavar="WHEN", help=f"only sessions from WHEN on: {WHEN}")
-    s.add_argument("--until", metavar="WHEN", help="only sessions up to WHEN, as --since takes it (a "
-                   "day: to its end)")
-    s.add_argument("--branch", help="only sessions on this git branch")
-    s.add_argument("--tag", help="only sessions with this tag (python, bugfix, decision, ...)")
-    s.add_argument("--source", help="only this source (claude-code, ...)")
-
-    s.add_argument("--context", type=_whole(0, MAX_CONTEXT), default=0, metavar="N",
-                   help="show the turn that matched and N turns each side of it")
+    options(s, _search_options())
 
     si = command("similar", parents=[common, every],
                         help="past exchanges most like QUERY, with the ones linked to them")
@@ -226,6 +301,8 @@ def _direct_call(argv: list[str]) -> tuple[list[str], str | None] | None:
     return None
 
 
+READS = frozenset({"search", "similar", "recent", "show", "export", "files", "digest", "recall",
+                   "status"})  # the commands that end once they have answered
 COMMANDS = ("search", "similar", "recent", "show", "export", "files", "digest", "index", "embed",
             "recall", "hook", "status", "mcp", "quickstart")
 
@@ -247,6 +324,24 @@ def _command_in(argv: list[str]) -> str | None:
     return None
 
 
+_answered = False  # a read ran (see READS): nothing is left to tear down at its end
+
+
+def exit_with(code: int) -> None:
+    """End the process with main()'s exit status, as the command does (`prima-memory`, python
+    -m prima_memory). After a read, at once: Python's own end (the collector's last walk over
+    every module and object, their teardown) would take longer than many a search, and a read
+    leaves nothing behind it (its index closed, its output written and flushed here)."""
+    if not _answered:
+        sys.exit(code)
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):  # (a reader gone: the answer was written as far as it could)
+        pass
+    os._exit(code)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = _attach_slices(sys.argv[1:] if argv is None else argv)
     direct = _direct_call(argv)
@@ -264,11 +359,18 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         return hooks.run(event, direct[1])
     try:
-        args = _parser(_command_in(argv)).parse_args(argv)
+        args = _plain_search(argv) or _parser(_command_in(argv)).parse_args(argv)
     except UsageError as e:
         print(f"prima-memory: error: {e}", file=sys.stderr)
         return EXIT_USAGE
     args.json = getattr(args, "json", False)
+    if args.command in READS:
+        # A read's objects live until it ends (a second at most, a search of meaning aside):
+        # the cycle collector would only walk the modules imported, a tenth of a search's time.
+        import gc  # (built in)
+        gc.disable()
+        global _answered
+        _answered = True
     if not args.command:
         print("prima-memory: error: a command is required (see prima-memory --help)", file=sys.stderr)
         return EXIT_USAGE
