@@ -12,17 +12,14 @@ done now. `call` holds the policy for a damaged or busy index, the same for ever
 """
 from __future__ import annotations
 
-import json
 import os
 import time
 
-
-from . import hints, session_view
+from . import hints, jsontext
 from . import workspace as wsmod
 from .errors import Failure, UsageError
 from .indexer import SEARCH_SWEEP
-from .memory import ALL, EXTRACTS, DiskFull, IndexBusy, IndexReadOnly, Memory
-from .projects import AllProjects
+from .memory import ALL, EXTRACTS, REBUILD_KEY, DiskFull, IndexBusy, IndexReadOnly, Memory
 from .sources.registry import CLAUDE_CODE, OTHERS, SOURCES, source_named
 from .store import SHIFT, Busy, Store, StoreError, is_corruption
 from .timeparse import iso_utc, local, parse_when
@@ -31,9 +28,17 @@ from .workspace import path_variants
 
 TYPE_CHECKING = False  # (typing's own costs the hooks, which import this module, an import)
 if TYPE_CHECKING:
+    from . import session_view
     from .indexer import Report
+    from .projects import AllProjects
     from .store import SessionRow
     from .search import Filters
+
+
+def _every(target) -> bool:
+    """Whether a request's target is every project's memory (an AllProjects: api.all_projects),
+    not a workspace's Memory."""
+    return not isinstance(target, Memory)
 
 LOCK_SECONDS = 10.0  # how long a request waits for another writer before answering as it stands
 EMBEDDER_WAIT = 2.0  # seconds a search waits for a running background embedder (newest first)
@@ -71,6 +76,7 @@ def all_projects(mine: Memory | None = None, *, budget: float | None = None) -> 
     the caller's own workspace memory, used for its project; `budget`: seconds a request spends
     bringing the projects up to date (None: all of it; a hook or the MCP server give less, and
     a background run does the rest)."""
+    from .projects import AllProjects  # (a request of every project's)
     every = AllProjects(mine)
     every.budget = budget
     return every
@@ -82,7 +88,7 @@ def _opened(target, warnings: list[str], *, fresh: bool = True, progress=None,
     another (AllProjects.exclusions): the workspace's memory (`fresh=False`: the caller brought
     it up to date), or every project's (`target` an AllProjects, within its budget), which must
     hold one at least."""
-    if not isinstance(target, AllProjects):
+    if not _every(target):
         warnings += _begin(target, fresh=fresh, progress=progress)
         if deep:
             _deep(target, warnings)
@@ -184,9 +190,10 @@ def _begin(mem: Memory, *, fresh: bool = True, progress=None) -> list[str]:
 def refresh(mem: Memory, warnings: list[str], *, progress=None) -> None:
     """Bring the index up to date before answering, so a session written a second ago is found.
     Not while a rebuild reads the files: it holds the index, and answers from what it has read."""
-    # not on the hooks' paths, which import this module
-    from . import background
-    state = background.rebuild_state(mem)
+    state = None
+    if mem.store().get_meta(REBUILD_KEY):  # (a rebuild's module only when one left a state)
+        from . import background
+        state = background.rebuild_state(mem)
     if state and state.get("phase") == "reading":
         warnings.append(f"a rebuild is reading every file (pid {state.get('pid')}): answering "
                         "from what it has read so far")
@@ -248,7 +255,7 @@ def meaning(mem, mode: str, warnings: list[str], budget: float | None = None,
         return None, None
     # not on the hooks' paths, which import this module
     from .semantic import Settings
-    every = mem if isinstance(mem, AllProjects) else None
+    every = mem if _every(mem) else None
     mems = mems or [mem]
     try:
         embedder = every.embedder(mems[0]) if every else mems[0].embedder(load=early)
@@ -353,6 +360,7 @@ def update(mem: Memory, *, lock_timeout: float, budget: float | None,
 def briefing(mem: Memory, *, exclude_session: str | None = None, chars: int | None = None) -> str:
     """The SessionStart briefing: the latest sessions but `exclude_session` (the one starting),
     within `chars` (briefing.py), or "" when there is none."""
+    from . import session_view  # (the views of sessions: not a search's)
     from . import briefing as text  # the renderer: only SessionStart imports it
     store = mem.store()
     rows = [r for r in store.recent_sessions(text.MAX_SESSIONS + 1)
@@ -364,6 +372,7 @@ def briefing(mem: Memory, *, exclude_session: str | None = None, chars: int | No
 def checkpoint(mem: Memory, session_id: str, trigger: str | None = None) -> str | None:
     """Write a checkpoint of the Claude Code session `session_id` (checkpoints.py); its path, or
     None when the index does not hold that session."""
+    from . import session_view  # (the views of sessions: not a search's)
     from . import checkpoints  # the writer: only PreCompact imports it
     store = mem.store()
     row = store.session_by_session_id(session_id, CLAUDE_CODE.name)  # Claude's own
@@ -447,7 +456,7 @@ def search(mem, query: str, *, mode: str = "combined", limit: int = 10,
     AllProjects: every project's sessions ranked as one list, each naming its project."""
     from . import search as searchmod  # not imported by the hooks' paths
     query = _query(query)
-    every = isinstance(mem, AllProjects)
+    every = _every(mem)
     warnings: list[str] = []
     early = Early.start(mem, mode)
     try:
@@ -503,7 +512,8 @@ def _turn(m, *, matched: bool) -> dict:
 def recent(mem, n: int = 10, *, fresh: bool = True) -> dict:
     """The latest n sessions, each with its changed files and first and last request
     (`fresh=False`: see search); `mem` an AllProjects: the latest of every project's."""
-    every = isinstance(mem, AllProjects)
+    from . import session_view  # (the views of sessions: not a search's)
+    every = _every(mem)
     warnings: list[str] = []
     mems, skip = _opened(mem, warnings, fresh=fresh)
     latest = sorted(((-(row.ended_at or 0), i, row) for i, m in enumerate(mems)
@@ -608,10 +618,11 @@ def show(mem, session_id: str, range: str | None = None, detail: str = "full",
     thread's messages) or `full` (and the subagents' too). `range` slices the messages.
     `tools`: the tool calls too, each in brief after the message it follows (a summary: how
     many of each tool). `mem` an AllProjects: the session is found in any project."""
+    from . import session_view  # (the views of sessions: not a search's)
     if detail not in DETAILS:
         raise UsageError(f"detail must be one of {', '.join(DETAILS)}, not {detail!r}")
     sl = parse_range(range)
-    every = isinstance(mem, AllProjects)
+    every = _every(mem)
     warnings: list[str] = []
     mems, skip = _opened(mem, warnings)
     mem, row = _holder(mems, session_id, skip)
@@ -689,7 +700,7 @@ def files(mem, path: str | None = None, skip: int = 0,
         raise UsageError(f"skip must be 0 or more, not {skip}")
     if limit is not None and limit < 1:
         raise UsageError(f"limit must be 1 or more, not {limit}")
-    every = isinstance(mem, AllProjects)
+    every = _every(mem)
     rel = workspace_path(mem.ws, path) if path is not None and not every else None
     if every and path is not None:
         _given(path)
@@ -909,7 +920,7 @@ def status(mem: Memory) -> dict:
                         # out of scope: another folder's sessions, never indexed here
                         "skipped": sum(r.status == "foreign" for r in files.values()),
                         **by_source.get(src.name, none),
-                        "warnings": json.loads(store.get_meta(f"warnings:{src.name}") or "[]"),
+                        "warnings": jsontext.loads(store.get_meta(f"warnings:{src.name}") or "[]"),
                         "unknown_record_types": unknown_types(store, src)})
     # only when no conversation matched
     from .sources import history
@@ -993,7 +1004,7 @@ def similar(mem, query: str, *, limit: int = 10) -> dict:
     from . import background, semantic
     from . import search as searchmod
     query = _query(query)
-    every = isinstance(mem, AllProjects)
+    every = _every(mem)
     warnings: list[str] = []
     mems, skip = _opened(mem, warnings)
     embedder, why_not = meaning(mem, "semantic", warnings, None, mems)
@@ -1086,6 +1097,7 @@ def digest(mem: Memory, since: str | None = None, until: str | None = None) -> d
     """A period's digest from the index alone, no model: its sessions by (local) day with their
     titles, tags and branch, the files changed most, the decisions marked (DECIDED, SAVE ...)
     and where each session stopped. Default: the last seven days."""
+    from . import session_view  # (the views of sessions: not a search's)
     warnings = _begin(mem)
     f = filters(since or "7d", until)
     store = mem.store()

@@ -9,14 +9,14 @@ never imports the model.
 """
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
 
+from . import jsontext
 from .errors import Failure
 from .locking import LockTimeout, WriterLock
-from .memory import ALL, OTHERS, IndexReadOnly
+from .memory import ALL, OTHERS, REBUILD_KEY, IndexReadOnly
 from .settings import flag
 from .workspace import make_private, user_store
 
@@ -24,7 +24,6 @@ TYPE_CHECKING = False  # (typing's own is an import the Stop hook, which imports
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-REBUILD_KEY = "rebuild"
 
 
 def enabled() -> bool:
@@ -330,7 +329,7 @@ def rebuild_state(mem) -> dict | None:
 
 def _parsed(raw: str) -> dict:
     try:
-        state = json.loads(raw)
+        state = jsontext.loads(raw)
     except ValueError:
         return {}
     return state if isinstance(state, dict) else {}
@@ -339,7 +338,7 @@ def _parsed(raw: str) -> dict:
 def _save(mem, state: dict) -> None:
     store = mem.store()
     with store.write():
-        store.set_meta(REBUILD_KEY, json.dumps(state))
+        store.set_meta(REBUILD_KEY, jsontext.dumps(state))
 
 
 def rebuild(mem, *, progress=None, embed_progress=None, lock_timeout: float = 10.0):

@@ -5,16 +5,13 @@ Nothing here imports the store, the indexer or the search: it asks api. cli.py p
 arguments and calls `run`."""
 from __future__ import annotations
 
-import json
 import os
 import sys
 
-from . import api
+from . import api, jsontext
 from . import workspace as wsmod
 from .errors import Failure, UsageError
 from .hints import cli, quote
-from .progress import Progress
-from .session_view import stopped_line
 from .sources.registry import other_agent
 from .timeparse import local_iso, span
 from .wording import one_line
@@ -52,7 +49,7 @@ MAKES_MEMORY = frozenset({"index", "quickstart"})
 
 def emit(args, data: dict, text: str) -> None:
     if args.json:
-        text = json.dumps(data, indent=2, ensure_ascii=False)
+        text = jsontext.dumps(data, indent=2, ensure_ascii=False)
     # a path whose bytes are not UTF-8 holds surrogates, which no terminal or JSON reader takes
     text = api.clean_text(text)
     sys.stdout.write(text if text.endswith("\n") or not text else text + "\n")
@@ -63,6 +60,7 @@ def _progress(args, **kw):
     """A progress bar on a terminal (never with --json, never in a detached worker)."""
     if args.json or getattr(args, "worker", False):
         return None
+    from .progress import Progress  # (a terminal's)
     return Progress.for_terminal(**kw)
 
 
@@ -265,6 +263,7 @@ def cmd_show(mem, args) -> int:
                              + (" (no reply after it)" if key == "last_request"
                                 and d["unanswered"] else ""))
         if d["stopped_at"]:
+            from .session_view import stopped_line  # (a session's view: not a search's)
             lines.append(f"stopped at: {stopped_line(d['stopped_at'], 300)}")
         for c in d["files_changed"]:
             lines.append(f"changed {c['relative']} ({c['tool']})"
@@ -299,7 +298,7 @@ def cmd_export(mem, args) -> int:
     data = api.export(mem, args.session_id)
     for w in data["warnings"]:  # (not in the document)
         print(f"prima-memory: warning: {w}", file=sys.stderr)
-    text = (json.dumps(data, indent=2, ensure_ascii=False) + "\n" if args.json
+    text = (jsontext.dumps(data, indent=2, ensure_ascii=False) + "\n" if args.json
             else export.render(data, args.format))
     if args.output in (None, "-"):
         sys.stdout.write(api.clean_text(text))
@@ -330,6 +329,7 @@ def cmd_files(mem, args) -> int:
 
 
 def cmd_digest(mem, args) -> int:
+    from .session_view import stopped_line  # (a session's view: not a search's)
     data = api.digest(mem, args.since, args.until)
     lines = [f"warning: {w}" for w in data["warnings"]]
     lines.append(f"{data['sessions']} sessions from {local_iso(data['since'])} to "

@@ -14,3 +14,8 @@ class UsageError(PrimaError):
 
 class Failure(PrimaError):
     """The request is fine but cannot be done (no such session, the index is busy)."""
+
+
+class NotNow(ValueError):
+    """A source file this setup cannot read (no zstd support): tried again on every look, since
+    what fixes it (installing a package) changes no file."""

@@ -8,18 +8,16 @@ commit stopped.
 """
 from __future__ import annotations
 
-import json
 import os
 import stat
 import sys
-import zlib
 import time
 from collections import namedtuple
 
-from .records import Message, SessionDelta
+from . import jsontext
+from .errors import NotNow
 from .sources import registry
 from .sources.listing import UNLISTED
-from .sources.text import NotNow
 from .store import FAILED, Busy, Store, is_store_error
 from .workspace import O_NOFOLLOW
 
@@ -62,6 +60,7 @@ def _head_hash(path: str, n: int, follow: bool = False) -> str | None:
         with os.fdopen(os.open(path, flags), "rb") as f:
             if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
                 return None
+            import zlib  # (a file that changed)
             return format(zlib.crc32(f.read(n)), "08x")
     except OSError:
         return None
@@ -268,7 +267,7 @@ class Indexer:
         if not src.streamed and (listing.problems or store.get_meta(f"warnings:{src.name}")):
             with store.write():  # what status shows of this source, until it changes
                 store.set_meta(f"warnings:{src.name}",
-                               json.dumps(listing.problems[:20]) if listing.problems else None)
+                               jsontext.dumps(listing.problems[:20]) if listing.problems else None)
         if quick and src.streamed:
             self.quick_done(complete=not rep.pending_files)
 
@@ -412,7 +411,7 @@ class Indexer:
         """What sources_changed looks at next time, for a source it looks at (the folders the
         listing took); a file to try again: listed again on every look."""
         if not src.streamed:
-            self.store.set_meta(f"folders:{src.name}", None if listing.unreadable else json.dumps(
+            self.store.set_meta(f"folders:{src.name}", None if listing.unreadable else jsontext.dumps(
                 {"at": src.looks_at(self.ws), "folders": listing.folders}))
 
     def _index_file(self, src, job, st, session, chunks, rep: Report, steps,
@@ -487,7 +486,7 @@ class Indexer:
                 store.save_file(path, src.name, session, src.sidechain(job.extra), None,
                                 st.st_mtime_ns, st.st_ino, head_len,
                                 _head_hash(path, head_len, src.follows_links) if end else None,
-                                end, json.dumps(state, separators=(",", ":")) if state else None,
+                                end, jsontext.dumps(state, compact=True) if state else None,
                                 status)
             steps.added(max(0, end - offset), applied)
             rep.bytes_read += max(0, end - offset)
@@ -667,6 +666,7 @@ class Indexer:
             with store.write():
                 store.drop_message(row.id, PROVISIONAL_KEY)
             return False  # the transcript has it already
+        from .records import Message, SessionDelta  # (the Stop hook's provisional reply)
         d = SessionDelta(session_id, src.name, src.label)
         now = time.time()
         d.messages.append(Message(PROVISIONAL_KEY, "assistant", text, now))
@@ -1032,7 +1032,7 @@ def _sweep_size() -> int:
 
 
 def _loads(state: str | None) -> dict | None:
-    return json.loads(state) if state else None
+    return jsontext.loads(state) if state else None
 
 
 def _same(row, st) -> bool:

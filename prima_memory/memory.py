@@ -5,7 +5,6 @@ corruption handling, host mode and locking behave the same everywhere.
 """
 from __future__ import annotations
 
-import functools
 import os
 import time
 
@@ -27,13 +26,13 @@ HOOK = (registry.CLAUDE_CODE,)  # what a hook reads: a machine-wide look at VS C
 ALL = registry.SOURCES  # every agent's sessions (a search, an index, the background)
 OTHERS = registry.OTHERS  # all but the hooks' (the background embedder, after a hook's run)
 EXTRACTS = (registry.EXTRACTS,)  # prima-memory's own extracts, for a deep search
+REBUILD_KEY = "rebuild"  # meta: a running rebuild's state (background.rebuild_state)
 
 
 def _store_errors(fn):
     """A Memory method whose plain reads of the index (outside the store's write, read and
     steps, which translate their own) raise the store's errors too, so that callers that
     answer from the index as it stands on a full disk or a busy index (DiskFull, Busy) do."""
-    @functools.wraps(fn)
     def run(self, *args, **kw):
         try:
             return fn(self, *args, **kw)
@@ -42,6 +41,9 @@ def _store_errors(fn):
             if own is e:
                 raise
             raise own from None
+    # functools.wraps' work, without functools' import (every command's)
+    run.__name__, run.__qualname__, run.__doc__ = fn.__name__, fn.__qualname__, fn.__doc__
+    run.__wrapped__ = fn  # type: ignore[attr-defined]
     return run
 
 

@@ -14,8 +14,6 @@ exactly: every word as typed, keyword points rescaled so the best is 100 (docs/e
 """
 from __future__ import annotations
 
-import math
-import re
 import time
 
 from .settings import flag
@@ -26,6 +24,7 @@ if TYPE_CHECKING:
     from .semantic import Match
 
 WEEK = 7 * 86400
+_INF = float("inf")
 TERMS_LIMIT = 4000  # a word inside more index terms than this is matched by reading the texts
 
 
@@ -196,40 +195,50 @@ def best_by_keyword(part: Part, query: str, limit: int, now: float) -> list[tupl
     counts = part.counts(words)
     in_title = store.sessions_with_title_containing(whole)
     in_paths = store.sessions_with_path_containing(whole)
-    known: dict[int, float]  # session -> its points but its files'
-    if len(counts) == 1:
-        known = {sid: 2 * n for sid, n in counts[0].items()}
-    else:
-        known = {sid: 2 * sum(c[sid] for c in counts)
-                 for sid in set(counts[0]).intersection(*counts[1:])}
-    for sid in (in_title | in_paths.keys()) - known.keys():  # matched by title or path alone
-        known[sid] = 2 * sum(c.get(sid, 0) for c in counts)
+    # every point but the files': 2 a message per word (`base`: the messages of the sessions
+    # holding every word), and those of the few sessions with more (`extra`: the title, the
+    # paths, the week's recency, and the messages of a session matched by title or path alone)
+    base = counts[0] if len(counts) == 1 else {
+        sid: sum(c[sid] for c in counts) for sid in set(counts[0]).intersection(*counts[1:])}
+    extra: dict[int, float] = {}
+    for sid in (in_title | in_paths.keys()) - base.keys():
+        extra[sid] = 2 * sum(c.get(sid, 0) for c in counts)
     for sid in in_title:
-        known[sid] += 20
+        extra[sid] = extra.get(sid, 0) + 20
     for sid, n in in_paths.items():
-        known[sid] += 10 * n
+        extra[sid] = extra.get(sid, 0) + 10 * n
     for sid, started in store.started_since(now - WEEK).items():
-        if sid in known:
-            known[sid] += recency_points(started, now)
-    # First ask for the best of the best by these points (and their ties), whose files set
-    # the cut: the score of the last of them. Then ask for the best of every other session that
-    # can still score the cut (its files add 5 at most); one left out scores less than `cut` -
-    # 0.01, so after rounding less than all of the best. When filters (or sessions no search
-    # returns) leave too few, the cut falls to the last of them, or goes, and so on.
-    top = sorted(known.values(), reverse=True)[:limit]
-    cut, slack = (top[-1] if len(top) == limit else -math.inf), 0
+        if sid in base or sid in extra:
+            extra[sid] = extra.get(sid, 0) + recency_points(started, now)
+    most = max(extra.values(), default=0)
+
+    def reaching(floor: float) -> dict[int, float]:
+        """session -> its points, of those with `floor` or more."""
+        least = (floor - most) / 2  # (what a message count must reach, extras or not)
+        got = {sid: 2 * n + extra.get(sid, 0) for sid, n in base.items() if n >= least}
+        got.update((sid, extra[sid]) for sid in extra.keys() - base.keys())
+        return {sid: pts for sid, pts in got.items() if pts >= floor}
+
+    # First ask for the best by these points (the best `limit` by messages at least, their ties
+    # and the extras that reach them), whose files set the cut: the score of the last of them.
+    # Then ask for the best of every other session that can still score the cut (its files add
+    # 5 at most); one left out scores less than `cut` - 0.01, so after rounding less than all
+    # of the best. When filters (or sessions no search returns) leave too few, the cut falls
+    # to the last of them, or goes, and so on.
+    top = sorted(base.values(), reverse=True)[:limit]
+    cut, slack = (2 * top[-1] if len(top) == limit else -_INF), 0
+    everyone = len(base) + len(extra.keys() - base.keys())
     asked: set[int] = set()
     found: list[tuple] = []
     while True:
-        floor = cut - slack - 0.01
-        ask = {sid: pts for sid, pts in known.items() if pts >= floor and sid not in asked}
+        ask = {sid: pts for sid, pts in reaching(cut - slack - 0.01).items() if sid not in asked}
         asked |= ask.keys()
         found += [(_points(f, counts, in_title, in_paths, now), f[2] or 0, f[0])
                   for f in part.best_facts(ask, limit)]
         found = sorted(found, key=lambda x: (-x[0], -x[1], x[2]))[:limit]
-        if len(asked) == len(known) or (slack and len(found) == limit and found[-1][0] >= cut):
+        if len(asked) == everyone or (slack and len(found) == limit and found[-1][0] >= cut):
             return found
-        cut, slack = (found[-1][0] if len(found) == limit else -math.inf), 5
+        cut, slack = (found[-1][0] if len(found) == limit else -_INF), 5
 
 
 def _points(facts: tuple, counts, in_title, in_paths, now: float) -> float:
@@ -403,7 +412,7 @@ def _meaning_hit(store: Store, hit: Hit, match, embedder) -> None:
         pieces = embedder.windows(text)
         text = pieces[match.window] if match.window < len(pieces) else text
     hit.message_id = match.exchange
-    text = " ".join(_FILLER.sub(r"\1", text).split())
+    text = _plain_line(text)
     hit.snippet = text[:_SNIPPET] + ("…" if len(text) > _SNIPPET else "")
     hit.matches = [hit.snippet] if hit.snippet else []
     hit.files = store.changed_paths(hit.row.id)
@@ -474,6 +483,7 @@ def word_strength(counts: list[dict], sessions: int) -> dict:
     if not counts:
         return {}
     n = max(1, sessions)
+    import math  # (a search by meaning's)
     weights = [math.log1p(n / len(c)) / math.log1p(n) if c and n > 1 else 1.0 for c in counts]
     total = sum(weights)
     out: dict = {}
@@ -600,9 +610,24 @@ def _decorate(part: Part, hit: Hit, words: list[str]) -> None:
         hit.snippet = next((f for f in hit.files if " ".join(words) in fold(f)), hit.files[0])
 
 
-# A run of one repeated symbol (rules, leaders, `·` shown for white space) says nothing in a
-# snippet and would fill it: it is cut to one character.
-_FILLER = re.compile(r"([^\w\s])\1{3,}")
+def _plain_line(text: str) -> str:
+    """Text on one line, its white space collapsed, a run of four or more of one symbol (a rule,
+    a leader, `·` shown for white space: it says nothing in a snippet, and would fill it) cut
+    to one. (The regex ([^\\w\\s])\\1{3,} by hand: re's import would cost every search.)"""
+    runs = [c * 4 for c in set(text) if not (c.isalnum() or c == "_") and c * 4 in text]
+    return " ".join(_runs_cut(w) if runs and any(r in w for r in runs) else w
+                    for w in text.split())
+
+
+def _runs_cut(word: str) -> str:
+    out, i = [], 0
+    while i < len(word):
+        c, j = word[i], i + 1
+        while j < len(word) and word[j] == c:
+            j += 1
+        out.append(c if j - i >= 4 and not (c.isalnum() or c == "_") else word[i:j])
+        i = j
+    return "".join(out)
 
 
 def _around(text: str, low: str, words, width: int) -> str:
@@ -610,7 +635,7 @@ def _around(text: str, low: str, words, width: int) -> str:
     pos = min((p for p in (low.find(w) for w in words) if p >= 0), default=0)
     start = max(0, pos - width // 3)
     end = start + 2 * width  # room for filler that collapses
-    piece = " ".join(_FILLER.sub(r"\1", text[start:end]).split())
+    piece = _plain_line(text[start:end])
     more = end < len(text) or len(piece) > width
     return ("…" if start > 0 else "") + piece[:width].rstrip() + ("…" if more else "")
 

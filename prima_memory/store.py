@@ -7,16 +7,14 @@ distinct token goes into `terms`, itself indexed by trigrams, which turns the se
 """
 from __future__ import annotations
 
-import contextlib
-import json
 import os
 import time
-import unicodedata
 from collections import Counter, namedtuple
 from collections.abc import Iterable, Iterator
 
 import apsw
 
+from . import jsontext
 from .errors import Failure
 from .workspace import open_nofollow, text_of
 
@@ -245,6 +243,7 @@ def index_text(text: str) -> str:
     Turkish İ as I, whose lower case SQLite's tokenizer and Python disagree on. ASCII as it is."""
     if text.isascii():
         return text
+    import unicodedata  # (text beyond ASCII only)
     return unicodedata.normalize("NFC", text).replace("\u0130", "I")
 
 
@@ -650,66 +649,30 @@ class Store:
         with self._errors():
             self.db.close()
 
-    @contextlib.contextmanager
-    def _errors(self) -> Iterator[None]:
-        """Driver errors raised inside, as the store's own (see _own), in one line."""
-        try:
-            yield
-        except apsw.Error as e:
-            raise _own(e, self.db, self.path) from None
+    def _errors(self) -> _Errors:
+        """`with store._errors():` driver errors raised inside, as the store's own (see _own),
+        in one line."""
+        return _Errors(self)
 
-    @contextlib.contextmanager
-    def write(self, wait: float | None = None) -> Iterator[Store]:
+    def write(self, wait: float | None = None) -> _Transaction:
         """`with store.write():` the one way to write: commits, or rolls back on an exception.
         It holds the write lock from its start (waiting up to the busy timeout, or `wait`
         seconds, for another writer: Busy after that), so what it reads stays true until it
         commits: a deferred transaction that reads and then writes gets "database is locked" at
         once when another process writes meanwhile, since SQLite cannot wait there. Inside
         another write (or steps) it is a savepoint of it."""
-        with self._errors():
-            if self.db.in_transaction:
-                with self.db:
-                    yield self
-                return
-            if wait is not None:
-                self.db.setbusytimeout(int(wait * 1000))
-            try:
-                self.db.execute("BEGIN IMMEDIATE")
-            finally:
-                if wait is not None:
-                    self.db.setbusytimeout(BUSY_MS)
-            try:
-                yield self
-                self.db.execute("COMMIT")
-            except BaseException:
-                self._rollback()
-                raise
+        return _Transaction(self, True, wait)
 
-    @contextlib.contextmanager
-    def read(self) -> Iterator[Store]:
-        """Reads that see one state of the index (a read transaction), unless in one already."""
-        with self._errors():
-            if self.db.in_transaction:
-                yield self
-                return
-            self.db.execute("BEGIN")
-            try:
-                yield self
-            finally:
-                self.db.execute("COMMIT")
+    def read(self) -> _Transaction:
+        """`with store.read():` reads that see one state of the index (a read transaction),
+        unless in one already."""
+        return _Transaction(self, False)
 
-    @contextlib.contextmanager
-    def steps(self, max_bytes: int, max_seconds: float) -> Iterator[Steps]:
-        """Long work (an index run over many files) as one write committed in steps (see
-        Steps): committed at the end, rolled back on an exception."""
-        with self._errors():
-            steps = Steps(self, max_bytes, max_seconds)
-            try:
-                yield steps
-            except BaseException:
-                steps.close(commit=False)
-                raise
-            steps.close(commit=True)
+    def steps(self, max_bytes: int, max_seconds: float) -> _Stepped:
+        """`with store.steps(...) as steps:` long work (an index run over many files) as one
+        write committed in steps (see Steps): committed at the end, rolled back on an
+        exception."""
+        return _Stepped(self, max_bytes, max_seconds)
 
     def _chunked(self, sql: str, ids, before: tuple = (), after: tuple = ()) -> Iterator[tuple]:
         """The rows of `sql` for every id of `ids`, its "{}" an `IN (...)` list, asked 500 at a
@@ -1044,7 +1007,7 @@ class Store:
                 "SELECT state FROM files WHERE source = ? AND status = 'ok' "
                 "AND instr(state, '\"unk\":') > 0", (source,)):
             try:
-                unk = json.loads(state).get("unk")
+                unk = jsontext.loads(state).get("unk")
             except (ValueError, AttributeError):
                 continue
             for kind in {k for k in unk if isinstance(k, str)} if isinstance(unk, list) else ():
@@ -1082,18 +1045,18 @@ class Store:
         row = self.db.execute("SELECT state FROM files WHERE path = ?",
                               (_bind_path(path),)).fetchone()
         try:
-            state = json.loads(row[0]) if row and row[0] else {}
+            state = jsontext.loads(row[0]) if row and row[0] else {}
         except ValueError:
             state = {}
         state = dict(state, failed=why) if isinstance(state, dict) else {"failed": why}
         if row:
             self.db.execute("UPDATE files SET size = ?, mtime_ns = ?, inode = ?, state = ?, "
                             "status = ? WHERE path = ?",
-                            (size, mtime_ns, inode, json.dumps(state), FAILED,
+                            (size, mtime_ns, inode, jsontext.dumps(state), FAILED,
                              _bind_path(path)))
         else:
             self.save_file(path, source, None, 0, size, mtime_ns, inode, None, None, 0,
-                           json.dumps(state), FAILED)
+                           jsontext.dumps(state), FAILED)
 
     def owe(self, session_id: str) -> None:
         """A session whose Stop could not index it (busy, out of time): the next quick run does."""
@@ -1265,14 +1228,14 @@ class Store:
         if last > _CHAR_SESSIONS:
             return dict(self.db.execute(f"SELECT {session}, count(*) FROM {source} GROUP BY 1",
                                         args))
-        text = self.db.execute(
-            f"SELECT group_concat(char(({session}) + (({session}) >= 55296) * 2048), '') "
-            f"FROM {source}", args).get
-        counted = Counter(text or "")
-        out = dict(zip(map(ord, counted), counted.values()))
+        point = session if last < 55296 else f"({session}) + (({session}) >= 55296) * 2048"
+        text = self.db.execute(f"SELECT group_concat(char({point}), '') FROM {source}",
+                               args).get
+        # the code points as machine ints (UTF-32 after its byte-order mark), counted
+        counted = Counter(memoryview((text or "").encode("utf-32")).cast("I")[1:])
         if last >= 55296:  # (sessions past the surrogates' code points)
-            out = {(sid - 2048 if sid >= 0xE000 else sid): n for sid, n in out.items()}
-        return out
+            return {(sid - 2048 if sid >= 0xE000 else sid): n for sid, n in counted.items()}
+        return counted
 
     def message_ids_matching(self, match_expr: str) -> set[int]:
         return {r[0] for r in self.db.execute(
@@ -1414,7 +1377,7 @@ class Store:
     def legacy_vector_keys(self) -> list[str]:
         """The keys vectors were filed under before builds were told apart, still to decide."""
         try:
-            keys = json.loads(self.get_meta(_LEGACY_KEYS) or "[]")
+            keys = jsontext.loads(self.get_meta(_LEGACY_KEYS) or "[]")
         except ValueError:
             return []
         return [k for k in keys if isinstance(k, str)] if isinstance(keys, list) else []
@@ -1444,7 +1407,7 @@ class Store:
             db.execute(f"DELETE FROM {table} WHERE model = ?", (legacy,))
         rest = [k for k in self.legacy_vector_keys() if k != legacy]
         if rest:
-            self.set_meta(_LEGACY_KEYS, json.dumps(rest))
+            self.set_meta(_LEGACY_KEYS, jsontext.dumps(rest))
         else:
             db.execute("DELETE FROM meta WHERE key = ?", (_LEGACY_KEYS,))
 
@@ -1454,7 +1417,7 @@ class Store:
         keys = set(self.legacy_vector_keys()) | {r[0] for r in self.db.execute(
             "SELECT DISTINCT model FROM vectors WHERE model NOT LIKE '%/%/%'")}
         if keys:
-            self.set_meta(_LEGACY_KEYS, json.dumps(sorted(keys)))
+            self.set_meta(_LEGACY_KEYS, jsontext.dumps(sorted(keys)))
 
     def add_vectors(self, model: str, variant: str, rows) -> None:
         """rows: (text hash, [vector bytes per window]). A hash already held keeps its vectors."""
@@ -1795,6 +1758,87 @@ class Store:
                 "GROUP BY source"):
             out[source] = {"sessions": n, "archived": archived or 0}
         return out
+
+
+# The context managers of the store's transactions, as classes: contextlib's generators would
+# cost every process that opens an index contextlib's import (and functools'), 1.6 ms.
+
+class _Errors:
+    __slots__ = ("store",)
+
+    def __init__(self, store: Store):
+        self.store = store
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind, e, tb) -> None:  # (None: an exception goes on)
+        if kind is not None and issubclass(kind, apsw.Error):
+            raise _own(e, self.store.db, self.store.path) from None
+
+
+class _Transaction(_Errors):
+    """Store.write (`writes`) or Store.read: a transaction, or inside one already a savepoint
+    (a write) or nothing (a read)."""
+    __slots__ = ("writes", "wait", "nested")
+
+    def __init__(self, store: Store, writes: bool, wait: float | None = None):
+        super().__init__(store)
+        self.writes, self.wait, self.nested = writes, wait, False
+
+    def __enter__(self) -> Store:  # type: ignore[override]
+        store, db = self.store, self.store.db
+        with _Errors(store):
+            self.nested = db.in_transaction
+            if self.nested:
+                if self.writes:
+                    db.__enter__()  # a savepoint
+            elif not self.writes:
+                db.execute("BEGIN")
+            else:
+                if self.wait is not None:
+                    db.setbusytimeout(int(self.wait * 1000))
+                try:
+                    db.execute("BEGIN IMMEDIATE")
+                finally:
+                    if self.wait is not None:
+                        db.setbusytimeout(BUSY_MS)
+        return store
+
+    def __exit__(self, kind, e, tb) -> None:
+        store, db = self.store, self.store.db
+        with _Errors(store):
+            if self.nested:
+                if self.writes:
+                    db.__exit__(kind, e, tb)  # released, or rolled back on an exception
+            elif not self.writes:
+                db.execute("COMMIT")
+            elif kind is not None:
+                store._rollback()
+            else:
+                try:
+                    db.execute("COMMIT")
+                except BaseException:
+                    store._rollback()
+                    raise
+        super().__exit__(kind, e, tb)
+
+
+class _Stepped(_Errors):
+    __slots__ = ("steps",)
+
+    def __init__(self, store: Store, max_bytes: int, max_seconds: float):
+        super().__init__(store)
+        with _Errors(store):
+            self.steps = Steps(store, max_bytes, max_seconds)
+
+    def __enter__(self) -> Steps:  # type: ignore[override]
+        return self.steps
+
+    def __exit__(self, kind, e, tb) -> None:
+        with _Errors(self.store):
+            self.steps.close(commit=kind is None)
+        super().__exit__(kind, e, tb)
 
 
 class Steps:

@@ -2,15 +2,19 @@
 times are shown: a point in local time, a session's span "2026-11-30 14:02 – 15:10"."""
 from __future__ import annotations
 
-import re
 import time
-from datetime import date, datetime, timedelta, timezone
 
-_RELATIVE = re.compile(r"^(\d+(?:\.\d+)?)\s*(m|min|h|d|w)$", re.I)
+TYPE_CHECKING = False  # (typing's own import, for the type checker alone)
+if TYPE_CHECKING:
+    from datetime import date
+
+# Showing a time needs neither re nor datetime (their imports cost a keyword search 4 ms): they
+# are imported to read one given on the command line.
+_RELATIVE = r"^(\d+(?:\.\d+)?)\s*(m|min|h|d|w)$"
 _UNITS = {"m": 60, "min": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 # "3 days ago", "an hour ago", "last week", "past 2 hours", "the last 3 days", "3 days"
-_SPOKEN = re.compile(r"^(?:(?:the )?(last|past) )?(a|an|one|\d+(?:\.\d+)?)? ?"
-                     r"(min|minute|hour|hr|day|week|month|year)s?( ago)?$")
+_SPOKEN = (r"^(?:(?:the )?(last|past) )?(a|an|one|\d+(?:\.\d+)?)? ?"
+           r"(min|minute|hour|hr|day|week|month|year)s?( ago)?$")
 _SECONDS = {"min": 60, "minute": 60, "hour": 3600, "hr": 3600, "day": 86400, "week": 7 * 86400}
 _WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 ACCEPTED = ("a date (2026-11-30), an ISO time, today, yesterday, a weekday (monday, last "
@@ -22,11 +26,13 @@ def parse_when(text: str, *, end_of_day: bool = False, now: float | None = None)
     last second with end_of_day; "3 days ago", "last week" (seven days ago), "last month" (a
     calendar month ago) are that moment; "since monday" is "monday". A word it does not know is
     a ValueError that says what it accepts."""
+    import re  # (see above)
+    from datetime import datetime
     now = time.time() if now is None else now
     raw = " ".join(text.split())
     raw = raw[6:] if raw.lower().startswith("since ") else raw
     s = raw.lower()
-    m = _RELATIVE.match(s)
+    m = re.match(_RELATIVE, s, re.I)
     if m:
         return now - float(m.group(1)) * _UNITS[m.group(2).lower()]
     day = _day(s, now)
@@ -50,6 +56,7 @@ def parse_when(text: str, *, end_of_day: bool = False, now: float | None = None)
 def _day(s: str, now: float) -> date | None:
     """The local day a word names: today, yesterday, monday ("last monday": the one before
     today), the first day of this week, month or year; None for any other text."""
+    from datetime import date, timedelta  # (see above)
     today = date(*time.localtime(now)[:3])
     if s == "today":
         return today
@@ -72,7 +79,8 @@ def _day(s: str, now: float) -> date | None:
 def _spoken(s: str, now: float) -> float | None:
     """"3 days ago", "last week", "past 2 hours", "a month ago": that long before now (months and
     years by the calendar, the day of the month kept where it can be); None for other text."""
-    m = _SPOKEN.match(s)
+    import re  # (see above)
+    m = re.match(_SPOKEN, s)
     if not m:
         return None
     last, count, unit, ago = m.groups()
@@ -98,18 +106,27 @@ def _months_before(now: float, months: int) -> float:
 
 
 def _days_in(year: int, month: int) -> int:
-    following = date(year + 1, 1, 1) if month == 12 else date(year, month + 1, 1)
-    return (following - timedelta(days=1)).day
+    if month == 2:
+        return 29 if year % 4 == 0 and (year % 100 != 0 or year % 400 == 0) else 28
+    return 30 if month in (4, 6, 9, 11) else 31
 
 
 def iso_utc(ts: float | None) -> str | None:
+    """A time as the data API gives it, "2026-11-30T14:02:00Z", as datetime would write it
+    (the microseconds rounded half to even first); None for a time no calendar shows."""
     if ts is None:
         return None
     try:  # (a time read from a file may be beyond what the platform can show)
-        dt = datetime.fromtimestamp(ts, timezone.utc)
+        whole = int(ts // 1)  # (math.floor, without math's import)
+        if round((ts - whole) * 1e6) >= 1_000_000:
+            whole += 1
+        t = time.gmtime(whole)
     except (ValueError, OverflowError, OSError):
         return None
-    return f"{dt.year:04d}" + dt.strftime("-%m-%dT%H:%M:%SZ")  # %Y gives year 1 as "1"
+    if not 1 <= t.tm_year <= 9999:
+        return None
+    return (f"{t.tm_year:04d}-{t.tm_mon:02d}-{t.tm_mday:02d}T{t.tm_hour:02d}:{t.tm_min:02d}:"
+            f"{t.tm_sec:02d}Z")
 
 
 def local(ts: float | None, fmt: str = "%Y-%m-%d %H:%M") -> str:
@@ -141,10 +158,22 @@ def span(start: float | str | None, end: float | str | None, *, dated: bool = Tr
 
 
 def _utc_epoch(iso: str) -> float:
-    """An iso_utc() time as epoch seconds (by fromisoformat: strptime's import costs 1 ms)."""
-    if len(iso) != 20 or iso[-1] != "Z":
+    """An iso_utc() time as epoch seconds (read by hand: strptime's and datetime's imports
+    cost more than the rest of a listing)."""
+    parts = (iso[0:4], iso[5:7], iso[8:10], iso[11:13], iso[14:16], iso[17:19])
+    if len(iso) != 20 or iso[4::3] != "--T::Z" or not all(
+            p.isascii() and p.isdigit() for p in parts):
         raise ValueError(f"not a UTC time: {iso!r}")
-    return datetime.fromisoformat(iso[:-1]).replace(tzinfo=timezone.utc).timestamp()
+    year, month, day, hour, minute, second = map(int, parts)
+    if not (1 <= month <= 12 and 1 <= day <= _days_in(year, month) and hour < 24
+            and minute < 60 and second < 60 and year >= 1):
+        raise ValueError(f"not a UTC time: {iso!r}")
+    # days since 1970-01-01 in the proleptic Gregorian calendar (H. Hinnant's days_from_civil)
+    y = year - (month <= 2)
+    era, yoe = divmod(y, 400)
+    doy = (153 * (month + (-3 if month > 2 else 9)) + 2) // 5 + day - 1
+    days = era * 146097 + yoe * 365 + yoe // 4 - yoe // 100 + doy - 719468
+    return float(days * 86400 + hour * 3600 + minute * 60 + second)
 
 
 def _epoch(t: float | str | None) -> float | None:

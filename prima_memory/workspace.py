@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import errno
 import os
-import re
 import stat
 import time
 
@@ -183,6 +182,7 @@ def make_private(folder: str) -> None:
 def detached_dir(workspace: str) -> str:
     """Where the user-level store keeps a project's memory: a name made from its folder (a
     readable start, and a hash of the whole path: Claude Code's spelling alone collides)."""
+    import re  # (all projects only)
     digest = blake2b(os.fsencode(workspace), digest_size=8).hexdigest()
     readable = re.sub(r"[^A-Za-z0-9]+", "-", text_of(workspace)).strip("-")[-60:]
     return os.path.join(user_store(), "projects", f"{readable or 'root'}-{digest}")
@@ -271,13 +271,16 @@ def ensure_data_dir(workspace: str, d: str | None = None) -> list[str]:
     return notes
 
 
-_SAFE_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,199}")
+_ID_FIRST = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
+_ID_REST = _ID_FIRST | {".", "-"}
 
 
 def safe_session_id(value) -> str | None:
     """A session id as a hook payload gives it, if it is one: Claude Code's are UUIDs; anything
-    outside a conservative set (a path, `..`, an empty or huge string) is refused."""
-    if isinstance(value, str) and _SAFE_ID.fullmatch(value) and ".." not in value:
+    outside a conservative set (a path, `..`, an empty or huge string) is refused: a letter, a
+    digit or _, then at most 199 of those, . and - ."""
+    if isinstance(value, str) and 0 < len(value) <= 200 and value[0] in _ID_FIRST \
+            and _ID_REST.issuperset(value) and ".." not in value:
         return value
     return None
 
@@ -285,7 +288,8 @@ def safe_session_id(value) -> str | None:
 def file_id(session_id: str) -> str:
     """The id as a part of a file name: the id itself where it is safe, else a sanitised copy
     (ids read from transcripts are not checked like a hook's)."""
-    return safe_session_id(session_id) or re.sub(r"[^A-Za-z0-9_-]", "_", session_id)[:100] or "_"
+    return safe_session_id(session_id) or "".join(
+        c if c in _ID_REST and c != "." else "_" for c in session_id[:100]) or "_"
 
 
 def open_nofollow(path: str, flags: int = os.O_RDONLY, mode: int = 0o600) -> int:

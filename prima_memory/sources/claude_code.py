@@ -1,34 +1,59 @@
 """Claude Code transcripts: ~/.claude/projects/<encoded workspace>/<session>.jsonl (+ subagents)."""
 from __future__ import annotations
 
-import json
 import os
-import re
 
 from .. import workspace
 from .claude_dirs import PREFIX_LEN, encode_project_dir, path_variants, project_dirs
 from .claude_dirs import claude_config_dir as claude_config_dir  # for registry.py
 from .claude_dirs import claude_config_dirs as claude_config_dirs  # for registry.py
 from .claude_dirs import names as _names
-from .text import parse_ts, scrubber, tail
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (2 ms for the hooks)
 if TYPE_CHECKING:  # what _load_parsing binds, for the type checker
+    import re
+
     from .. import titles
     from ..records import FileChange, Message, SessionDelta
     from . import tool_calls
     from .jsonl import JsonlReader
+    from .text import parse_ts, scrubber, tail
+    _DROP_BLOCKS: re.Pattern[str]
+    _COMMAND: re.Pattern[str]
+    _COMMAND_ARGS: re.Pattern[str]
+    _COMMAND_TAGS: re.Pattern[str]
+    _BASH_INPUT: re.Pattern[str]
+    _INTERRUPTED: re.Pattern[str]
+    _PLUGIN_COMMAND: re.Pattern[str]
 
 
 def _load_parsing() -> None:
-    """Parsing needs records, titles and the JSONL reader: imported on first read, so hooks that
-    only look for changed files (discover) start fast. Redaction loads on the first text."""
+    """Parsing needs records, titles, the JSONL reader and its patterns: imported and compiled
+    on first read, so that a look for changed files (discover: the hooks, every search) starts
+    fast. Redaction loads on the first text."""
     global FileChange, Message, SessionDelta, titles, tool_calls, JsonlReader
-    # late on purpose (1.2 ms): bound as module globals, the names the parsing functions use
+    global parse_ts, scrubber, tail
+    global _DROP_BLOCKS, _COMMAND, _COMMAND_ARGS, _COMMAND_TAGS, _BASH_INPUT, _INTERRUPTED
+    global _PLUGIN_COMMAND
+    if "_PLUGIN_COMMAND" in globals():
+        return
+    # late on purpose (re alone: 4 ms): bound as module globals, the names parsing uses
+    import re
     from .. import titles
     from ..records import FileChange, Message, SessionDelta
     from . import tool_calls
     from .jsonl import JsonlReader
+    from .text import parse_ts, scrubber, tail
+    _DROP_BLOCKS = re.compile(
+        r"<(system-reminder|local-command-[\w-]+|task-notification|ide_[\w-]+|user-memory-input|"
+        r"prima-memory|bash-stdout|bash-stderr)\b[^>]*>.*?</\1\s*>", re.S)
+    _COMMAND = re.compile(r"<command-name>\s*(.*?)\s*</command-name>", re.S)
+    _COMMAND_ARGS = re.compile(r"<command-args>(.*?)</command-args>", re.S)
+    _COMMAND_TAGS = re.compile(
+        r"<(command-message|command-args|command-name|command-contents)>.*?</\1>", re.S)
+    _BASH_INPUT = re.compile(r"<bash-input>(.*?)</bash-input>", re.S)
+    _INTERRUPTED = re.compile(r"\[Request interrupted by user[^\]]*\]")
+    _PLUGIN_COMMAND = re.compile(r"<command-name>\s*/" + PLUGIN + r":")
 
 
 SOURCE = "claude-code"
@@ -47,18 +72,10 @@ QUIET_TYPES = {"system", "file-history-snapshot", "queue-operation", "attachment
 KNOWN_TYPES = QUIET_TYPES | {"user", "assistant", "summary", "ai-title", "custom-title"}
 UNKNOWN_KEPT = 50  # unknown types noted per file, each cut to 40 characters
 _NOISE_START = ("<local-command-", "<bash-stdout", "<bash-stderr")
-_DROP_BLOCKS = re.compile(
-    r"<(system-reminder|local-command-[\w-]+|task-notification|ide_[\w-]+|user-memory-input|"
-    r"prima-memory|bash-stdout|bash-stderr)\b[^>]*>.*?</\1\s*>", re.S)
-_COMMAND = re.compile(r"<command-name>\s*(.*?)\s*</command-name>", re.S)
-_COMMAND_ARGS = re.compile(r"<command-args>(.*?)</command-args>", re.S)
-_COMMAND_TAGS = re.compile(r"<(command-message|command-args|command-name|command-contents)>.*?</\1>", re.S)
-_BASH_INPUT = re.compile(r"<bash-input>(.*?)</bash-input>", re.S)
-_INTERRUPTED = re.compile(r"\[Request interrupted by user[^\]]*\]")
+# (the patterns that clean a prompt: _load_parsing)
 # prima-memory's own slash commands: their runs (the command, its injected output, Claude's answer)
 # are memory being read, not work done, and indexing them would make memories feed on themselves.
 PLUGIN = "prima-memory"
-_PLUGIN_COMMAND = re.compile(r"<command-name>\s*/" + PLUGIN + r":")
 # What Claude Code records as the branch outside a git repository (and on a detached HEAD).
 _NO_BRANCH = ("", "HEAD")
 _EXPLANATION_MAX = 1000
@@ -94,7 +111,7 @@ def collides(cwd: str, ws: str) -> bool:
 # its lines say (the indexer reads it again when it grows).
 _OWNER_FILES = 20  # transcripts looked at, by name: a hashed folder's first cwd is enough
 _OWNER_HEAD = 64 << 10  # of each, the bytes searched for its first cwd
-_CWD_KEY = re.compile(rb'"cwd"\s*:\s*"((?:[^"\\\n]|\\.)*)"')  # bare quotes: only a real key
+_CWD_KEY = rb'"cwd"\s*:\s*"((?:[^"\\\n]|\\.)*)"'  # bare quotes: only a real key
 
 
 def claims_cwdless(path: str, ws: str, cache: dict | None = None) -> bool:
@@ -120,11 +137,14 @@ def recorded_cwds(folder: str) -> list[str]:
                        if e.name.endswith(".jsonl") and e.is_file(follow_symlinks=False))
     except OSError:
         return []
+    # (a folder whose transcripts record no cwd, or a search of all projects)
+    import json
+    import re
     out = []
     for name in names[:_OWNER_FILES]:
         try:
             with open(os.path.join(folder, name), "rb") as f:
-                m = _CWD_KEY.search(f.read(_OWNER_HEAD))
+                m = re.search(_CWD_KEY, f.read(_OWNER_HEAD))
             cwd = json.loads(b'"' + m.group(1) + b'"') if m else None
         except (OSError, ValueError):
             continue

@@ -7,9 +7,10 @@ Code source (sources/claude_code.py) both build on it without importing each oth
 from __future__ import annotations
 
 import os
-import re
 
-_NON_ALNUM = re.compile(r"[^A-Za-z0-9]")
+# every ASCII character but a letter or a digit, to '-' (str.translate: no pattern, whose re
+# import would cost every hook's start)
+_DASHES = {c: "-" for c in range(128) if not chr(c).isalnum()}
 PREFIX_LEN = 200  # beyond this Claude Code cuts a folder name and appends a hash
 
 
@@ -68,7 +69,7 @@ def encode_project_dir(path: str) -> str:
     Claude Code does this in JavaScript, one UTF-16 code unit at a time, so a character beyond
     the Basic Multilingual Plane (an emoji) becomes two dashes."""
     if path.isascii():
-        return _NON_ALNUM.sub("-", path)
+        return path.translate(_DASHES)
     return "".join(c if c.isascii() and c.isalnum() else ("--" if ord(c) > 0xFFFF else "-")
                    for c in path)
 

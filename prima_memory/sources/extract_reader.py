@@ -16,8 +16,8 @@ import time
 
 from ..records import Message, SessionDelta
 from ..workspace import data_dir, is_real_dir, read_plain
-from .listing import unlisted, watch
-from .text import head, scrubber, utf8_name
+from .listing import unlisted, utf8_name, watch
+from .text import head, scrubber
 
 SOURCE = "extract"
 MAX_BYTES = 4 << 20  # an extract is a few kB: a larger file there is not one of ours

@@ -10,11 +10,19 @@ import os
 import stat
 import time
 
-from .text import utf8_name
-
 def shared_log_folder(ws: str) -> str:
     """The shared log's folder (here, so that looking at it does not import its reader)."""
     return os.path.join(ws, ".claude", "state", "sessions")
+
+
+def utf8_name(name: str) -> bool:
+    """A file name the index can hold: one whose bytes are not UTF-8 (the OS hands it over with
+    lone surrogates) could be neither stored nor printed, and is no agent's."""
+    try:
+        name.encode("utf-8")
+        return True
+    except UnicodeEncodeError:
+        return False
 
 
 RACY_MS = 2000  # an mtime this recent may not change for a file added in the same clock tick

@@ -26,10 +26,9 @@ import sys
 from ..workspace import is_within
 from ..settings import flag
 from . import claude_code
-from .listing import shared_log_folder, unlisted, watch
+from .listing import shared_log_folder, unlisted, utf8_name, watch
 from .listing import files as _files
 from .listing import size as _size
-from .text import utf8_name
 
 
 class Source:

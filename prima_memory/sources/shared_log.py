@@ -16,8 +16,8 @@ import re
 from .. import titles
 from ..records import Message, SessionDelta
 from ..workspace import read_plain, stays_inside
-from .listing import shared_log_folder, unlisted, watch
-from .text import line_cut, parse_ts, scrubber, utf8_name, valid_ts
+from .listing import shared_log_folder, unlisted, utf8_name, watch
+from .text import line_cut, parse_ts, scrubber, valid_ts
 
 SOURCE = "shared-log"
 MAX_BYTES = 1 << 20  # an entry is short; a bigger file is read to here

@@ -8,6 +8,7 @@ import os
 import stat
 from datetime import datetime
 
+from ..errors import NotNow as NotNow  # (the sources raise it from here)
 from ..workspace import open_nofollow
 from .jsonl import _CHEAP, big_loads, mend_surrogates, too_costly
 
@@ -24,9 +25,6 @@ class TooBig(ValueError):
     """A file, or a text in it, past one of the bounds on what reading it may take."""
 
 
-class NotNow(ValueError):
-    """A file this setup cannot read (no zstd support): tried again on every look, since what
-    fixes it (installing a package) changes no file."""
 LAST_TS = 253402214400.0  # 9999-12-30: every later time (or NaN, or before 1970) is no time
 
 
@@ -122,16 +120,6 @@ def dated_by_file(d, mtime: float) -> None:
         for item in d.messages + d.file_changes + d.tool_calls:
             item.ts = item.ts or mtime
         d.seen(mtime)
-
-
-def utf8_name(name: str) -> bool:
-    """A file name the index can hold: one whose bytes are not UTF-8 (the OS hands it over with
-    lone surrogates) could be neither stored nor printed, and is no agent's."""
-    try:
-        name.encode("utf-8")
-        return True
-    except UnicodeEncodeError:
-        return False
 
 
 def load_json(raw: bytes):
