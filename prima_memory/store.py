@@ -1326,9 +1326,9 @@ class Store:
         ids = [r[0] for r in self.db.execute(
             "SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? AND rowid BETWEEN ? AND ? "
             "ORDER BY rowid DESC", (match_expr, lo, hi))]
-        for i in range(0, len(ids), 8):
-            texts = self.message_texts(ids[i:i + 8])
-            yield from ((mid, texts[mid]) for mid in ids[i:i + 8] if mid in texts)
+        for a, b in ((0, 3), *((i, i + 8) for i in range(3, len(ids), 8))):  # (3: enough, mostly)
+            texts = self.message_texts(ids[a:b])
+            yield from ((mid, texts[mid]) for mid in ids[a:b] if mid in texts)
 
     def session_message_texts(self, session: int, newest_first: bool = False):
         """(id, text) of a session's messages: its rowid range, in id order."""
