@@ -18,8 +18,9 @@ For each size, in one run (every time is a process's start to its exit):
     pass over the same files (read each in binary, orjson.loads every line), and its peak RSS;
   - keyword search through the CLI as a user runs it (the venv's `prima-memory search WORDS
     --mode keyword`) over 20 fixed queries (QUERIES: common, less common, rare, several
-    words), against `rg -l -i -F WORDS` over the project folder, interleaved, `--runs`
-    samples each (runs/20 rounds of the 20);
+    words), against `rg -l -i -F WORDS` over the project folder, `--runs` samples each
+    (runs/20 rounds of the 20), interleaved: ours then ripgrep, each query at every size in
+    turn, so that a size's p50 over the first size's (`flat`) is measured in the same minutes;
   - what a search pays for freshness when nothing changed (api.refresh, the first call in a
     fresh process, as a CLI search pays it);
   - at `--combined-at` sessions: every exchange embedded (`prima-memory embed`, once: the index
@@ -235,55 +236,89 @@ def summary(xs: list[float]) -> dict:
     return {"p50_ms": round(pct(xs, 50), 1), "p95_ms": round(pct(xs, 95), 1)}
 
 
-def measure(out: Path, n: int, runs: int, combined: bool, index_cold: bool, rg: str) -> dict:
-    config, ws, pdir = history(out, n)
-    files = list(pdir.glob("*.jsonl"))
-    state = out / f"real-{n}" / "state"
-    env = dict(os.environ, CLAUDE_CONFIG_DIR=str(config), HOME=str(state / "home"),
-               CODEX_HOME=str(state / "codex"), PRIMA_VSCODE_USER_DIRS=str(state / "vscode"),
-               XDG_DATA_HOME=str(state / "data"), PRIMA_BACKGROUND="0")
-    env.pop("PRIMA_EXPECTED_HOST", None)
-    r: dict = {"sessions": n, "mb": round(sum(f.stat().st_size for f in files) / 1e6, 1)}
-    if index_cold:
-        bare = [bare_pass(pdir) for _ in range(3)]
-        ms, rss = cold_index(env, ws)
-        r.update(orjson_pass_ms=round(min(bare)), cold_index_ms=round(ms),
-                 cold_index_peak_rss_mb=round(rss), cold_over_orjson=round(ms / min(bare), 2))
-    if not (ws / ".prima-memory" / "index.db").exists():
-        subprocess.run(cli(ws) + ["index"], env=env, check=True, stdout=subprocess.DEVNULL)
-    floor = [run([sys.executable, "-c", "pass"])[0] for _ in range(10)]
-    ours: list[float] = []
-    theirs: list[float] = []
-    found = {}
-    for _ in range(max(1, runs // len(QUERIES))):
-        for q in QUERIES:
-            ms, p = run(cli(ws) + ["search", q, "--mode", "keyword", "--json"], env)
-            if p.returncode:
-                raise SystemExit(f"search {q!r} failed: {p.stderr.decode()[-400:]}")
-            ours.append(ms)
-            found[q] = [len(json.loads(p.stdout)["results"])]
-            ms, p = run([rg, "-l", "-i", "-F", q, str(pdir)])
-            theirs.append(ms)
-            found[q].append(len(p.stdout.splitlines()))
-    r.update(python_floor_ms=round(statistics.median(floor), 1),
-             keyword_cli=summary(ours), ripgrep=summary(theirs),
-             ripgrep_over_ours=round(pct(theirs, 50) / pct(ours, 50), 2),
-             hits_ours_vs_rg_files=found, refresh_nothing_changed_ms=round(refresh_cost(env, ws), 1))
-    if combined:
+class Size:
+    """One history of the bench: its folders, the environment its commands run in, its results."""
+
+    def __init__(self, out: Path, n: int):
+        self.n = n
+        self.config, self.ws, self.pdir = history(out, n)
+        state = out / f"real-{n}" / "state"
+        self.env = dict(os.environ, CLAUDE_CONFIG_DIR=str(self.config),
+                        HOME=str(state / "home"), CODEX_HOME=str(state / "codex"),
+                        PRIMA_VSCODE_USER_DIRS=str(state / "vscode"),
+                        XDG_DATA_HOME=str(state / "data"), PRIMA_BACKGROUND="0")
+        self.env.pop("PRIMA_EXPECTED_HOST", None)
+        files = list(self.pdir.glob("*.jsonl"))
+        self.r: dict = {"sessions": n, "mb": round(sum(f.stat().st_size for f in files) / 1e6, 1)}
+        self.ours: list[float] = []
+        self.theirs: list[float] = []
+        self.found: dict = {}
+
+    def cold_index(self) -> None:
+        bare = [bare_pass(self.pdir) for _ in range(3)]
+        ms, rss = cold_index(self.env, self.ws)
+        self.r.update(orjson_pass_ms=round(min(bare)), cold_index_ms=round(ms),
+                      cold_index_peak_rss_mb=round(rss), cold_over_orjson=round(ms / min(bare), 2))
+
+    def ready(self) -> None:
+        """Indexed, and searched once (a first search may still note what its look found)."""
+        if not (self.ws / ".prima-memory" / "index.db").exists():
+            subprocess.run(cli(self.ws) + ["index"], env=self.env, check=True,
+                           stdout=subprocess.DEVNULL)
+        run(cli(self.ws) + ["search", QUERIES[0], "--mode", "keyword"], self.env)
+
+    def keyword(self, q: str, rg: str) -> None:
+        """One keyword search through the CLI, then ripgrep over the same files."""
+        ms, p = run(cli(self.ws) + ["search", q, "--mode", "keyword", "--json"], self.env)
+        if p.returncode:
+            raise SystemExit(f"search {q!r} failed: {p.stderr.decode()[-400:]}")
+        self.ours.append(ms)
+        self.found[q] = [len(json.loads(p.stdout)["results"])]
+        ms, p = run([rg, "-l", "-i", "-F", q, str(self.pdir)])
+        self.theirs.append(ms)
+        self.found[q].append(len(p.stdout.splitlines()))
+
+    def combined(self, runs: int) -> None:
         t = time.perf_counter()
-        subprocess.run(cli(ws) + ["embed"], env=env, check=True, stdout=subprocess.DEVNULL)
-        r["embed_ms"] = round((time.perf_counter() - t) * 1000)
+        subprocess.run(cli(self.ws) + ["embed"], env=self.env, check=True,
+                       stdout=subprocess.DEVNULL)
+        self.r["embed_ms"] = round((time.perf_counter() - t) * 1000)
         xs = []
         for _ in range(max(1, runs // len(QUERIES))):
             for q in QUERIES:
-                ms, p = run(cli(ws) + ["search", q, "--json"], env)
+                ms, p = run(cli(self.ws) + ["search", q, "--json"], self.env)
                 if p.returncode:
                     raise SystemExit(f"search {q!r} failed: {p.stderr.decode()[-400:]}")
                 if json.loads(p.stdout).get("warnings"):
-                    r.setdefault("combined_warnings", json.loads(p.stdout)["warnings"])
+                    self.r.setdefault("combined_warnings", json.loads(p.stdout)["warnings"])
                 xs.append(ms)
-        r["combined_cli"] = summary(xs)
-    return r
+        self.r["combined_cli"] = summary(xs)
+
+
+def measure(out: Path, sizes: list[int], runs: int, combined: set, skip: set, rg: str) -> dict:
+    """Every measure of every size. The keyword searches of all sizes are interleaved (each
+    query at each size, then ripgrep after each), so that the machine's moods fall on all
+    alike: the ratio of one size's p50 to another's is measured in the same minutes."""
+    made = [Size(out, n) for n in sizes]
+    for sz in made:
+        if sz.n not in skip:
+            sz.cold_index()
+        sz.ready()
+    floor = [run([sys.executable, "-c", "pass"])[0] for _ in range(10)]
+    for _ in range(max(1, runs // len(QUERIES))):
+        for q in QUERIES:
+            for sz in made:
+                sz.keyword(q, rg)
+    for sz in made:
+        sz.r.update(python_floor_ms=round(statistics.median(floor), 1),
+                    keyword_cli=summary(sz.ours), ripgrep=summary(sz.theirs),
+                    ripgrep_over_ours=round(pct(sz.theirs, 50) / pct(sz.ours, 50), 2),
+                    hits_ours_vs_rg_files=sz.found,
+                    refresh_nothing_changed_ms=round(refresh_cost(sz.env, sz.ws), 1),
+                    flat_over_first=round(pct(sz.ours, 50) / pct(made[0].ours, 50), 2))
+        if sz.n in combined:
+            sz.combined(runs)
+    return {str(sz.n): sz.r for sz in made}
 
 
 def table(report: dict) -> str:
@@ -293,6 +328,7 @@ def table(report: dict) -> str:
             ("keyword search, CLI", lambda d: _p(d["keyword_cli"])),
             ("`rg -l -i -F` over the transcripts", lambda d: _p(d["ripgrep"])),
             ("ripgrep p50 / ours p50 (>= 1: ours faster)", lambda d: f"{d['ripgrep_over_ours']}"),
+            ("keyword p50 / the first size's (flat: 1)", lambda d: f"{d['flat_over_first']}"),
             ("freshness when nothing changed (api.refresh)",
              lambda d: f"{d['refresh_nothing_changed_ms']}"),
             ("cold `index`", lambda d: f"{d['cold_index_ms']:,}" if "cold_index_ms" in d else ""),
@@ -335,10 +371,9 @@ def main() -> None:
                     "machine": {"cpu": _cpu_name(), "cores": os.cpu_count(),
                                 "python": platform.python_version(), "ripgrep": version},
                     "queries": QUERIES, "sizes": {}}
-    for n in sizes:
-        t = time.perf_counter()
-        report["sizes"][str(n)] = measure(out, n, args.runs, n in combined, n not in skip, rg)
-        print(f"  {n} sessions measured in {time.perf_counter() - t:.0f}s", file=sys.stderr)
+    t = time.perf_counter()
+    report["sizes"] = measure(out, sizes, args.runs, combined, skip, rg)
+    print(f"  measured in {time.perf_counter() - t:.0f}s", file=sys.stderr)
     print(table(report), file=sys.stderr)
     print(json.dumps(report, indent=2))
 

@@ -466,22 +466,25 @@ def search(mem, query: str, *, mode: str = "combined", limit: int = 10,
         if early:
             early.wait()  # (a thread still loading must not outlive a failed request)
     parts = [searchmod.Part(m.store(), filters, deep, x) for m, x in zip(mems, skip)]
-    hits, search_warnings = searchmod.run_many(parts, query, mode=mode, limit=limit,
-                                               embedder=embedder, why_not=why_not)
-    results = []
-    origins: dict[int, dict] = {}
-    for h in hits:
-        m = mems[h.part]
-        if h.part not in origins:
-            origins[h.part] = m.store().origins(x.row.id for x in hits if x.part == h.part)
-        d = session_json(h.row, m.ws, origins[h.part].get(h.row.id), every)
-        d.update(title=h.title, score=h.score, score_kind=h.kind, files_changed=h.files,
-                 snippet=h.snippet,
-                 matches=h.matches, message_id=h.message_id)
-        if context and h.message_id is not None:
-            d["context"] = [_turn(t, matched=t[0] == h.message_id)
-                            for t in m.store().messages_around(h.message_id, context)]
-        results.append(d)
+
+    def answer() -> tuple[list[dict], list[str]]:
+        hits, search_warnings = searchmod.run_many(parts, query, mode=mode, limit=limit,
+                                                   embedder=embedder, why_not=why_not)
+        results = []
+        origins: dict[int, dict] = {}
+        for h in hits:
+            m = mems[h.part]
+            if h.part not in origins:
+                origins[h.part] = m.store().origins(x.row.id for x in hits if x.part == h.part)
+            d = session_json(h.row, m.ws, origins[h.part].get(h.row.id), every)
+            d.update(title=h.title, score=h.score, score_kind=h.kind, files_changed=h.files,
+                     snippet=h.snippet, matches=h.matches, message_id=h.message_id)
+            if context and h.message_id is not None:
+                d["context"] = [_turn(t, matched=t[0] == h.message_id)
+                                for t in m.store().messages_around(h.message_id, context)]
+            results.append(d)
+        return results, search_warnings
+    results, search_warnings = _reading([m.store() for m in mems], answer)
     out: dict = {"query": query, "mode": mode, "warnings": search_warnings + warnings,
                  "results": results}
     if every:
@@ -497,6 +500,28 @@ def search(mem, query: str, *, mode: str = "combined", limit: int = 10,
             out["warnings"].append("no conversation matched: showing Session History Summaries")
             out["history"] = found
     return out
+
+
+def _reading(stores: list[Store], fn):
+    """fn() inside a read transaction of each index: one state of each for a whole answer, not
+    one per statement (and one lock taken, not one a statement)."""
+    held = []
+    try:
+        for store in stores:
+            tx = store.read()
+            tx.__enter__()
+            held.append(tx)
+        result = fn()
+    except BaseException:
+        for tx in reversed(held):
+            try:
+                tx.__exit__(None, None, None)
+            except Exception:  # noqa: BLE001 - the error that ended the answer is the one to say
+                pass
+        raise
+    for tx in reversed(held):
+        tx.__exit__(None, None, None)
+    return result
 
 
 CONTEXT_CHARS = 1200  # a turn around a match is cut here: the match itself is what counts

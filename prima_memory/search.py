@@ -14,6 +14,7 @@ exactly: every word as typed, keyword points rescaled so the best is 100 (docs/e
 """
 from __future__ import annotations
 
+import heapq
 import time
 
 from .settings import flag
@@ -196,49 +197,76 @@ def best_by_keyword(part: Part, query: str, limit: int, now: float) -> list[tupl
     in_title = store.sessions_with_title_containing(whole)
     in_paths = store.sessions_with_path_containing(whole)
     # every point but the files': 2 a message per word (`base`: the messages of the sessions
-    # holding every word), and those of the few sessions with more (`extra`: the title, the
-    # paths, the week's recency, and the messages of a session matched by title or path alone)
-    base = counts[0] if len(counts) == 1 else {
-        sid: sum(c[sid] for c in counts) for sid in set(counts[0]).intersection(*counts[1:])}
-    extra: dict[int, float] = {}
-    for sid in (in_title | in_paths.keys()) - base.keys():
-        extra[sid] = 2 * sum(c.get(sid, 0) for c in counts)
+    # holding every word), and those of the sessions with more (`with_extra`: the paths, the
+    # title, the week's recency, and the messages of a session matched by title or path alone)
+    base = counts[0]
+    for c in counts[1:]:
+        base = {sid: n + c[sid] for sid, n in base.items() if sid in c}
+
+    def said(sid: int) -> int:
+        """A session's points for its messages (one matched by title or path alone has some)."""
+        return 2 * (base[sid] if sid in base else sum(c.get(sid, 0) for c in counts))
+
+    with_extra: dict[int, float] = {  # (a path can hold a common word: thousands of sessions)
+        sid: 2 * base.get(sid, 0) + 10 * k for sid, k in in_paths.items()} if len(counts) == 1 \
+        else {sid: said(sid) + 10 * k for sid, k in in_paths.items()}
     for sid in in_title:
-        extra[sid] = extra.get(sid, 0) + 20
-    for sid, n in in_paths.items():
-        extra[sid] = extra.get(sid, 0) + 10 * n
+        with_extra[sid] = with_extra.get(sid, said(sid)) + 20
     for sid, started in store.started_since(now - WEEK).items():
-        if sid in base or sid in extra:
-            extra[sid] = extra.get(sid, 0) + recency_points(started, now)
-    most = max(extra.values(), default=0)
-
-    def reaching(floor: float) -> dict[int, float]:
-        """session -> its points, of those with `floor` or more."""
-        least = (floor - most) / 2  # (what a message count must reach, extras or not)
-        got = {sid: 2 * n + extra.get(sid, 0) for sid, n in base.items() if n >= least}
-        got.update((sid, extra[sid]) for sid in extra.keys() - base.keys())
-        return {sid: pts for sid, pts in got.items() if pts >= floor}
-
-    # First ask for the best by these points (the best `limit` by messages at least, their ties
-    # and the extras that reach them), whose files set the cut: the score of the last of them.
+        if sid in base or sid in with_extra:
+            with_extra[sid] = with_extra.get(sid, said(sid)) + recency_points(started, now)
+    # First ask for the best by these points (at least the best `limit` by messages or by all
+    # these points, and their ties), whose files set the cut: the score of the last of them.
     # Then ask for the best of every other session that can still score the cut (its files add
     # 5 at most); one left out scores less than `cut` - 0.01, so after rounding less than all
     # of the best. When filters (or sessions no search returns) leave too few, the cut falls
-    # to the last of them, or goes, and so on.
-    top = sorted(base.values(), reverse=True)[:limit]
-    cut, slack = (2 * top[-1] if len(top) == limit else -_INF), 0
-    everyone = len(base) + len(extra.keys() - base.keys())
+    # to the last of them, or goes (every session left is asked), and so on.
+    top = heapq.nlargest(limit, base.values())
+    top_extra = heapq.nlargest(limit, with_extra.values())
+    cut = max(2 * top[-1] if len(top) == limit else -_INF,
+              top_extra[-1] if len(top_extra) == limit else -_INF)
+    slack = 0
+    near_floor = cut - 5.02  # (the second ask's floor, mostly: its cut ends past `cut` - 0.01)
+    near: dict[int, float] = {sid: 2 * n for sid, n in base.items() if 2 * n >= near_floor}
+
+    def reaching(floor: float) -> dict[int, float]:
+        """session -> its points, of those with `floor` or more."""
+        pool = near if floor >= near_floor else {sid: 2 * n for sid, n in base.items()}
+        got = {sid: pts for sid, pts in pool.items() if pts >= floor}
+        got.update((sid, pts) for sid, pts in with_extra.items() if pts >= floor)
+        return got
+
+    integral = not any(pts % 1 for pts in with_extra.values())  # (recency's aside, all are)
     asked: set[int] = set()
     found: list[tuple] = []
     while True:
-        ask = {sid: pts for sid, pts in reaching(cut - slack - 0.01).items() if sid not in asked}
+        floor = cut - slack - 0.01
+        ask = {sid: pts for sid, pts in reaching(floor).items() if sid not in asked}
         asked |= ask.keys()
-        found += [(_points(f, counts, in_title, in_paths, now), f[2] or 0, f[0])
-                  for f in part.best_facts(ask, limit)]
-        found = sorted(found, key=lambda x: (-x[0], -x[1], x[2]))[:limit]
-        if len(asked) == everyone or (slack and len(found) == limit and found[-1][0] >= cut):
+        found = sorted(found + _best_asked(part, ask, limit, counts, in_title, in_paths, now,
+                                           integral),
+                       key=lambda x: (-x[0], -x[1], x[2]))[:limit]
+        if floor == -_INF or (slack and len(found) == limit and found[-1][0] >= cut):
             return found
         cut, slack = (found[-1][0] if len(found) == limit else -_INF), 5
+
+
+def _best_asked(part: Part, ask: dict[int, float], limit: int, counts, in_title, in_paths,
+                now: float, integral: bool) -> list[tuple]:
+    """(score, ended, session) of the best `limit` of the asked sessions the part may return,
+    best first. SQLite ranks them as the search does, but by their unrounded scores: those it
+    leaves out score no more than its last, and can pass it only when rounding makes them
+    equal (a tie goes to the latest to end): never when every score is whole (`integral`), else
+    when within 0.01 of it. Then more are asked for."""
+    n = limit + 10
+    while True:
+        rows = part.best_facts(ask, n)
+        best = sorted(((_points(f, counts, in_title, in_paths, now), f[2] or 0, f[0])
+                       for f in rows), key=lambda x: (-x[0], -x[1], x[2]))[:limit]
+        if integral or len(rows) < n or len(best) < limit or \
+                ask[rows[-1][0]] + min(5, rows[-1][3]) < best[-1][0] - 0.01:
+            return best
+        n *= 4
 
 
 def _points(facts: tuple, counts, in_title, in_paths, now: float) -> float:

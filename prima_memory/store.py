@@ -20,6 +20,22 @@ from .workspace import open_nofollow, text_of
 
 BUSY_MS = 5000  # how long a statement waits for another writer, unless told otherwise
 
+
+def _uncounted_allocations() -> None:
+    """SQLite keeps statistics of its memory (which nothing here reads) under a global lock
+    taken on every allocation: without them a common word's search spends half as long in
+    SQLite, and so does indexing. They can only be turned off before the library's first use
+    in the process (apsw refuses while a connection is open: then they stay)."""
+    try:
+        apsw.shutdown()
+        apsw.config(apsw.SQLITE_CONFIG_MEMSTATUS, 0)
+    except apsw.MisuseError:
+        pass
+    apsw.initialize()
+
+
+_uncounted_allocations()
+
 # The schema version is SQLite's user_version. Each change is an additive step in _MIGRATIONS,
 # run in place in one transaction: an index is never thrown away for a schema change (moving it
 # aside is for corruption, and for versions older than the oldest step).
@@ -1252,22 +1268,20 @@ class Store:
             return self._chunked(sql + " AND id IN ({})", ids, before=args)
         return self.db.execute(sql, args)
 
-    def best_facts(self, points: dict[int, float], limit: int, since=None, until=None,
+    def best_facts(self, points: dict[int, float], n: int, since=None, until=None,
                    branch=None, tag=None, source=None, extracts: bool = False) -> list[tuple]:
-        """session_facts() of the best `limit` of `points`' sessions (session -> its points so
-        far) that a search may return, each scoring its points and 1 a file changed, 5 at most;
-        and of any within 0.01 of the last of them, which rounding can tie with it."""
+        """session_facts() of the best `n` of `points`' sessions (session -> its points so far)
+        that a search may return, each scoring its points and 1 a file changed, 5 at most: the
+        highest first, then the latest to end."""
         if not points:
             return []
         where, args = _returnable(since, until, branch, tag, source, extracts)
         given = "{" + ",".join(f'"{sid}":{pts!r}' for sid, pts in points.items()) + "}"
         return list(self.db.execute(
-            "WITH c AS MATERIALIZED (SELECT id, started_at, ended_at, files_count, "
-            "pts + min(5, files_count) AS score FROM (SELECT CAST(key AS INTEGER) AS sid, "
-            f"value AS pts FROM json_each(?)) JOIN sessions ON id = sid WHERE {where}) "
-            "SELECT id, started_at, ended_at, files_count FROM c WHERE score >= COALESCE("
-            "(SELECT score FROM c ORDER BY score DESC LIMIT 1 OFFSET ?), -1e308) - 0.01",
-            (given, *args, limit - 1)))
+            "SELECT id, started_at, ended_at, files_count FROM (SELECT CAST(key AS INTEGER) "
+            f"AS sid, value AS pts FROM json_each(?)) JOIN sessions ON id = sid WHERE {where} "
+            "ORDER BY pts + min(5, files_count) DESC, ended_at DESC, id LIMIT ?",
+            (given, *args, n)))
 
     def sessions_with_title_containing(self, text: str) -> set[int]:
         """Sessions whose title contains `text` (folded), compared folded: a phrase of the
@@ -1288,8 +1302,12 @@ class Store:
         out: dict[int, int] = {}
         for i in range(0, len(paths), 500):  # (SQLite's limit on bound values)
             part = paths[i:i + 500]
-            for sid, n in self._per_session("session", "path_sessions WHERE path IN "
-                                            f"({','.join('?' * len(part))})", part).items():
+            got = self._per_session("session", "path_sessions WHERE path IN "
+                                    f"({','.join('?' * len(part))})", part)
+            if not out:
+                out = got
+                continue
+            for sid, n in got.items():
                 out[sid] = out.get(sid, 0) + n
         return out
 

@@ -162,3 +162,21 @@ def test_an_index_of_schema_13_is_indexed_when_opened(tmp_path):
     for q in QUERIES:
         assert [(h.score, h.row.id) for h in search.keyword(st, q, limit=10, now=NOW)] == \
             before[q], q
+
+
+def test_scores_that_round_alike_are_ranked_as_rounded(tmp_path):
+    # recency points differing by less than 0.01 round to one score, then the latest to end
+    # wins: SQLite, ranking the unrounded scores, must be asked past its first rows
+    st = Store(str(tmp_path / "i.db"))
+    with st.write():
+        for k in range(60):  # later starts score higher unrounded; earlier ones end later
+            row = st.session_for("claude-code", f"s{k}", "[transcript]")
+            ids = st.new_message_ids(row.id, 1)
+            st.add_messages([(ids[0], row.id, "k", "user", None, 0, None, "a qwerty line")])
+            st.add_terms(st.tokens("a qwerty line"))
+            st.update_session(row.id, first_ts=NOW - 3600 + k * 0.3, last_ts=NOW + 1000 - k)
+        st.index_terms()
+    for limit in (1, 5, 10, 25):
+        got = [(h.score, h.row.id) for h in search.keyword(st, "qwerty", limit=limit, now=NOW)]
+        assert got == _reference(st, "qwerty", limit), limit
+    assert len({s for s, _sid in _reference(st, "qwerty", 60)}) < 60  # (some do round alike)
