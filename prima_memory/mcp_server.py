@@ -80,7 +80,7 @@ class ServedMemory:
         with self._making:
             if self._mem is None:
                 from . import api  # the index's modules: after the handshake, on first use
-                self._mem = api.open_memory(self.ws)
+                self._mem = api.open_memory(self.ws, lasting=True)
         return self._mem
 
     def call(self, fn, every: bool = False):

@@ -80,6 +80,7 @@ class Memory:
         self._lock: WriterLock | None = None
         self._embedder: Embedder | None = None
         self._no_model: Exception | None = None  # why the model would not load, once tried
+        self.lasting = False  # held by a process that serves many requests (the MCP server)
         self._key: bytes | None = None  # the user's key, once read (see key)
         self._key_read = False
         self._dir_checked = False  # ensure_data_dir ran (its lstats once, not per use)

@@ -21,6 +21,8 @@ import random
 import time
 import weakref
 
+from . import vectorfile
+from .embed import numpy as _numpy
 from .settings import flag
 from .store import SHIFT, Store
 
@@ -34,11 +36,6 @@ GATE_WORDLESS = 5.3  # ... when none of its words occurs anywhere in the history
 LENGTH = 1.0  # how much of a session's expected best-by-chance its rank gives back
 BUDGET = 20.0  # seconds of embedding before a search: the seed's lazy update
 BATCH = 16  # exchanges per write: a search waits at most one batch past its budget
-
-
-def _numpy():
-    import numpy  # heavy (tens of ms) and only in the semantic extra: for vectors alone
-    return numpy
 
 
 class Settings:
@@ -204,16 +201,32 @@ _LOADED: dict = {}  # (index path, inode, model) -> Held: a long-lived process (
 REREAD = 0.25  # past this share of exchanges changed, the vectors are read again whole
 
 
+REWRITE = 0.1  # past this share of exchanges changed since, the file of vectors is written again
+
+
 class Held:
     """The vectors of one model as read: a row per window, with the text hash each exchange was
     embedded as (what a later read compares) and, once asked for, each row's time. Rows live in
-    buffers with room to grow, so new exchanges are appended without copying all the others."""
+    buffers with room to grow, so new exchanges are appended without copying all the others.
+    `hashes` may come as what makes them (a file's: read only when a later read compares)."""
 
-    def __init__(self, gen: int, hashes: dict, ids, windows, mat, times=None):
-        self.gen, self.hashes = gen, hashes
+    def __init__(self, gen: int, hashes, ids, windows, mat, times=None):
+        self.gen, self._hashes = gen, hashes
         self._cols = [ids, windows, mat, times]
         self.n = len(ids)
         self._sizes: tuple = (-1, None)
+        self.filed = False  # whether the file beside the index held these rows (at some gen)
+        self.changed = 0  # exchanges changed since it did
+
+    @property
+    def hashes(self) -> dict:
+        if callable(self._hashes):
+            self._hashes = self._hashes()
+        return self._hashes
+
+    @hashes.setter
+    def hashes(self, value: dict) -> None:
+        self._hashes = value
 
     def sizes(self):
         """Each row's session's number of windows (kept until rows change)."""
@@ -262,7 +275,7 @@ def _key(store: Store, *what) -> tuple:
 
 
 def _held(store: Store, model: str, dim: int) -> Held:
-    key = _key(store, model)
+    key = _key(store, model, dim)
     held = _LOADED.get(key)
     if held is None or held.gen != store.vectors_generation():
         with store.read():  # the count, the links and the vectors of one state
@@ -277,10 +290,16 @@ def _matrix(store: Store, model: str, dim: int):
 
 
 def _refresh(store: Store, model: str, dim: int, old: Held | None) -> Held:
-    """The vectors now: read whole the first time, then only the exchanges embedded (or
-    embedded anew) since, the ones whose link went dropped: a new session costs its own rows."""
+    """The vectors now: the file beside the index when it holds them (vectorfile.py), else read
+    whole the first time, then only the exchanges embedded (or embedded anew) since, the ones
+    whose link went dropped: a new session costs its own rows. The file is written again when
+    they were read whole, or too many have changed since it was."""
     np = _numpy()
     gen = store.vectors_generation()
+    if old is None:
+        old = _from_file(store, model, dim)
+        if old is not None and old.gen == gen:
+            return old
     hashes = store.embedded_hashes(model)
     if old is not None:
         gone = [x for x, h in old.hashes.items() if hashes.get(x) != h]
@@ -290,12 +309,40 @@ def _refresh(store: Store, model: str, dim: int, old: Held | None) -> Held:
             times = None if old.times is None else _row_times(store, ids)
             if gone:  # rows to drop: the rest is copied once, then the new appended
                 keep = ~np.isin(old.ids, np.asarray(gone, dtype=np.int64))
-                old = Held(gen, hashes, old.ids[keep], old.windows[keep], old.mat[keep],
-                           None if old.times is None else old.times[keep])
+                kept = Held(gen, hashes, old.ids[keep], old.windows[keep], old.mat[keep],
+                            None if old.times is None else old.times[keep])
+                kept.filed, kept.changed, old = old.filed, old.changed, kept
             old.gen, old.hashes = gen, hashes
             old.append(ids, windows, mat, times)
+            old.changed += len(gone) + len(new)
+            if old.filed and old.changed > REWRITE * max(1, len(hashes)):
+                _file(store, model, old)
             return old
-    return Held(gen, hashes, *_read_matrix(store.exchange_vectors(model), dim))
+    held = Held(gen, hashes, *_read_matrix(store.exchange_vectors(model), dim))
+    _file(store, model, held)
+    return held
+
+
+def _from_file(store: Store, model: str, dim: int) -> Held | None:
+    """The vectors as the file beside the index holds them (at the gen it says), if it is this
+    index's: see vectorfile.py."""
+    got = vectorfile.read(vectorfile.path_for(store.path, model), store.vectors_token(), model,
+                          dim)
+    if got is None:
+        return None
+    held = Held(got.gen, got.hashes, got.ids, got.windows, got.mat)
+    held.filed = True
+    return held
+
+
+def _file(store: Store, model: str, held: Held) -> None:
+    """Keep `held` in the file beside the index, for the next process to map (not for a
+    read-only index: its folder is not for writing either)."""
+    if store.readonly:
+        return
+    if vectorfile.write(vectorfile.path_for(store.path, model), store.vectors_token(), model,
+                        held.gen, held.ids, held.windows, held.mat, held.hashes):
+        held.filed, held.changed = True, 0
 
 
 def _read_matrix(rows, dim: int):
@@ -321,9 +368,12 @@ def _row_times(store: Store, ids):
                       dtype=np.float64)
 
 
-def warm(store: Store, embedder, settings: Settings | None = None) -> None:
-    """Read the vectors (and their times) now, so that the first search does not wait."""
-    _timed(store, key_of(embedder, settings), getattr(embedder, "dim", 384))
+def prefetch(store: Store, model: str, dim: int) -> None:
+    """Have the vectors of `model` (a vector_key) ready, and the exchanges it has yet to embed
+    known, before the model that gives the key is loaded: a search reads them while the model
+    loads on another thread."""
+    _held(store, model, dim)
+    store.pending_exchanges(model)
 
 
 class Scored:
@@ -572,6 +622,8 @@ def link(store: Store, model: str, dim: int = 384, *, budget: float | None = Non
         return 0, 0
     deadline = None if budget is None else time.monotonic() + budget
     held = _held(store, model, dim)
+    if not held.filed or held.changed:  # (the background's work: a search then maps them)
+        _file(store, model, held)
     ids, mat, codes = held.ids, held.mat, _text_codes(held)
     sessions = ids >> SHIFT
     pending = sorted(todo, reverse=True)  # newest first; one with no usable vector gets none

@@ -48,8 +48,9 @@ _uncounted_allocations()
 # 10: a message copied into another session (a fork, a resume) is stored once: messages looked up
 # by key, and each session's origin; 11: tool calls; 12: the distinct changed paths, so a search
 # looks for its words in each path once, not in every change; 13: the files indexed by source;
-# 14: titles and the sessions of each changed path indexed, so a search costs its matches
-SCHEMA_VERSION = 14
+# 14: titles and the sessions of each changed path indexed, so a search costs its matches;
+# 15: the token that a file of this index's vectors must carry (vectorfile.py)
+SCHEMA_VERSION = 15
 SHIFT = 24  # ordinals per session: 16M fragments, far past any real transcript
 _TOKENIZER_ARGS = ["remove_diacritics", "0"]
 
@@ -80,6 +81,10 @@ CREATE TRIGGER IF NOT EXISTS embedded_ai AFTER INSERT ON embedded BEGIN
 CREATE TRIGGER IF NOT EXISTS embedded_ad AFTER DELETE ON embedded BEGIN
   UPDATE meta SET value = value + 1 WHERE key = 'vectors_gen'; END;
 """
+# what a file of the vectors kept beside the index (vectorfile.py) must carry to be read: known to
+# this index alone, so that no file that came with the folder, or outlived the index, is taken
+_VECTOR_TOKEN = ("INSERT OR IGNORE INTO meta(key, value) "
+                 "VALUES ('vectors_token', lower(hex(randomblob(16))))")
 
 # SIMILAR_TO edges (DESIGN §4): exchange pairs of different sessions and different texts whose
 # vectors (best window against best window) have cosine >= 0.85, bounded: an exchange's nearest
@@ -232,6 +237,7 @@ CREATE VIEW exchanges AS
 {_PATH_SCHEMA}
 {_FILES_BY_SOURCE}
 {_LOOKUP_SCHEMA}
+{_VECTOR_TOKEN};
 INSERT INTO meta(key, value) VALUES ('schema_version', '{SCHEMA_VERSION}');
 PRAGMA user_version = {SCHEMA_VERSION};
 """
@@ -549,6 +555,7 @@ class Store:
         self.readonly_why: str | None = None  # said when an update is refused, if not "read-only"
         self.key = key
         self._tokenizer: apsw.FTS5Tokenizer | None = None
+        self._pending: dict[str, tuple[tuple[int, int], list[int]]] = {}  # pending_exchanges'
         db: apsw.Connection | None = None
         try:
             if self.readonly:
@@ -1362,11 +1369,20 @@ class Store:
                  "AND NOT EXISTS (SELECT 1 FROM embedded x WHERE x.exchange = e.id AND x.model = ?)")
 
     def pending_exchanges(self, model: str) -> list[int]:
-        """Ids of exchanges with no vectors from `model`, newest first."""
-        return [r[0] for r in self.db.execute(
-            f"SELECT e.id {self._TO_EMBED} ORDER BY e.ts DESC, e.id DESC", (model,))]
+        """Ids of exchanges with no vectors from `model`, newest first. A scan of every message
+        (10 ms at 1,000 sessions), kept until the index changes: a search that asked while its
+        model loaded does not scan again once it has."""
+        version = self.version()
+        memo = self._pending.get(model)
+        if memo is None or memo[0] != version:
+            memo = self._pending[model] = (version, [r[0] for r in self.db.execute(
+                f"SELECT e.id {self._TO_EMBED} ORDER BY e.ts DESC, e.id DESC", (model,))])
+        return list(memo[1])
 
     def count_pending(self, model: str) -> int:
+        memo = self._pending.get(model)
+        if memo is not None and memo[0] == self.version():
+            return len(memo[1])
         return self.db.execute(f"SELECT count(*) {self._TO_EMBED}", (model,)).get
 
     def count_embedded(self, model: str) -> int:
@@ -1649,6 +1665,10 @@ class Store:
     def vectors_generation(self) -> int:
         """Changes whenever an exchange's link to its vectors does (see _VECTOR_SCHEMA)."""
         return int(self.get_meta("vectors_gen", 0))
+
+    def vectors_token(self) -> str | None:
+        """What a file of this index's vectors must carry (see _VECTOR_TOKEN)."""
+        return self.get_meta("vectors_token")
 
     def drop_unlinked_vectors(self) -> int:
         """Vectors no exchange uses any more (pruned, or grown past): kept until a prune or a
@@ -2008,9 +2028,14 @@ def _to_v14(store: Store) -> None:
                "FROM file_changes")
 
 
+def _to_v15(store: Store) -> None:
+    """The token of the file of vectors (see _VECTOR_TOKEN)."""
+    store.db.execute(_VECTOR_TOKEN)
+
+
 # version -> the step that brings an index of that version to the next; older ones are rebuilt
 _MIGRATIONS = {3: _to_v4, 4: _to_v5, 5: _to_v6, 6: _to_v7, 7: _to_v8, 8: _to_v9, 9: _to_v10,
-               10: _to_v11, 11: _to_v12, 12: _to_v13, 13: _to_v14}
+               10: _to_v11, 11: _to_v12, 12: _to_v13, 13: _to_v14, 14: _to_v15}
 
 
 # The sessions' columns with every text one read as bytes (see _lenient), for recovery.

@@ -345,15 +345,25 @@ def create_whole(path: str, text: str) -> bool:
             pass
 
 
-def replace_whole(path: str, text: str) -> None:
+def replace_whole(path: str, data, *, durable: bool = False) -> None:
     """Write `path` whole, replacing what is there: a temporary file beside it, then renamed
     over the name (a link there is replaced, never followed; a reader sees the old or the new,
-    and a kill leaves only a temporary file nothing reads)."""
+    and a kill leaves only a temporary file nothing reads). `data`: text, or the pieces (bytes,
+    buffers) of a binary file. `durable`: on disk before it takes the name, so that a power cut
+    cannot leave a torn file behind it."""
     tmp = os.path.join(os.path.dirname(path), f"{TEMP_PREFIX}{os.getpid()}-{os.urandom(6).hex()}")
     fd = open_nofollow(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
+        if isinstance(data, str):
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(data)
+        else:
+            with os.fdopen(fd, "wb") as b:
+                for piece in data:
+                    b.write(piece)
+                if durable:
+                    b.flush()
+                    os.fsync(b.fileno())
         os.replace(tmp, path)
     except BaseException:
         try:

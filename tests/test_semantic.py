@@ -923,7 +923,8 @@ def test_a_search_by_meaning_loads_the_model_on_another_thread_and_waits_for_it(
         monkeypatch.setenv(k, v)
     loads = []
 
-    def load(backend=None):
+    def load(backend=None, brief=False):
+        assert brief, "made for one query: this process ends after it (the MCP server's lasts)"
         loads.append(threading.current_thread().name)
         time.sleep(0.2)
         raise embed.ModelUnavailable("no model in this test")
