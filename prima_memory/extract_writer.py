@@ -35,11 +35,18 @@ def is_substantial(row) -> bool:
     return row.message_count >= MIN_MESSAGES or row.files_count >= MIN_FILES or duration >= MIN_SECONDS
 
 
-def _day_taken(folder: str, day: str, session_id: str) -> bool:
-    try:
-        names = os.listdir(folder)
-    except FileNotFoundError:
-        return False
+def _day_taken(folder: str, day: str, session_id: str, listed: dict | None = None) -> bool:
+    """Whether the folder holds an extract of that day, or any file naming the session.
+    `listed`: folder -> its names, for a run that writes many (one listing per folder, not one
+    per session: the folder grows by a file a day)."""
+    names = listed.get(folder) if listed is not None else None
+    if names is None:
+        try:
+            names = set(os.listdir(folder))
+        except FileNotFoundError:
+            names = set()
+        if listed is not None:
+            listed[folder] = names
     return any((n.startswith(day) and n.endswith((".md",))) or session_id in n for n in names)
 
 
@@ -55,19 +62,23 @@ def write_new(path: str, text: str) -> bool:
     return create_whole(path, text)
 
 
-def maybe_write(store, session: int, ws: str) -> str | None:
-    """Write the session's extract if it is substantial and its folder has none for that day."""
+def maybe_write(store, session: int, ws: str, listed: dict | None = None) -> str | None:
+    """Write the session's extract if it is substantial and its folder has none for that day.
+    `listed`: as _day_taken's."""
     row = store.session(session)
     if row is None or row.extract_path or row.started_at is None or not is_substantial(row):
         return None
     start = time.localtime(row.started_at)
     folder = extracts_dir(ws, row.cwd)
     day = time.strftime("%Y-%m-%d", start)
-    if _day_taken(folder, day, row.session_id):
+    if _day_taken(folder, day, row.session_id, listed):
         return None
     path = os.path.join(folder, time.strftime("%Y-%m-%d-%H%M", start) + "-session-extract.md")
     view = build(store, row, changes=True, excerpts=EXCERPTS, exchanges=EXCHANGES)
-    if not write_new(path, render(view, ws)):
+    written = write_new(path, render(view, ws))
+    if listed is not None:
+        listed.setdefault(folder, set()).add(os.path.basename(path))  # (or another's, there)
+    if not written:
         return None
     store.set_extract(session, path)  # in the caller's transaction
     return path
@@ -133,10 +144,11 @@ def write_unfinished(store, ws: str, log) -> list[str]:
     written: list[str] = []
     if not store.unfinished_sessions():
         return written  # no write transaction, which would wait for any other writer
+    listed: dict = {}
     with store.write():  # one commit for a backfill's many extracts
         for sid in store.unfinished_sessions():
             try:
-                path = maybe_write(store, sid, ws)
+                path = maybe_write(store, sid, ws, listed)
             except OSError as e:
                 log.warn(f"could not write an extract: {e}")
                 continue
