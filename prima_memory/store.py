@@ -49,8 +49,10 @@ _uncounted_allocations()
 # by key, and each session's origin; 11: tool calls; 12: the distinct changed paths, so a search
 # looks for its words in each path once, not in every change; 13: the files indexed by source;
 # 14: titles and the sessions of each changed path indexed, so a search costs its matches;
-# 15: the token that a file of this index's vectors must carry (vectorfile.py)
-SCHEMA_VERSION = 15
+# 15: the token that a file of this index's vectors must carry (vectorfile.py); 16: the changed
+# paths kept from the pairs of path and session, so a change costs one index and trigger less,
+# and titles indexed at the commit
+SCHEMA_VERSION = 16
 SHIFT = 24  # ordinals per session: 16M fragments, far past any real transcript
 _TOKENIZER_ARGS = ["remove_diacritics", "0"]
 
@@ -125,9 +127,9 @@ CREATE UNIQUE INDEX IF NOT EXISTS tool_calls_call ON tool_calls(session, message
 """
 
 # Every path a change names, once: a search looks in these (a few thousand) for its words, then
-# finds the changes of those that hold them through file_changes_path, where a scan of every
-# change grew with the history (90,000 rows naming 18 paths: 55 ms). Kept by triggers: a path
-# goes with its last change, so nothing deleted stays named here.
+# finds the sessions of those that hold them (path_sessions), where a scan of every change grew
+# with the history (90,000 rows naming 18 paths: 55 ms). Kept by triggers: a path goes with its
+# last change, so nothing deleted stays named here (since 16, through path_sessions).
 _PATH_SCHEMA = """
 CREATE TABLE IF NOT EXISTS changed_paths(path TEXT PRIMARY KEY) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS file_changes_path ON file_changes(path, session);
@@ -169,6 +171,45 @@ CREATE TRIGGER IF NOT EXISTS file_changes_unpaired AFTER DELETE ON file_changes
   WHEN NOT EXISTS (SELECT 1 FROM file_changes WHERE session = old.session AND path = old.path)
   BEGIN DELETE FROM path_sessions WHERE path = old.path AND session = old.session; END;
 CREATE INDEX IF NOT EXISTS sessions_started ON sessions(started_at);
+"""
+
+# Titles staged: the triggers note which sessions' titles changed, and the commit indexes them
+# (Store._settle, _RETITLE). A trigger that wrote titles_tri itself made SQLite's full-text
+# index write a segment of one title for each statement after it (see Store._unindex).
+_TITLES_STAGED = f"""
+CREATE TABLE IF NOT EXISTS titles_stale(id INTEGER PRIMARY KEY);
+DROP TRIGGER IF EXISTS sessions_titled;
+DROP TRIGGER IF EXISTS sessions_retitled;
+DROP TRIGGER IF EXISTS sessions_untitled;
+CREATE TRIGGER IF NOT EXISTS sessions_titled AFTER INSERT ON sessions BEGIN
+  INSERT OR IGNORE INTO titles_stale(id) VALUES (new.id); END;
+CREATE TRIGGER IF NOT EXISTS sessions_retitled
+  AFTER UPDATE OF title_custom, title_summary, title_first ON sessions
+  WHEN {_TITLE_OF.format("new")} IS NOT {_TITLE_OF.format("old")} BEGIN
+  INSERT OR IGNORE INTO titles_stale(id) VALUES (new.id); END;
+CREATE TRIGGER IF NOT EXISTS sessions_untitled AFTER DELETE ON sessions BEGIN
+  INSERT OR IGNORE INTO titles_stale(id) VALUES (old.id); END;
+"""
+# (deleting a title never indexed is nothing: a new session's)
+_RETITLE = f"""
+DELETE FROM titles_tri WHERE rowid IN (SELECT id FROM titles_stale);
+INSERT INTO titles_tri(rowid, title) SELECT s.id, prima_fold({_TITLE_OF.format("s")})
+  FROM titles_stale t JOIN sessions s ON s.id = t.id;
+DELETE FROM titles_stale;
+"""
+
+# changed_paths kept from path_sessions, not from every change: its trigger runs for a pair new
+# to the index, not for each change of a path (most name a path changed before), and the index
+# of changes by path, which only its trigger asked, goes.
+_PATHS_FROM_PAIRS = """
+DROP TRIGGER IF EXISTS file_changes_listed;
+DROP TRIGGER IF EXISTS file_changes_unlisted;
+DROP INDEX IF EXISTS file_changes_path;
+CREATE TRIGGER IF NOT EXISTS path_sessions_listed AFTER INSERT ON path_sessions BEGIN
+  INSERT OR IGNORE INTO changed_paths(path) VALUES (new.path); END;
+CREATE TRIGGER IF NOT EXISTS path_sessions_unlisted AFTER DELETE ON path_sessions
+  WHEN NOT EXISTS (SELECT 1 FROM path_sessions WHERE path = old.path) BEGIN
+  DELETE FROM changed_paths WHERE path = old.path; END;
 """
 
 EDGE_K = 8  # the nearest kept per exchange: edges per exchange at most (see _EDGE_SCHEMA)
@@ -238,6 +279,8 @@ CREATE VIEW exchanges AS
 {_FILES_BY_SOURCE}
 {_LOOKUP_SCHEMA}
 {_VECTOR_TOKEN};
+{_PATHS_FROM_PAIRS}
+{_TITLES_STAGED}
 INSERT INTO meta(key, value) VALUES ('schema_version', '{SCHEMA_VERSION}');
 PRAGMA user_version = {SCHEMA_VERSION};
 """
@@ -556,6 +599,12 @@ class Store:
         self.key = key
         self._tokenizer: apsw.FTS5Tokenizer | None = None
         self._pending: dict[str, tuple[tuple[int, int], list[int]]] = {}  # pending_exchanges'
+        # keyword rows waiting for the commit (see _settle), and how to take back what a
+        # savepoint rolled back adds or changes among them: (rowid, its text before, or None)
+        self._unindexed: dict[int, str] = {}
+        self._undo: list[tuple[int, str | None]] = []
+        self._settled_at = 0  # total_changes() when last settled: none since, nothing staged
+        self._savepoints = 0  # open (Store.write inside a write)
         db: apsw.Connection | None = None
         try:
             if self.readonly:
@@ -629,6 +678,7 @@ class Store:
                     version += 1
                     self._set_version(version)
                 self._stamp()  # its schema has changed: so has its stamp
+                self._settle()
                 db.execute("COMMIT")
             except BaseException:
                 self._rollback()
@@ -643,6 +693,7 @@ class Store:
     def _rollback(self) -> None:
         """ROLLBACK unless SQLite has already rolled back itself (a full disk, an I/O error):
         a second "cannot rollback - no transaction is active" would hide the first error."""
+        self._forget_unindexed()
         if self.db.in_transaction:
             self.db.execute("ROLLBACK")
 
@@ -784,15 +835,65 @@ class Store:
     def add_messages(self, rows) -> None:
         """New messages: rows of (id, session, key, role, ts, sidechain, pair id, text)."""
         self.db.executemany(_INSERT_MESSAGE, rows)
-        self.db.executemany("INSERT INTO messages_fts(rowid, text) VALUES (?, ?)",
-                            ((r[0], index_text(r[7])) for r in rows if r[7]))
+        for r in rows:
+            self._unindex(r[0], r[7])
 
     def set_message_texts(self, rows) -> None:
         """Grown messages (a reply continued on later lines): rows of (id, new text)."""
-        self.db.executemany("DELETE FROM messages_fts WHERE rowid = ?", ((r[0],) for r in rows))
+        self.db.executemany("DELETE FROM messages_fts WHERE rowid = ?",
+                            ((i,) for i, _t in rows if i not in self._unindexed))
         self.db.executemany("UPDATE messages SET text = ? WHERE id = ?", ((t, i) for i, t in rows))
-        self.db.executemany("INSERT INTO messages_fts(rowid, text) VALUES (?, ?)",
-                            ((i, index_text(t)) for i, t in rows if t))
+        for i, t in rows:
+            self._unindex(i, t)
+
+    def _unindex(self, rowid: int, text: str) -> None:
+        """A message's keyword row, kept for the commit (_settle). SQLite's full-text index
+        writes what it holds to disk whenever a statement that may fail starts (a statement
+        savepoint), which each file's writes hold: written at once, a cold index made a
+        thousand small segments and merged them again and again (a sixth of its time)."""
+        old = self._unindexed.get(rowid)
+        if text:
+            self._unindexed[rowid] = index_text(text)
+        elif old is None:
+            return
+        else:
+            del self._unindexed[rowid]
+        self._undo.append((rowid, old))
+
+    def _rewind(self, mark: int) -> None:
+        """The keyword rows as they were when a savepoint rolled back now began."""
+        while len(self._undo) > mark:
+            rowid, old = self._undo.pop()
+            if old is None:
+                self._unindexed.pop(rowid, None)
+            else:
+                self._unindexed[rowid] = old
+
+    def _settle(self) -> None:
+        """Just before a commit: the keyword rows kept for it, and the titles changed (see
+        _TITLES_STAGED), written in one go. A message deleted since its row was kept (a session
+        read again) has none."""
+        if self._unindexed:
+            rows = self._unindexed
+            alive = {i for (i,) in self._chunked("SELECT id FROM messages WHERE id IN ({})",
+                                                  rows)}
+            self.db.executemany("INSERT INTO messages_fts(rowid, text) VALUES (?, ?)",
+                                ((i, t) for i, t in rows.items() if i in alive))
+            self._forget_unindexed()
+        if self.db.execute("SELECT EXISTS (SELECT 1 FROM titles_stale)").get:
+            self.db.execute(_RETITLE)
+        self._settled_at = self.db.total_changes()
+
+    def _settled(self) -> None:
+        """Before a keyword read: what this connection's own write has kept for its commit,
+        written now, so the read sees it (a search, which writes nothing, asks nothing). Not
+        inside a savepoint: its rollback would take rows kept before it with it."""
+        if not self._savepoints and (self._unindexed or
+                                     self.db.total_changes() != self._settled_at):
+            self._settle()
+
+    def _forget_unindexed(self) -> None:
+        self._unindexed, self._undo = {}, []
 
     def messages_by_key(self, session: int, keys) -> dict[str, tuple[int, str]]:
         """key -> (id, text) for those of `keys` this session already has."""
@@ -1238,6 +1339,7 @@ class Store:
 
     def count_matching(self, match_expr: str) -> dict[int, int]:
         """session -> number of messages matching an FTS5 expression of quoted terms."""
+        self._settled()
         return self._per_session(f"rowid >> {SHIFT}", "messages_fts WHERE messages_fts MATCH ?",
                                  (match_expr,))
 
@@ -1261,6 +1363,7 @@ class Store:
         return counted
 
     def message_ids_matching(self, match_expr: str) -> set[int]:
+        self._settled()
         return {r[0] for r in self.db.execute(
             "SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?", (match_expr,))}
 
@@ -1298,6 +1401,7 @@ class Store:
             return {sid for sid, _t in self._containing(
                 f"SELECT id, {_TITLE} AS t FROM sessions", text)}
         phrase = '"' + text.replace('"', '""') + '"'
+        self._settled()
         return {r[0] for r in self.db.execute(
             "SELECT rowid FROM titles_tri WHERE titles_tri MATCH ?", (phrase,))}
 
@@ -1348,6 +1452,7 @@ class Store:
         """(id, text) of a session's messages matching an FTS5 expression, newest first,
         their texts read a few at a time (the caller may stop early)."""
         lo, hi = session << SHIFT, ((session + 1) << SHIFT) - 1
+        self._settled()
         ids = [r[0] for r in self.db.execute(
             "SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? AND rowid BETWEEN ? AND ? "
             "ORDER BY rowid DESC", (match_expr, lo, hi))]
@@ -1726,7 +1831,7 @@ class Store:
                                      (row.id,))
                 except (apsw.Error, UnicodeDecodeError):
                     calls = []  # an index from before schema 11, or pages unreadable
-                with self.db:
+                with self.write():
                     new = self.session_for(row.source, row.session_id, row.label)
                     base = new.id << SHIFT
                     ids = {m[0]: base | i for i, m in enumerate(msgs)}
@@ -1759,7 +1864,7 @@ class Store:
         rows: list[tuple] = []
 
         def keep():
-            with self.db:
+            with self.write():
                 self.db.executemany("INSERT OR IGNORE INTO vectors(text_hash, model, n, variant, "
                                     "vec) VALUES (?, ?, ?, ?, ?)", rows)
             rows.clear()
@@ -1771,7 +1876,7 @@ class Store:
         except (apsw.Error, UnicodeDecodeError):
             pass  # what came before the damage is kept
         keep()
-        with self.db:  # from an index older than schema 9: to adopt or drop, like a migrated one
+        with self.write():  # from an index older than schema 9: to adopt or drop, like a migrated one
             self._list_legacy_keys()
 
     # -- status --------------------------------------------------------------------------------
@@ -1818,11 +1923,11 @@ class _Errors:
 class _Transaction(_Errors):
     """Store.write (`writes`) or Store.read: a transaction, or inside one already a savepoint
     (a write) or nothing (a read)."""
-    __slots__ = ("writes", "wait", "nested")
+    __slots__ = ("writes", "wait", "nested", "mark")
 
     def __init__(self, store: Store, writes: bool, wait: float | None = None):
         super().__init__(store)
-        self.writes, self.wait, self.nested = writes, wait, False
+        self.writes, self.wait, self.nested, self.mark = writes, wait, False, 0
 
     def __enter__(self) -> Store:  # type: ignore[override]
         store, db = self.store, self.store.db
@@ -1831,6 +1936,8 @@ class _Transaction(_Errors):
             if self.nested:
                 if self.writes:
                     db.__enter__()  # a savepoint
+                    self.mark = len(store._undo)
+                    store._savepoints += 1
             elif not self.writes:
                 db.execute("BEGIN")
             else:
@@ -1848,6 +1955,9 @@ class _Transaction(_Errors):
         with _Errors(store):
             if self.nested:
                 if self.writes:
+                    store._savepoints -= 1
+                    if kind is not None:
+                        store._rewind(self.mark)
                     db.__exit__(kind, e, tb)  # released, or rolled back on an exception
             elif not self.writes:
                 db.execute("COMMIT")
@@ -1855,6 +1965,7 @@ class _Transaction(_Errors):
                 store._rollback()
             else:
                 try:
+                    store._settle()
                     db.execute("COMMIT")
                 except BaseException:
                     store._rollback()
@@ -1908,12 +2019,15 @@ class Steps:
             self.store.refresh_counts(sid)
         self.sessions.clear()
         self.store.index_terms()
+        self.store._settle()
 
     def close(self, commit: bool) -> None:
         if self.store.db.in_transaction:
             if commit:
                 self._seal()
-            self.store.db.execute("COMMIT" if commit else "ROLLBACK")
+                self.store.db.execute("COMMIT")
+            else:
+                self.store._rollback()
 
 
 def _to_v4(store: Store) -> None:
@@ -2033,9 +2147,16 @@ def _to_v15(store: Store) -> None:
     store.db.execute(_VECTOR_TOKEN)
 
 
+def _to_v16(store: Store) -> None:
+    """The changed paths kept from path_sessions (see _PATHS_FROM_PAIRS): both already hold
+    what every change names. Titles indexed at the commit (see _TITLES_STAGED)."""
+    store.db.execute(_PATHS_FROM_PAIRS)
+    store.db.execute(_TITLES_STAGED)
+
+
 # version -> the step that brings an index of that version to the next; older ones are rebuilt
 _MIGRATIONS = {3: _to_v4, 4: _to_v5, 5: _to_v6, 6: _to_v7, 7: _to_v8, 8: _to_v9, 9: _to_v10,
-               10: _to_v11, 11: _to_v12, 12: _to_v13, 13: _to_v14, 14: _to_v15}
+               10: _to_v11, 11: _to_v12, 12: _to_v13, 13: _to_v14, 14: _to_v15, 15: _to_v16}
 
 
 # The sessions' columns with every text one read as bytes (see _lenient), for recovery.

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import apsw
 
-from prima_memory.store import SCHEMA_VERSION, Store
+from prima_memory.store import SCHEMA_VERSION, Store, _schema_rows
 
 
 def _with_changes(path, changes: dict[str, list[str]]) -> tuple[Store, dict[str, int]]:
@@ -60,12 +60,13 @@ def test_an_index_of_schema_11_lists_its_paths_when_opened(tmp_path):
     st, ids = _with_changes(path, {"a": ["/w/README.md"], "b": ["/w/setup.cfg"]})
     st.close()
     db = apsw.Connection(str(path))  # as schema 11 left it: no list, no triggers, no index
-    db.execute("DROP TRIGGER file_changes_listed; DROP TRIGGER file_changes_unlisted; "
-               "DROP INDEX file_changes_path; DROP TABLE changed_paths; DROP INDEX files_source; "
-               "PRAGMA user_version = 11")
+    db.execute("DROP TRIGGER path_sessions_listed; DROP TRIGGER path_sessions_unlisted; "
+               "DROP TABLE changed_paths; DROP INDEX files_source; PRAGMA user_version = 11")
     db.close()
     st = Store(str(path))
     assert st.db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    fresh = Store(str(tmp_path / "fresh.db"))
+    assert _schema_rows(st.db) == _schema_rows(fresh.db), "each step on, to what a new one is"
     assert _listed(st) == ["/w/README.md", "/w/setup.cfg"]
     assert st.sessions_with_path_containing("readme") == {ids["a"]: 1}
     assert st.db.execute("EXPLAIN QUERY PLAN SELECT path FROM files WHERE source = ?",
