@@ -96,6 +96,9 @@ class Indexer:
         # None: the index keeps it
         self.place: int | None = None
         self._cwdless: dict[str, bool] = {}  # project folder -> claims_cwdless, for this run
+        # (source, cwd) -> in_scope, for this run: it depends on the cwd alone, and each asking
+        # resolves the workspace's links (three realpath calls a file)
+        self._scopes: dict[tuple[str, str | None], bool] = {}
         self.bulk = False  # a big run: worth orjson's import time
         self.deadline: float | None = None
         self.lock_fd: int | None = None  # the writer lock's descriptor, closed in a reader child
@@ -460,7 +463,10 @@ class Indexer:
                                       "may be another workspace's: not indexed until its lines say")
                         end, state = offset, prior
                         break
-                    if not src.in_scope(d, self.ws):
+                    scope = self._scopes.get((src.name, d.cwd))
+                    if scope is None:
+                        scope = self._scopes[(src.name, d.cwd)] = src.in_scope(d, self.ws)
+                    if not scope:
                         # (a cwd may come after lines already indexed: those are dropped too)
                         status, end = "foreign", st.st_size
                         self.log.info(f"{path}: session of {d.cwd}, not this workspace: skipped")

@@ -55,8 +55,9 @@ def language_tag(path: str) -> str | None:
 
 
 def work_tags(tokens) -> set[str]:
-    """Tags earned by any of these lower-case tokens."""
-    return {_ALL_WORK[t] for t in tokens if t in _ALL_WORK}
+    """Tags earned by any of these lower-case tokens (a set: the few words that earn one are
+    looked up in it, not its thousands in them)."""
+    return {tag for word, tag in _ALL_WORK.items() if word in tokens}
 
 
 def text_tags(text: str, tokens) -> set[str]:

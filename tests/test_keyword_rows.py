@@ -149,3 +149,25 @@ def test_many_files_make_few_segments(tmp_path):
     assert pages <= 4, pages
     got = _reopened(st)
     assert len(_matching(got, "common")) == 300 and len(_matching(got, "word299")) == 1
+
+
+@pytest.mark.parametrize("piece", [7, 64, 1 << 18])
+def test_the_vocabulary_of_a_text_read_in_pieces_is_its_words_tokens(tmp_path, monkeypatch,
+                                                                     piece):
+    """Store.tokens reads a text a piece at a time: the same tokens as its distinct words
+    tokenized one by one, wherever the pieces are cut (NFD accents, Turkish İ, no spaces)."""
+    import random
+
+    from prima_memory import store as storemod
+    monkeypatch.setattr(storemod, "_TOKENS_PIECE", piece)
+    st = Store(str(tmp_path / "i.db"))
+    rng = random.Random(piece)
+    words = ["docker", "Café", "cafe\u0301", "İstanbul", "x_y", "foo.bar", "a-b", "42", "naïve",
+             "😀", "ǅemal", "ΣΊΣΥΦΟΣ", "snake_case_name", "url://x/y?z=1", "\u200bzero", "tab\tend"]
+    for _ in range(40):
+        text = "".join(rng.choice(words) + rng.choice([" ", "\n", "", "  ", "\t", "\r\n"])
+                       for _ in range(rng.randint(0, 60)))
+        ref = set()
+        for w in set(text.split()):
+            ref |= set(st._tokenize(storemod.index_text(w), apsw.FTS5_TOKENIZE_DOCUMENT))
+        assert st.tokens(text) == ref, text
