@@ -193,8 +193,9 @@ def bare_pass(pdir: Path) -> float:
     return float(p.stdout)
 
 
-def cold_index(env: dict, ws: Path) -> tuple[float, float]:
-    """`index` from nothing (the kept index moved aside meanwhile): ms and peak RSS in MB."""
+def cold_index(env: dict, ws: Path, start: list[str] | None = None) -> tuple[float, float]:
+    """`index` from nothing (the kept index moved aside meanwhile): ms and peak RSS in MB.
+    `start`: the command (cli(ws) by default)."""
     data = ws / ".prima-memory"
     kept = ws.parent / ".prima-memory.kept"
     if data.exists():
@@ -204,7 +205,7 @@ def cold_index(env: dict, ws: Path) -> tuple[float, float]:
                 "subprocess.run(sys.argv[1:], check=True, stdout=subprocess.DEVNULL)\n"
                 "print((time.perf_counter() - t) * 1000, "
                 "resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024)")
-        p = subprocess.run([sys.executable, "-c", code, *cli(ws), "index"], env=env,
+        p = subprocess.run([sys.executable, "-c", code, *(start or cli(ws)), "index"], env=env,
                            capture_output=True, text=True, check=True)
         ms, rss = map(float, p.stdout.split())
     finally:
