@@ -41,6 +41,21 @@ def mend_surrogates(line: bytes | bytearray) -> bytes | bytearray:
     return line
 
 
+def loads_mended(loads, text: bytes | bytearray):
+    """loads(mend_surrogates(text)), with either parser. orjson refuses a lone surrogate, so for
+    it a text is mended (two scans of it) only once refused: few lines hold one. json.loads
+    reads one as it is, so for it a text is mended first."""
+    if loads is json.loads:
+        return loads(mend_surrogates(text))
+    try:
+        return loads(text)
+    except ValueError:
+        mended = mend_surrogates(text)
+        if mended is text:
+            raise
+        return loads(mended)
+
+
 def estimate(text: bytes | bytearray) -> int:
     """A bound on the memory json.loads or orjson takes to parse `text` (past its own bytes).
     Every value is an object of 24-64 bytes, plus a slot in its container, however few bytes
@@ -111,11 +126,11 @@ class JsonlReader:
             self.bad(at, costly)
             return None
         loads = self.loads if len(line) <= _CHEAP else big_loads()
-        line = mend_surrogates(line)
         try:
-            obj = loads(line)
+            obj = loads_mended(loads, line)
         except ValueError as e:  # both parsers' errors, and UnicodeDecodeError, are ValueErrors
             try:  # non-UTF-8 bytes in an otherwise good line: keep it, with replacement characters
+                line = mend_surrogates(line)
                 if 2 * parse_cost(line) > PARSE_BUDGET:  # (the decoded text comes on top)
                     raise
                 obj = loads(line.decode("utf-8", "replace"))

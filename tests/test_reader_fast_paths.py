@@ -1,0 +1,80 @@
+"""The reading half's fast paths, each against the slower way it must agree with: what a
+transcript line becomes must not depend on which path read it."""
+from __future__ import annotations
+
+import json
+
+import orjson
+import pytest
+
+from prima_memory.sources import jsonl
+from prima_memory.sources.jsonl import JsonlReader, loads_mended, mend_surrogates
+
+# Lines of JSON escapes around lone surrogates, as Claude Code writes them when it cuts a string
+# mid-emoji, with the spellings that must be left alone beside them.
+SURROGATE_LINES = [
+    b'{"t":"a \\ud83d"}',  # a lone high surrogate
+    b'{"t":"\\udc00 b"}',  # a lone low one
+    b'{"t":"\\uD83D\\uDE00 pair, \\ud83d\\ude00 pair"}',  # valid pairs, either case
+    b'{"t":"\\ud83d\\ud83d\\ude00"}',  # a high one before a pair
+    b'{"t":"\\ude00\\ud83d"}',  # a pair the wrong way round
+    b'{"t":"\\\\ud83d is text"}',  # an escaped backslash: no escape at all
+    b'{"t":"\\\\\\ud83d"}',  # an escaped backslash, then a lone escape
+    b'{"\\ud800key":"v"}',  # in a key
+    b'{"t":"caf\xc3\xa9 \\udbff"}',  # beside UTF-8 text
+]
+
+
+@pytest.mark.parametrize("line", SURROGATE_LINES)
+def test_orjson_first_reads_what_mending_first_reads(line):
+    """orjson is given the line as it is and the line mended only if it refuses it: the same
+    object as mending first, and as the standard library's parser reads the mended line."""
+    expected = json.loads(mend_surrogates(line))
+    assert loads_mended(orjson.loads, line) == expected
+    assert loads_mended(json.loads, line) == expected
+    assert orjson.loads(mend_surrogates(line)) == expected
+
+
+def test_a_line_orjson_refuses_for_a_lone_surrogate_is_mended_and_parsed_again():
+    line = b'{"t":"cut mid-emoji \\ud83d"}'
+    with pytest.raises(orjson.JSONDecodeError):
+        orjson.loads(line)
+    assert loads_mended(orjson.loads, line) == {"t": "cut mid-emoji \ufffd"}
+
+
+def test_a_line_still_refused_once_mended_raises_the_mended_lines_error():
+    line = b'{"t":"\\ud83d" nonsense}'
+    with pytest.raises(orjson.JSONDecodeError) as got:
+        loads_mended(orjson.loads, line)
+    with pytest.raises(orjson.JSONDecodeError) as mended:
+        orjson.loads(mend_surrogates(line))
+    assert str(got.value) == str(mended.value)
+
+
+def test_both_readers_read_the_same_objects(tmp_path):
+    """A file of every awkward line, read in bulk (orjson first) and not (mended first, the
+    standard library's parser): the same objects, the same lines refused."""
+    lines = SURROGATE_LINES + [
+        b'{"t":"\xff\xfe not UTF-8 \\ud800"}',  # replaced, then mended
+        b'{"t":' + b"[" * 3000 + b"]" * 3000 + b"}",  # nested too deeply for either
+        b"not JSON \\ud800",
+        b"[1, 2]",  # not an object
+        b'{"t":"last"}',
+    ]
+    p = tmp_path / "t.jsonl"
+    p.write_bytes(b"\n".join(lines) + b"\n")
+    fast = JsonlReader(str(p), bulk=True)
+    slow = JsonlReader(str(p), bulk=False)
+    assert list(fast) == list(slow)
+    assert (fast.bad_lines, fast.end) == (slow.bad_lines, slow.end) == (4, p.stat().st_size)
+    assert [x.split(":")[0] for x in fast.problems] == [x.split(":")[0] for x in slow.problems]
+
+
+def test_a_big_line_is_parsed_by_orjson_and_mended_too(tmp_path, monkeypatch):
+    """A line over _CHEAP goes to orjson even outside bulk reads: mended only once refused,
+    it reads as the standard library reads it mended."""
+    monkeypatch.setattr(jsonl, "_CHEAP", 16)
+    line = b'{"t":"' + b"x" * 64 + b' \\ud83d"}'
+    p = tmp_path / "t.jsonl"
+    p.write_bytes(line + b"\n")
+    assert list(JsonlReader(str(p), bulk=False)) == [json.loads(mend_surrogates(line))]
