@@ -78,3 +78,45 @@ def test_a_big_line_is_parsed_by_orjson_and_mended_too(tmp_path, monkeypatch):
     p = tmp_path / "t.jsonl"
     p.write_bytes(line + b"\n")
     assert list(JsonlReader(str(p), bulk=False)) == [json.loads(mend_surrogates(line))]
+
+
+# -- lines skipped where they lie ------------------------------------------------------------------
+
+CLAUDE_LINES = [
+    b'{"type":"user","message":{"content":[{"tool_use_id":"t1","type":"tool_result"}]}}',
+    b'{"type":"assistant","message":{"content":[{"type":"thinking","thinking":"x"}]}}',
+    b'{"type":"assistant","message":{"content":[{"type":"thinking"},{"type":"text","text":"y"}]}}',
+    b'{"type":"assistant","message":{"content":[{"type":"thinking"},{"type":"tool_use"}]}}',
+    b'{"type":"assistant","message":{"content":[{"type":"text","text":"\\"tool_use_id\\":"}]}}',
+    b'{"type":"progress","data":{}}',
+    b'{"tool_use_id":"t2","type":"assistant"}',
+    b'{"type":"user","message":{"content":"hi"}}',
+]
+
+
+@pytest.mark.parametrize("line", CLAUDE_LINES)
+def test_a_line_judged_in_its_buffer_as_copied_out(line):
+    """JsonlReader hands skip the chunk and the line's bounds: the keys of the lines around it,
+    just outside them, must not count."""
+    from prima_memory.sources import claude_code, codex
+    claude_code._load_parsing()
+    around = b'"type":"user" "tool_use_id": "type":"thinking" "type":"text" "type":"message"'
+    for before, after in ((b"", b""), (around, around), (b'{"type":"progress"}\n', around)):
+        buf = before + line + after
+        start, end = len(before), len(before) + len(line)
+        assert claude_code._needless(buf, start, end) == claude_code._needless(line)
+        assert codex._needless(buf, start, end) == codex._needless(line)
+
+
+def test_lines_carried_across_chunks_are_skipped_alike(tmp_path, monkeypatch):
+    from prima_memory.sources import claude_code
+    claude_code._load_parsing()
+    p = tmp_path / "t.jsonl"
+    p.write_bytes(b"\n".join(CLAUDE_LINES * 20) + b"\n")
+    whole = JsonlReader(str(p), skip=claude_code._needless, bulk=True)
+    expected = list(whole)
+    assert len(expected) == 20 * sum(not claude_code._needless(x) for x in CLAUDE_LINES)
+    for chunk in (7, 64, 100):  # every line spans chunks, or some do
+        monkeypatch.setattr(jsonl, "CHUNK", chunk)
+        r = JsonlReader(str(p), skip=claude_code._needless, bulk=True)
+        assert list(r) == expected and r.end == whole.end

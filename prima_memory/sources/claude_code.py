@@ -260,20 +260,24 @@ def clean_user_text(raw: str) -> str | None:
 _NEEDLESS_PREFIXES = tuple(b'{"type":"%s"' % t.encode() for t in sorted(QUIET_TYPES))
 
 
-def _needless(line: bytes) -> bool:
+def _needless(line: bytes | bytearray, start: int = 0, end: int | None = None) -> bool:
     """Lines known from their bytes to hold nothing to index, left unparsed: tool results (most
     of a transcript's bytes), thinking-only reply lines, and the quiet records that begin with
-    their type (file snapshots, progress, api-request copies...).
+    their type (file snapshots, progress, api-request copies...). The line is line[start:end],
+    looked at where it lies (JsonlReader's skip): a copy of every line would cost more.
 
     A key such as `"tool_use_id":` can only appear with unescaped quotes where it is a real key,
     so a prompt quoting JSON is never mistaken for one. Compact JSON is assumed (what Claude Code
     writes); anything spelled otherwise is simply parsed."""
-    if line.startswith(_NEEDLESS_PREFIXES):
+    if end is None:
+        end = len(line)
+    if line.startswith(_NEEDLESS_PREFIXES, start, end):
         return True
-    if b'"tool_use_id":' in line:
-        return b'"type":"user"' in line
-    if b'"type":"thinking"' in line:
-        return b'"type":"text"' not in line and b'"type":"tool_use"' not in line
+    if line.find(b'"tool_use_id":', start, end) >= 0:
+        return line.find(b'"type":"user"', start, end) >= 0
+    if line.find(b'"type":"thinking"', start, end) >= 0:
+        return line.find(b'"type":"text"', start, end) < 0 \
+            and line.find(b'"type":"tool_use"', start, end) < 0
     return False
 
 

@@ -41,8 +41,12 @@ _NEEDLESS = (b'"type":"function_call_output"', b'"type":"custom_tool_call_output
              b'"type":"reasoning"', b'"type":"token_count"', b'"type":"agent_reasoning"')
 
 
-def _needless(line: bytes) -> bool:
-    return any(m in line for m in _NEEDLESS) and b'"type":"message"' not in line
+def _needless(line: bytes | bytearray, start: int = 0, end: int | None = None) -> bool:
+    """Whether line[start:end] is one of those (JsonlReader's skip: looked at where it lies)."""
+    if end is None:
+        end = len(line)
+    return any(line.find(m, start, end) >= 0 for m in _NEEDLESS) \
+        and line.find(b'"type":"message"', start, end) < 0
 
 
 # line types with nothing to index, known so that only new ones are counted (see status)
