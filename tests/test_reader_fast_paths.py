@@ -120,3 +120,26 @@ def test_lines_carried_across_chunks_are_skipped_alike(tmp_path, monkeypatch):
         monkeypatch.setattr(jsonl, "CHUNK", chunk)
         r = JsonlReader(str(p), skip=claude_code._needless, bulk=True)
         assert list(r) == expected and r.end == whole.end
+
+
+# -- times --------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("value", [
+    "2025-10-01T12:34:56.789Z", "2025-10-01T12:34:56Z", "2025-10-01T12:34:56.123456+02:00",
+    "2025-10-01", "2025-10-01T12:34:56.789z", "1969-12-31T23:59:59Z", "9999-12-31T23:59:59Z",
+    "0001-01-01T00:00:00Z", "2025-02-30T00:00:00Z", "bad", "", None, 5, "Z"])
+def test_a_time_reads_as_either_spelling_of_its_zone_reads(value):
+    """parse_ts tries the text as it is, then with "Z" spelled "+00:00", and takes a time only
+    in [1970, 9999-12-30): what it always did, with the second text made only when needed."""
+    from datetime import datetime
+    from prima_memory.sources.text import LAST_TS, parse_ts
+    expected = None
+    if isinstance(value, str) and value:
+        for text in (value, value.replace("Z", "+00:00")):
+            try:
+                ts = datetime.fromisoformat(text).timestamp()
+            except ValueError:
+                continue
+            expected = ts if 0 < ts < LAST_TS else None
+            break
+    assert parse_ts(value) == expected

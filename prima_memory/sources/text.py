@@ -97,12 +97,14 @@ def _unchanged(text: str) -> str:
 def parse_ts(value) -> float | None:
     if not isinstance(value, str) or not value:
         return None
-    for text in (value, value.replace("Z", "+00:00")):  # 3.11+ reads the trailing Z itself
-        try:
-            return valid_ts(datetime.fromisoformat(text).timestamp())
+    try:
+        ts = datetime.fromisoformat(value).timestamp()
+    except (ValueError, OverflowError, OSError):
+        try:  # (3.11+ reads the trailing Z itself: a time of every line, no copy made for it)
+            ts = datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
         except (ValueError, OverflowError, OSError):
-            continue
-    return None
+            return None
+    return ts if 0 < ts < LAST_TS else None  # valid_ts of a float (NaN compares false)
 
 
 def valid_ts(ts) -> float | None:
