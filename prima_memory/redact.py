@@ -522,7 +522,7 @@ def redact(text: str) -> str:
     low = text.lower()
     if len(low) != len(text):  # a few non-ASCII letters change length; keep offsets
         low = text.translate(_ASCII_LOWER)
-    k_hit = _K_GATE_RE.search(low) is not None
+    k_hit = "k" in low and _K_GATE_RE.search(low) is not None
     # Three stages, each run on the output of the one before -- exactly what a
     # second call would see, which makes redact() idempotent.  Every gate is
     # one linear scan; a regex gate that hits hands its position to the rule.
@@ -537,7 +537,7 @@ def redact(text: str) -> str:
     m = "A" in text and _A_RE.search(text)  # 1-char ``in`` is a memchr
     if m:
         _scan(_A_RE, text, m.start(), _judge_a, spans)
-    m = _GH_RE.search(text)
+    m = ("gh" in text or "github_pat_" in text) and _GH_RE.search(text)
     if m:
         _scan(_GH_RE, text, m.start(), _judge_gh, spans)
     if "xox" in text:
@@ -569,11 +569,12 @@ def redact(text: str) -> str:
             _find_assignments(_APIKEY_RE, "api-key", text, low, spans)
         if "private" in low:
             _find_assignments(_PRIVKEY_RE, "private-key", text, low, spans)
-    if _PASS_GATE_RE.search(low):
+    has_pass = "pass" in low
+    if has_pass and _PASS_GATE_RE.search(low):
         _find_assignments(_PASSWORD_RE, "password", text, low, spans)
-    if "pass" in low or "pw" in low:
+    if has_pass or "pw" in low:
         _find_prose_passwords(text, low, spans)
-    if "=\n" in text or "= \n" in text or "=\\\n" in text or "=\r\n" in text:
+    if "\n" in text and ("=\n" in text or "= \n" in text or "=\\\n" in text or "=\r\n" in text):
         _find_next_line_values(text, low, spans)
     if "secret" in low:
         _find_assignments(_SECRET_RE, "secret", text, low, spans)
