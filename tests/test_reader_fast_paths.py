@@ -143,3 +143,44 @@ def test_a_time_reads_as_either_spelling_of_its_zone_reads(value):
             expected = ts if 0 < ts < LAST_TS else None
             break
     assert parse_ts(value) == expected
+
+
+# -- tool calls ---------------------------------------------------------------------------------
+
+BRIEF_TEXTS = ["ls -la", "a\tb\nc", "nul\x00 and bel\x07 and del\x7f and c1\x85\x9f", "zero\u200bwidth",
+               "nbsp\u00a0here", "lone \ud83d surrogate", "emoji \U0001F600", "caf\u00e9",
+               "line\u2028sep", "token=ghp_" + "a" * 36 + " and more", "x" * 5000, " ", ""]
+
+
+@pytest.mark.parametrize("text", BRIEF_TEXTS)
+def test_brief_as_it_always_read(text):
+    """brief skips the UTF-8 check of an ASCII text and the control-character regex of a
+    printable one: what it returns is what the full treatment returns."""
+    from prima_memory.redact import redact
+    from prima_memory.sources import tool_calls
+    from prima_memory.sources.text import head, line_cut
+    expected = ""
+    if text:
+        t = redact(line_cut(text, tool_calls._WINDOW, tool_calls._WINDOW))
+        try:
+            t.encode("utf-8")
+        except UnicodeEncodeError:
+            t = t.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+        expected = head(tool_calls._CONTROL.sub("\ufffd", " ".join(t.split())), 200)
+    assert tool_calls.brief(text, 200, redact) == expected
+
+
+def test_a_tool_name_kept_for_a_file_is_stored_as_if_cleaned_each_time():
+    from prima_memory.redact import redact
+    from prima_memory.sources import tool_calls
+
+    def fields(c):
+        return [getattr(c, s) for s in type(c).__slots__]
+    names: dict = {}
+    for name in ["Bash", "Bash", "ghp_" + "b" * 36, "ghp_" + "b" * 36, "", "a\x00b", "WebSearch"]:
+        for _ in range(2):
+            kept = tool_calls.claude_code(name, {"command": "ls"}, redact, 1.0, "k", False, "c",
+                                          names)
+            fresh = tool_calls.claude_code(name, {"command": "ls"}, redact, 1.0, "k", False, "c")
+            assert fields(kept) == fields(fresh)
+    assert names["ghp_" + "b" * 36] == "[REDACTED:github-token]"

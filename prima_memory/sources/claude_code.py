@@ -321,6 +321,7 @@ def read(sf: SourceFile, offset: int, state: dict | None, mtime: float | None = 
     delta = None
     unknown: set[str] = set()
     branches: dict[str, str] = {}  # branch as recorded -> as stored (redacted once per read)
+    names: dict[str, str] = {}  # a tool's name, the same way (tool_calls.make)
     # unknown types this file showed before (less any this version has learnt since)
     noted = set(state.get("unk", ())) - KNOWN_TYPES
 
@@ -338,7 +339,8 @@ def read(sf: SourceFile, offset: int, state: dict | None, mtime: float | None = 
 
     for obj in reader:
         try:
-            _take_record(obj, get_delta, state, sf.sidechain, scrub, noted, unknown, branches)
+            _take_record(obj, get_delta, state, sf.sidechain, scrub, noted, unknown, branches,
+                         names)
         except (TypeError, ValueError, AttributeError, KeyError) as e:
             # a record of a shape never seen: skip it like a bad line, never lose the batch
             reader.bad(reader.end, f"unreadable record ({type(e).__name__}: {e})")
@@ -357,12 +359,12 @@ def read(sf: SourceFile, offset: int, state: dict | None, mtime: float | None = 
 
 
 def _take_record(obj, get_delta, state, file_sidechain, scrub, noted, unknown,
-                 branches) -> None:
+                 branches, names) -> None:
     kind = obj.get("type")
     if kind == "user" or kind == "assistant":
         d = get_delta(obj)
         if d is not None:
-            _take_message(obj, kind, d, state, file_sidechain, scrub, branches)
+            _take_message(obj, kind, d, state, file_sidechain, scrub, branches, names)
     elif kind == "summary" or kind == "ai-title" or kind == "custom-title":
         d = get_delta(obj)
         t = obj.get({"summary": "summary", "ai-title": "aiTitle", "custom-title": "customTitle"}[kind])
@@ -379,7 +381,7 @@ def _take_record(obj, get_delta, state, file_sidechain, scrub, noted, unknown,
 
 
 def _take_message(obj: dict, kind: str, d, state: dict, file_sidechain: bool, scrub,
-                  branches: dict) -> None:
+                  branches: dict, names: dict) -> None:
     ts = parse_ts(obj.get("timestamp"))
     sidechain = file_sidechain or obj.get("isSidechain") is True
     th = state.setdefault("side" if sidechain else "main", {})
@@ -446,7 +448,7 @@ def _take_message(obj: dict, kind: str, d, state: dict, file_sidechain: bool, sc
             if isinstance(path, str) and path:
                 d.file_changes.append(FileChange(path, name, th.get("t", ""), ts, key))
             d.tool_calls.append(tool_calls.claude_code(name, inp, scrub, ts, key, sidechain,
-                                                       block.get("id")))
+                                                       block.get("id"), names))
     text = "\n".join(texts) if len(texts) < 2 else scrub("\n".join(texts))  # (as for lines)
     pairs = None
     if th.get("r") != key:  # a new reply: the first after a prompt forms an exchange with it

@@ -21,17 +21,28 @@ def brief(text, n: int, scrub) -> str:
     if not isinstance(text, str) or not text:
         return ""
     text = scrub(line_cut(text, _WINDOW, _WINDOW))
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:  # (a lone surrogate: SQLite cannot store one)
-        text = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
-    return head(_CONTROL.sub("\ufffd", " ".join(text.split())), n)
+    if not text.isascii():  # (isascii costs nothing: a str knows it)
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:  # (a lone surrogate: SQLite cannot store one)
+            text = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    text = " ".join(text.split())
+    if not text.isprintable():  # (a control character is not: most texts need no regex)
+        text = _CONTROL.sub("\ufffd", text)
+    return head(text, n)
 
 
 def make(tool, target, line, scrub, *, kind: str = "", ts=None, key=None, sidechain=False,
-         call=None) -> ToolCall:
-    tool = brief(tool if isinstance(tool, str) else "", 80, scrub) or "tool"
-    return ToolCall(tool, brief(target, TARGET_MAX, scrub), brief(line, LINE_MAX, scrub), ts,
+         call=None, names: dict | None = None) -> ToolCall:
+    """A call's record. `names`: the tools' names as stored, kept by the caller for one file
+    (whose calls name a few tools thousands of times)."""
+    tool = tool if isinstance(tool, str) else ""
+    shown = names.get(tool) if names is not None else None
+    if shown is None:
+        shown = brief(tool, 80, scrub) or "tool"
+        if names is not None:
+            names[tool] = shown
+    return ToolCall(shown, brief(target, TARGET_MAX, scrub), brief(line, LINE_MAX, scrub), ts,
                     key, sidechain, call if isinstance(call, str) and call else None,
                     kind if isinstance(target, str) and target else "")
 
@@ -56,15 +67,16 @@ _USUAL = (("file_path", "path"), ("notebook_path", "path"), ("path", "path"), ("
           ("description", ""), ("prompt", ""), ("name", ""))
 
 
-def claude_code(name: str, inp, scrub, ts, key, sidechain, call) -> ToolCall:
-    """A Claude Code `tool_use` block's call."""
+def claude_code(name: str, inp, scrub, ts, key, sidechain, call,
+                names: dict | None = None) -> ToolCall:
+    """A Claude Code `tool_use` block's call (`names`: see make)."""
     inp = inp if isinstance(inp, dict) else {}
     field, kind = _CLAUDE_TARGETS.get(name, (None, ""))
     target = inp.get(field) if field else None
     if field is None:
         target, kind = _usual(inp)
     return make(name, target, _claude_line(name, inp), scrub, kind=kind, ts=ts, key=key,
-                sidechain=sidechain, call=call)
+                sidechain=sidechain, call=call, names=names)
 
 
 def _claude_line(name: str, inp: dict):
