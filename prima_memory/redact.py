@@ -126,6 +126,10 @@ _NEXT_LINE_RE = re.compile(
     r"[a-z_][a-z0-9_]*(?:token|key|secret|password|passwd|pwd|pass)[a-z0-9_]*[ \t]*=[ \t]*\\?"
     r"[ \t]*\r?\n[ \t]*([^\s\"'`]{6,})")
 
+# Its gate, one scan for the four spellings of a line that ends with `=`: "=\n", "= \n", "=\\\n",
+# "=\r\n" (four `in` scans took four times as long).
+_NEXT_LINE_GATE = re.compile(r"=[ \\\r]?\n")
+
 _AUTH_RE = re.compile(
     r"authorization\\?[\"']?[ \t]*[:=][ \t]*\\?[\"']?"
     r"(?:(bearer|basic|token|bot)[ \t]+)?([a-z0-9._~+/=:-]{8,})"
@@ -574,7 +578,7 @@ def redact(text: str) -> str:
         _find_assignments(_PASSWORD_RE, "password", text, low, spans)
     if has_pass or "pw" in low:
         _find_prose_passwords(text, low, spans)
-    if "\n" in text and ("=\n" in text or "= \n" in text or "=\\\n" in text or "=\r\n" in text):
+    if "\n" in text and _NEXT_LINE_GATE.search(text):
         _find_next_line_values(text, low, spans)
     if "secret" in low:
         _find_assignments(_SECRET_RE, "secret", text, low, spans)
