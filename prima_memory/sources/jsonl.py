@@ -123,11 +123,14 @@ class JsonlReader:
             self.problems.append(f"byte {at}: {why}")
 
     def _parse(self, line: bytes | bytearray, at: int):
-        costly = too_costly(line)
-        if costly:
-            self.bad(at, costly)
-            return None
-        loads = self.loads if len(line) <= _CHEAP else big_loads()
+        if len(line) <= _CHEAP:  # (its cost is its length: never too costly)
+            loads = self.loads
+        else:
+            costly = too_costly(line)
+            if costly:
+                self.bad(at, costly)
+                return None
+            loads = big_loads()
         try:
             obj = loads_mended(loads, line)
         except ValueError as e:  # both parsers' errors, and UnicodeDecodeError, are ValueErrors
