@@ -184,3 +184,24 @@ def test_a_tool_name_kept_for_a_file_is_stored_as_if_cleaned_each_time():
             fresh = tool_calls.claude_code(name, {"command": "ls"}, redact, 1.0, "k", False, "c")
             assert fields(kept) == fields(fresh)
     assert names["ghp_" + "b" * 36] == "[REDACTED:github-token]"
+
+
+# -- records, pickled to the writer -------------------------------------------------------------
+
+def test_records_pickle_as_their_fields():
+    import pickle
+
+    from prima_memory.records import FileChange, Message, SessionDelta, ToolCall
+    d = SessionDelta("s", "claude-code", "[transcript]")
+    d.messages.append(Message("k", "assistant", "t\ud83d", 1.5, True, "u"))
+    d.messages.append(Message("k2", "user", "", None))
+    d.file_changes.append(FileChange("/a", "Edit", "why", 2.0, "k"))
+    d.tool_calls.append(ToolCall("Bash", "ls", "list", 3.0, "k", True, "c1", "command"))
+    d.tool_calls.append(ToolCall("tool", "", ""))
+    for protocol in range(2, pickle.HIGHEST_PROTOCOL + 1):
+        back = pickle.loads(pickle.dumps(d, protocol=protocol))
+        for mine, theirs in ((d.messages, back.messages), (d.file_changes, back.file_changes),
+                             (d.tool_calls, back.tool_calls)):
+            assert [[getattr(x, s) for s in type(x).__slots__] for x in mine] == \
+                [[getattr(y, s) for s in type(y).__slots__] for y in theirs]
+            assert all(type(x) is type(y) for x, y in zip(mine, theirs))
