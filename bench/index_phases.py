@@ -166,7 +166,8 @@ def bare_and_cold(ws: Path, pdir: Path, env: dict, runs: int, package: str | Non
     start = None
     if package:  # (python -m: an older checkout's package may not fit this one's launcher)
         env = dict(env, PYTHONPATH=package)
-        start = [sys.executable, "-m", "prima_memory", "--workspace", str(ws)]
+        # (-P: not the current folder first, which may hold this checkout's package)
+        start = [sys.executable, "-P", "-m", "prima_memory", "--workspace", str(ws)]
     bare, cold, rss = [], [], []
     for _ in range(runs):
         bare.append(bare_pass(pdir))
@@ -185,18 +186,18 @@ def main() -> None:
     ap.add_argument("--out", default="/tmp/prima-memory-real")
     ap.add_argument("--package", help="the folder holding another checkout's prima_memory")
     args = ap.parse_args()
-    if args.package:
-        sys.path.insert(0, str(Path(args.package).resolve()))
     sys.path.insert(0, str(REPO / "bench"))
     from real import Size
+    if args.package:  # (real puts this checkout first: the package timed must come before it)
+        sys.path.insert(0, str(Path(args.package).resolve()))
     sz = Size(Path(args.out).resolve(), args.size)
     for k, v in sz.env.items():
         os.environ[k] = v
     subprocess.run([sys.executable, "-m", "compileall", "-q",
                     str(Path(args.package or REPO) / "prima_memory")], check=True)
     report = {"size": args.size, "mb": sz.r["mb"],
-              "package": args.package or str(REPO),
               "phases_ms": phases(sz.ws, sz.pdir),
+              "package": str(Path(sys.modules["prima_memory"].__file__).parent.parent),
               "two_processes": bare_and_cold(sz.ws, sz.pdir, sz.env, args.runs, args.package)}
     bare = report["two_processes"]["orjson_pass_ms"]
     lines = [f"| phase ({args.size:,} sessions, {sz.r['mb']} MB) | ms | × one orjson pass |",
