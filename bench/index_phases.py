@@ -1,7 +1,7 @@
 """Where a cold index's time goes, phase by phase, on bench/real.py's history of real transcripts.
 
     .venv/bin/python bench/index_phases.py [--size 1000] [--runs 3] [--out /tmp/prima-memory-real]
-        [--package PATH]
+        [--package PATH] [--against PATH]
 
 The index is made in this one process (no reader process: each phase is timed where it runs,
 and the phases add up to its CPU), with timers on:
@@ -16,7 +16,8 @@ and the phases add up to its CPU), with timers on:
   - the writer's Python: what the indexer does between statements (merging, tokens, tags).
 Then, beside it, `prima-memory index` as a user runs it (two processes: one reads while the other
 writes) and one bare orjson pass over the same files, interleaved `--runs` times: their medians
-and ratio. `--package`: another checkout's prima_memory to time instead (before/after).
+and ratio. `--package`: another checkout's prima_memory to time instead; `--against`: another
+checkout's `index` timed in the same rounds (before/after, with the CPU of each).
 Prints JSON on stdout, a markdown table on stderr.
 """
 from __future__ import annotations
@@ -159,24 +160,36 @@ def phases(ws: Path, pdir: Path) -> dict:
     return {k: round(v) for k, v in out.items()}
 
 
-def bare_and_cold(ws: Path, pdir: Path, env: dict, runs: int, package: str | None) -> dict:
-    """`prima-memory index` (two processes) and one bare orjson pass, interleaved: medians."""
+def bare_and_cold(ws: Path, pdir: Path, env: dict, runs: int, package: str | None,
+                  against: str | None) -> dict:
+    """`prima-memory index` (two processes) and one bare orjson pass, interleaved: medians.
+    `against`: another checkout's index too, in the same rounds (before/after)."""
     sys.path.insert(0, str(REPO / "bench"))
     from real import bare_pass, cold_index
-    start = None
-    if package:  # (python -m: an older checkout's package may not fit this one's launcher)
-        env = dict(env, PYTHONPATH=package)
-        # (-P: not the current folder first, which may hold this checkout's package)
-        start = [sys.executable, "-P", "-m", "prima_memory", "--workspace", str(ws)]
-    bare, cold, rss = [], [], []
+
+    def command(pkg: str | None) -> tuple[dict, list[str] | None]:
+        if not pkg:
+            return env, None
+        # python -m (an older checkout's package may not fit this one's launcher), with -P: not
+        # the current folder first on the path, which may hold this checkout's package
+        return dict(env, PYTHONPATH=pkg), [sys.executable, "-P", "-m", "prima_memory",
+                                           "--workspace", str(ws)]
+
+    runs_of = {"timed": command(package), **({"against": command(against)} if against else {})}
+    bare: list[float] = []
+    got: dict[str, list[tuple[float, float, float]]] = {k: [] for k in runs_of}
     for _ in range(runs):
         bare.append(bare_pass(pdir))
-        ms, mb = cold_index(env, ws, start)
-        cold.append(ms)
-        rss.append(mb)
-    b, c = statistics.median(bare), statistics.median(cold)
-    return {"orjson_pass_ms": round(b), "cold_index_ms": round(c), "ratio": round(c / b, 2),
-            "peak_rss_mb": max(rss), "runs": runs}
+        for k, (e, start) in runs_of.items():
+            got[k].append(cold_index(e, ws, start))
+    b = statistics.median(bare)
+    out: dict = {"orjson_pass_ms": round(b), "runs": runs}
+    for k, rows in got.items():
+        c = statistics.median(r[0] for r in rows)
+        out[k] = {"cold_index_ms": round(c), "ratio": round(c / b, 2),
+                  "cpu_ms": round(statistics.median(r[2] for r in rows)),
+                  "peak_rss_mb": max(r[1] for r in rows)}
+    return out
 
 
 def main() -> None:
@@ -185,6 +198,8 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--out", default="/tmp/prima-memory-real")
     ap.add_argument("--package", help="the folder holding another checkout's prima_memory")
+    ap.add_argument("--against", help="another checkout's folder: its `index` timed in the "
+                    "same rounds (before/after)")
     args = ap.parse_args()
     sys.path.insert(0, str(REPO / "bench"))
     from real import Size
@@ -198,17 +213,20 @@ def main() -> None:
     report = {"size": args.size, "mb": sz.r["mb"],
               "phases_ms": phases(sz.ws, sz.pdir),
               "package": str(Path(sys.modules["prima_memory"].__file__).parent.parent),
-              "two_processes": bare_and_cold(sz.ws, sz.pdir, sz.env, args.runs, args.package)}
+              "two_processes": bare_and_cold(sz.ws, sz.pdir, sz.env, args.runs, args.package,
+                                             args.against)}
     bare = report["two_processes"]["orjson_pass_ms"]
     lines = [f"| phase ({args.size:,} sessions, {sz.r['mb']} MB) | ms | × one orjson pass |",
              "|---|---|---|"]
     for name, ms in report["phases_ms"].items():
         lines.append(f"| {name} | {ms:,} | {ms / bare:.2f} |")
     tp = report["two_processes"]
-    lines.append(f"| `prima-memory index` (reader + writer), median of {tp['runs']} | "
-                 f"{tp['cold_index_ms']:,} | **{tp['ratio']}** |")
+    for k, label in (("timed", "`prima-memory index`"), ("against", f"{args.against}'s")):
+        if k in tp:
+            lines.append(f"| {label} (reader + writer), median of {tp['runs']}; its CPU | "
+                         f"{tp[k]['cold_index_ms']:,}; {tp[k]['cpu_ms']:,} | **{tp[k]['ratio']}** |")
     lines.append(f"| one bare orjson pass, median | {bare:,} | 1 |")
-    lines.append(f"| peak RSS of `index` | {tp['peak_rss_mb']:.0f} MB | |")
+    lines.append(f"| peak RSS of `index` | {tp['timed']['peak_rss_mb']:.0f} MB | |")
     print("\n".join(lines), file=sys.stderr)
     print(json.dumps(report, indent=2))
 

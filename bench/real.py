@@ -193,8 +193,9 @@ def bare_pass(pdir: Path) -> float:
     return float(p.stdout)
 
 
-def cold_index(env: dict, ws: Path, start: list[str] | None = None) -> tuple[float, float]:
-    """`index` from nothing (the kept index moved aside meanwhile): ms and peak RSS in MB.
+def cold_index(env: dict, ws: Path, start: list[str] | None = None) -> tuple[float, float, float]:
+    """`index` from nothing (the kept index moved aside meanwhile): ms, peak RSS in MB, and the
+    CPU ms of all its processes (less sensitive than ms to a shared machine's noise).
     `start`: the command (cli(ws) by default)."""
     data = ws / ".prima-memory"
     kept = ws.parent / ".prima-memory.kept"
@@ -203,16 +204,17 @@ def cold_index(env: dict, ws: Path, start: list[str] | None = None) -> tuple[flo
     try:
         code = ("import resource, subprocess, sys, time\nt = time.perf_counter()\n"
                 "subprocess.run(sys.argv[1:], check=True, stdout=subprocess.DEVNULL)\n"
-                "print((time.perf_counter() - t) * 1000, "
-                "resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024)")
+                "r = resource.getrusage(resource.RUSAGE_CHILDREN)\n"
+                "print((time.perf_counter() - t) * 1000, r.ru_maxrss / 1024, "
+                "(r.ru_utime + r.ru_stime) * 1000)")
         p = subprocess.run([sys.executable, "-c", code, *(start or cli(ws)), "index"], env=env,
                            capture_output=True, text=True, check=True)
-        ms, rss = map(float, p.stdout.split())
+        ms, rss, cpu = map(float, p.stdout.split())
     finally:
         shutil.rmtree(data, ignore_errors=True)
         if kept.exists():
             kept.rename(data)
-    return ms, rss
+    return ms, rss, cpu
 
 
 def cli(ws: Path) -> list[str]:
@@ -257,7 +259,7 @@ class Size:
 
     def cold_index(self) -> None:
         bare = [bare_pass(self.pdir) for _ in range(3)]
-        ms, rss = cold_index(self.env, self.ws)
+        ms, rss, _cpu = cold_index(self.env, self.ws)
         self.r.update(orjson_pass_ms=round(min(bare)), cold_index_ms=round(ms),
                       cold_index_peak_rss_mb=round(rss), cold_over_orjson=round(ms / min(bare), 2))
 
