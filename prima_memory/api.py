@@ -929,6 +929,84 @@ def recover_from(mem: Memory, path: str) -> dict:
     return {"workspace": mem.ws, "from": path, "recovered": n}
 
 
+# -- forgetting ----------------------------------------------------------------------------------
+
+FORGET_SHOWN = 200  # sessions a --before or --match choice may name at once
+
+
+def forget_choice(mem: Memory, ids: list[str], *, before: str | None = None,
+                  match: str | None = None) -> dict:
+    """The sessions `forget` would remove: those the ids (or unique prefixes) name, those that
+    ended before `before`, those a keyword search for `match` finds (as `search` chooses them).
+    Nothing is removed."""
+    warnings = _begin(mem)
+    store = mem.store()
+    rows = {r.id: r for r in (one_session(mem, i) for i in ids)}
+    if before:
+        until = _when(before)
+        rows.update((r.id, r) for r in store.sessions_ended_before(until, FORGET_SHOWN + 1))
+    if match:
+        found = search(mem, match, mode="keyword", limit=FORGET_SHOWN + 1, fresh=False)
+        warnings += found.get("warnings", [])
+        for hit in found["results"]:
+            row = store.session_by_session_id(hit["session_id"], hit["source"])
+            if row is not None:
+                rows[row.id] = row
+    if (before or match) and len(rows) > FORGET_SHOWN:
+        raise Failure(f"that chooses over {FORGET_SHOWN} sessions: choose fewer at a time")
+    chosen = sorted(rows.values(), key=lambda r: -(r.ended_at or r.started_at or 0))
+    return {"workspace": mem.ws, "sessions": [session_json(r, mem.ws) for r in chosen],
+            "warnings": warnings}
+
+
+def forget(mem: Memory, sessions: list[dict], *, why: str = "forget") -> dict:
+    """Forget these sessions (forget_choice's) for good: see Memory.forget."""
+    store = mem.store()
+    rows = [r for r in (store.session_by_session_id(s["session_id"], s["source"])
+                        for s in sessions) if r is not None]
+    try:
+        done = mem.forget(rows, why=why, lock_timeout=LOCK_SECONDS)
+    except IndexBusy as e:
+        raise Failure(f"{e}; nothing forgotten; try again in a moment") from None
+    return {"workspace": mem.ws,
+            "forgotten": [{"session_id": r.session_id, "source": r.source, "title": r.title}
+                          for r in rows],
+            "files_removed": done["files"], "log_emptied": done["log_emptied"]}
+
+
+def forgotten_list(mem: Memory) -> dict:
+    """The tombstones: each session forgotten (or kept out), when and why; never its text."""
+    tombs = mem.tombstones()
+    return {"workspace": mem.ws, "forgotten": [
+        {"session_id": e["id"], "source": e["source"], "at": iso_utc(e.get("at")),
+         "why": e.get("why", "forget")} for e in sorted(
+            tombs.entries, key=lambda e: -(e.get("at") or 0))]}
+
+
+def undo_forget(mem: Memory, ids: list[str]) -> dict:
+    """Take sessions out of the tombstones (a full id, or a unique prefix of a tombstone's) and
+    read their transcripts again, while they exist."""
+    tombs = mem.tombstones()
+    pairs = []
+    for given in ids:
+        found = [(e["source"], e["id"]) for e in tombs.entries if e["id"] == given] or \
+                [(e["source"], e["id"]) for e in tombs.entries if e["id"].startswith(given)]
+        if not found:
+            raise Failure(f"no forgotten session matches {given!r} (prima-memory forget --list)")
+        if len({sid for _s, sid in found}) > 1:
+            raise Failure(f"{given!r} matches {len(found)} forgotten sessions; give more of the id")
+        pairs += found
+    try:
+        mem.remember_again(pairs, lock_timeout=LOCK_SECONDS)
+        rep = mem.update(sources=ALL, lock_timeout=LOCK_SECONDS)
+    except IndexBusy as e:
+        raise Failure(f"{e}; try again in a moment") from None
+    store = mem.store()
+    back = [sid for src, sid in pairs if store.session_by_session_id(sid, src) is not None]
+    return {"workspace": mem.ws, "remembered": [sid for _s, sid in pairs], "back": back,
+            "files_read": rep.files_read}
+
+
 def logged(mem, what: str, fn):
     """A detached process's work: its output goes nowhere, so a failure goes to the log."""
     try:
@@ -1003,8 +1081,16 @@ def status(mem: Memory) -> dict:
         "pending": {"files": files_pending, "bytes": size},
         "semantic": semantic_status(mem),
         "rebuild": {"running": True, **rebuild_json(rebuild)} if rebuild else {"running": False},
+        "forgotten": _forgotten_count(mem),
         "warnings": [w.split(" ", 3)[-1] for w in mem.log.tail(10)],
     }
+
+
+def _forgotten_count(mem: Memory) -> int | str:
+    try:
+        return len(mem.tombstones())
+    except Failure as e:  # (a damaged file: status says so, and nothing is indexed until fixed)
+        return str(e)
 
 
 UNKNOWN_SHOWN = 20  # unknown record types listed per source, the most widespread first

@@ -91,6 +91,33 @@ def latest(ws: str, session_id: str) -> str | None:
     return max(found, key=order).path if found else None
 
 
+def files_naming(data: str, session_ids) -> list[str]:
+    """The extracts and checkpoints under the data folder `data` whose header names one of
+    these sessions (each file's first lines: a rebuilt index no longer knows its extracts'
+    paths, and an extract's name holds no id). Symbolic links are never followed."""
+    marks = {f"- Session ID: `{sid}`".encode("utf-8", "surrogatepass") for sid in session_ids}
+    found: list[str] = []
+    if not marks:
+        return found
+    try:
+        folders = [f for f in os.scandir(os.path.join(data, "extracts"))
+                   if f.is_dir(follow_symlinks=False)]
+        for folder in folders:
+            for entry in os.scandir(folder.path):
+                if not (entry.name.endswith(".md") and entry.is_file(follow_symlinks=False)):
+                    continue
+                try:
+                    with os.fdopen(open_nofollow(entry.path), "rb") as f:
+                        head = f.read(4096)
+                except OSError:
+                    continue
+                if any(m in head for m in marks):
+                    found.append(entry.path)
+    except OSError:
+        pass
+    return found
+
+
 def inject(path: str) -> str:
     """The checkpoint as SessionStart context, cut at a line boundary to its budget, the closing
     tag always kept (its text comes from the index, redacted before it was stored)."""

@@ -227,6 +227,19 @@ def _parser(only: str | None = None):
     rc.add_argument("--limit", type=_positive, default=8, metavar="N",
                     help="at most N sessions (default 8)")
 
+    fg = command("forget", parents=[common],
+                 help="forget sessions for good: removed from the memory, never read again")
+    fg.add_argument("session_ids", nargs="*", metavar="ID",
+                    help="a session id or a unique prefix of one")
+    fg.add_argument("--before", metavar="WHEN", help=f"the sessions that ended before WHEN: {WHEN}")
+    fg.add_argument("--match", metavar="WORDS",
+                    help="the sessions a keyword search for WORDS finds")
+    fg.add_argument("--yes", action="store_true",
+                    help="do not ask first (needed when not run on a terminal)")
+    fg.add_argument("--list", action="store_true", help="list the sessions forgotten")
+    fg.add_argument("--undo", nargs="+", metavar="ID",
+                    help="remember these again, read back from their transcripts")
+
     h = command("hook", parents=[common], help="run a Claude Code hook (JSON on stdin)")
     h.add_argument("event", choices=["session-start", "stop", "pre-compact", "user-prompt-submit"],
                    help="the hook event Claude Code runs it for")
@@ -304,7 +317,7 @@ def _direct_call(argv: list[str]) -> tuple[list[str], str | None] | None:
 READS = frozenset({"search", "similar", "recent", "show", "export", "files", "digest", "recall",
                    "status"})  # the commands that end once they have answered
 COMMANDS = ("search", "similar", "recent", "show", "export", "files", "digest", "index", "embed",
-            "recall", "hook", "status", "mcp", "quickstart")
+            "recall", "forget", "hook", "status", "mcp", "quickstart")
 
 
 def _command_in(argv: list[str]) -> str | None:

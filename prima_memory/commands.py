@@ -492,6 +492,10 @@ def render_status(d: dict) -> str:
     lines.append(f"similar    {sem['similar_edges']} SIMILAR_TO edges"
                  + (f", {sem['edges_pending']} exchanges not linked yet" if sem["edges_pending"]
                     else ""))
+    if d.get("forgotten"):
+        f = d["forgotten"]
+        lines.append(f"forgotten  {_n(f, 'session')} (prima-memory forget --list)"
+                     if isinstance(f, int) else f"forgotten  {f}")
     rb = d["rebuild"]
     if rb["running"]:
         lines.append(f"rebuild    running (pid {rb['pid']}, started {rb['started_at']}): "
@@ -499,6 +503,57 @@ def render_status(d: dict) -> str:
     for w in d["warnings"]:
         lines.append(f"warning    {w}")
     return "\n".join(lines)
+
+
+def cmd_forget(mem, args) -> int:
+    if args.list:
+        d = api.forgotten_list(mem)
+        emit(args, d, "\n".join(f"{e['at'] or '?'}  {e['session_id']}  [{e['source']}]"
+                                + ("  (kept out when it ran)" if e["why"] == "opt-out" else "")
+                                for e in d["forgotten"]) or "no session is forgotten here")
+        return 0
+    if args.undo:
+        d = api.undo_forget(mem, args.undo)
+        gone = [s for s in d["remembered"] if s not in d["back"]]
+        emit(args, d, "\n".join(
+            [f"remembered again: {s}" for s in d["back"]]
+            + [f"no longer forgotten, but its transcript is gone: nothing came back for {s}"
+               for s in gone]))
+        return 0
+    if not (args.session_ids or args.before or args.match):
+        raise UsageError("name what to forget: session IDs, --before WHEN or --match WORDS "
+                         "(or --list, --undo ID)")
+    choice = api.forget_choice(mem, args.session_ids, before=args.before, match=args.match)
+    rows = choice["sessions"]
+    if not rows:
+        emit(args, {**choice, "forgotten": []}, "nothing to forget: no session matches")
+        return 1
+    listing = "\n".join(f"{r['session_id']}  {(r['started_at'] or '?')[:10]}  "
+                         f"{one_line(r['title'] or '', 70)}" for r in rows)
+    if not args.yes:
+        if args.json or not (sys.stdin.isatty() and sys.stdout.isatty()):
+            emit(args, {**choice, "would_forget": rows}, listing)
+            raise UsageError(f"not on a terminal: add --yes to forget {_n(len(rows), 'session')} "
+                             "for good")
+        print(listing)
+        try:
+            answer = input(f"Forget {'this session' if len(rows) == 1 else f'these {len(rows)} sessions'}"
+                           " for good? Their transcripts will never be read again. [y/N] ")
+        except EOFError:
+            answer = ""
+        if answer.strip().lower() not in ("y", "yes"):
+            print("nothing forgotten")
+            return 1
+    d = api.forget(mem, rows)
+    lines = [f"forgotten: {r['session_id']}  {one_line(r['title'] or '', 70)}"
+             for r in d["forgotten"]]
+    lines += [f"removed {p}" for p in d["files_removed"]]
+    if not d["log_emptied"]:
+        lines.append("note: another process was reading the index; its log is emptied by the "
+                     "next index or forget")
+    lines.append(f"Undo, while the transcripts exist: {cli()} forget --undo ID")
+    emit(args, d, "\n".join(lines))
+    return 0
 
 
 def cmd_quickstart(mem, args) -> int:

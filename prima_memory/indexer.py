@@ -14,7 +14,7 @@ import sys
 import time
 from collections import namedtuple
 
-from . import jsontext
+from . import forgotten, jsontext
 from .errors import NotNow
 from .sources import registry
 from .sources.listing import UNLISTED
@@ -104,6 +104,8 @@ class Indexer:
         self.lock_fd: int | None = None  # the writer lock's descriptor, closed in a reader child
         self._mtime: int | None = None  # the time of the file being read (see _copies)
         self.handed: set[int] = set()  # sessions whose copies went to the one that had them first
+        # the sessions a user forgot (forgotten.py): never indexed again, nor their copies
+        self.forgotten = forgotten.NONE
         self.seen_unchanged = 0  # files of the sources sources_changed found unchanged
 
     # -- public ----------------------------------------------------------------------------------
@@ -373,7 +375,7 @@ class Indexer:
                         listing.problems.append(f"{path}: unreadable ({why}); not read again "
                                                 "until it changes")
                     continue
-                if row is not None and row.status != "foreign" and not src.whole(path) \
+                if row is not None and row.status not in SET_ASIDE and not src.whole(path) \
                         and _rewritten(path, st, row, src.follows_links):
                     rewritten.add(path)
             work.append((path, extra, st, row))
@@ -386,7 +388,7 @@ class Indexer:
                 notes.append((path, st, row))
                 continue
             offset, state, tools = 0, None, False
-            if row is not None and not again and row.status != "foreign" \
+            if row is not None and not again and row.status not in SET_ASIDE \
                     and not src.whole(path):
                 offset, state = row.offset, _loads(store.file_state(path))
                 if isinstance(state, dict):
@@ -477,6 +479,10 @@ class Indexer:
                                 store.delete_session(session)
                         session = None
                         break
+                    if self.forgotten and self._forgotten(d):
+                        if session is None:
+                            status, end = "forgotten", st.st_size
+                        continue
                     session = self._apply(d)
                     touched.add(session)
                     applied.add(session)
@@ -492,7 +498,8 @@ class Indexer:
                 store.save_file(path, src.name, session, src.sidechain(job.extra), None,
                                 st.st_mtime_ns, st.st_ino, head_len,
                                 _head_hash(path, head_len, src.follows_links) if end else None,
-                                end, jsontext.dumps(state, compact=True) if state else None,
+                                end, jsontext.dumps(state, compact=True)
+                                if state and status != "forgotten" else None,  # (its text)
                                 status)
             steps.added(max(0, end - offset), applied)
             rep.bytes_read += max(0, end - offset)
@@ -694,6 +701,20 @@ class Indexer:
             self._sessions[key] = entry
         return entry
 
+    def _forgotten(self, d) -> bool:
+        """Whether the delta is a forgotten session's; if not, its copies of a forgotten
+        session's messages (a fork's, a resume's) are taken out of it."""
+        gone = self.forgotten
+        if gone.holds(d.source, d.session_id):
+            return True
+        keys = {m.key for m in d.messages if gone.drops_key(d.source, m.key)}
+        if keys:
+            d.first_prompt = None  # (the forgotten one's: the session's own is found instead)
+            d.messages = [m for m in d.messages if m.key not in keys]
+            d.file_changes = [c for c in d.file_changes if c.message_key not in keys]
+            d.tool_calls = [c for c in d.tool_calls if c.message_key not in keys]
+        return False
+
     def _apply(self, d) -> int:
         from . import tagging  # parse-time only: hooks that find nothing to do never load it
         store = self.store
@@ -730,7 +751,7 @@ class Indexer:
             # A reply split over lines is redacted whole, as it is stored: each line alone can
             # hold half a secret ("the db password is" / "hunter2...").
             text = "\n".join(texts) if len(texts) < 2 else _scrub("\n".join(texts))
-            if key in copied:
+            if key in copied or (self.forgotten and self.forgotten.drops_text(text)):
                 continue
             if key in known:
                 if role != "assistant" or not text:
@@ -1047,10 +1068,13 @@ def _same(row, st) -> bool:
                                                                       st.st_ino)
 
 
+SET_ASIDE = ("foreign", "forgotten")  # files read to their end and kept out of the index
+
+
 def _foreign_growing(row, st) -> bool:
-    """Another workspace's session, grown since: nothing to read (it is noted when its source is
-    read for another change)."""
-    return row is not None and row.status == "foreign" and st.st_size >= (row.size or 0)
+    """Another workspace's session, or a forgotten one, grown since: nothing to read (it is
+    noted when its source is read for another change)."""
+    return row is not None and row.status in SET_ASIDE and st.st_size >= (row.size or 0)
 
 
 def _rewritten(path: str, st, row, follow: bool = False) -> bool:

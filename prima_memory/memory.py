@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import time
 
+from . import forgotten
 from . import workspace as wsmod
 from .errors import Failure
 from .indexer import Indexer
@@ -338,7 +339,9 @@ class Memory:
         if self.detached:  # nothing of the workspace's own .prima-memory, read or written
             sources = tuple(s for s in sources if s is not registry.EXTRACTS)
             extracts = False
+        tombs = self._buried(store, lock_timeout)
         indexer = Indexer(self.ws, store, self.log, progress=progress)
+        indexer.forgotten = tombs
         if sweep is not None:  # a search's share of the sweep (see indexer.SEARCH_SWEEP)
             indexer.sweep, indexer.place = min(sweep, indexer.sweep), self._search_place()
         todo = list(sources)
@@ -362,6 +365,7 @@ class Memory:
                 with store.write():
                     store.clear_live()
                 indexer = Indexer(self.ws, store, self.log, progress=progress)
+                indexer.forgotten = tombs
             indexer.lock_fd = self.lock().fd
             rep = indexer.run(todo, budget=budget, only_session=only_session, prune=prune,
                               quick=quick and not rebuild)
@@ -377,6 +381,117 @@ class Memory:
             return rep
         finally:
             self.lock().release()
+
+    # -- forgetting (forgotten.py) ------------------------------------------------------------
+
+    def tombstones(self) -> forgotten.Tombstones:
+        return forgotten.load(self.dir, warn=self.log.warn)
+
+    def _buried(self, store, lock_timeout: float):
+        """The tombstones, every one of them applied: a forget killed halfway, or one from
+        another process (a hook's `forget this`), finished first. The cost when nothing
+        changed: one lstat, one row of meta."""
+        if not os.path.lexists(os.path.join(self.dir, forgotten.FILE)):
+            return forgotten.NONE
+        tombs = self.tombstones()
+        if tombs.stamp != (store.get_meta(forgotten.META) or ""):
+            self._take_lock(lock_timeout)
+            try:
+                self._bury(self.tombstones())
+            finally:
+                self.lock().release()
+        return tombs
+
+    @_store_errors
+    def forget(self, rows, *, why: str = "forget", lock_timeout: float = 10.0) -> dict:
+        """Forget these sessions (the store's rows) for good: their tombstone written first (from
+        then on they are forgotten, and a run killed after it is finished by the next), then
+        everything the index and the folder hold of them removed (see _bury)."""
+        store = self.store()
+        if store.readonly:
+            raise IndexReadOnly(self.db_path, store.readonly_why)
+        self._take_lock(lock_timeout)
+        try:
+            new = []
+            for row in rows:
+                keys, texts = set(), set()
+                for key, text in store.message_keys_and_texts(row.id):
+                    keys.add(forgotten.key_hash(row.source, key))
+                    h = forgotten.text_hash(text or "")
+                    if h:
+                        texts.add(h)
+                new.append(forgotten.entry(row.source, row.session_id, why, keys, texts))
+            forgotten.save(self.dir, self.tombstones().with_entries(new))
+            return self._bury(self.tombstones())
+        finally:
+            self.lock().release()
+
+    @_store_errors
+    def remember_again(self, pairs, *, lock_timeout: float = 10.0) -> int:
+        """Take these (source, session id) out of the tombstones; their files are read again by
+        the next run (those of sessions still forgotten are set aside again). Returns how many
+        were there."""
+        store = self.store()
+        if store.readonly:
+            raise IndexReadOnly(self.db_path, store.readonly_why)
+        self._take_lock(lock_timeout)
+        try:
+            tombs = self.tombstones()
+            there = [p for p in pairs if tombs.holds(*p)]
+            if there:
+                stamp = forgotten.save(self.dir, tombs.without(there))
+                with store.write():
+                    store.unset_aside()
+                    store.set_meta(forgotten.META, stamp)
+            return len(there)
+        finally:
+            self.lock().release()
+
+    def _bury(self, tombs) -> dict:
+        """Under the writer lock: what the index and the folder still hold of the tombstoned
+        sessions, removed. In an order a kill can stop anywhere: the files first (their paths
+        are in the rows), then the rows, the file rewritten and its log emptied, and only then
+        the tombstones noted as applied: until that, every run does it all again."""
+        from .checkpoints import files_naming  # (only where a session is forgotten)
+        store = self.store()
+        held = store.sessions_holding(tombs.sessions)
+        paths = set(files_naming(self.dir, {sid for _src, sid in tombs.sessions}))
+        for sid in held:
+            row = store.session(sid)
+            if row is not None and row.extract_path:
+                paths.add(row.extract_path)
+        held += store.sessions_of_files(paths)  # (an extract read back by a deep search)
+        removed = []
+        for p in sorted(paths):
+            try:
+                os.unlink(p)
+                removed.append(p)
+            except FileNotFoundError:
+                pass
+        self._drop_vector_files()
+        with store.write():
+            store.forget(sorted(set(held)))
+        clean = store.scrub_free_space()
+        self._drop_vector_files()  # (one a search wrote meanwhile, from rows now gone)
+        with store.write():
+            store.set_meta(forgotten.META, tombs.stamp)
+        if not clean:
+            self.log.warn("the index's write-ahead log could not be emptied while another "
+                          "process read it: the next forget or index empties it")
+        return {"sessions": len(set(held)), "files": removed, "log_emptied": clean}
+
+    def _drop_vector_files(self) -> None:
+        """The mapped copies of the vectors (vectorfile.py): made again from the index."""
+        try:
+            names = os.listdir(self.dir)
+        except OSError:
+            return
+        for name in names:
+            if name.startswith("vectors-") and name.endswith(".bin"):
+                try:
+                    os.unlink(os.path.join(self.dir, name))
+                except OSError:
+                    pass
 
     # A search sweeps its share of the known files from where the last search's share ended,
     # noted in a file of its own: in the index it would cost every search a write, and the

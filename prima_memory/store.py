@@ -1079,6 +1079,91 @@ class Store:
         self.db.execute("DELETE FROM files WHERE status = 'missing'")
         return len(ids)
 
+    # -- forgetting (forgotten.py) ---------------------------------------------------------------
+
+    def message_keys_and_texts(self, session: int) -> Iterator[tuple[str, str]]:
+        """(key, text) of each message a session holds: what its tombstone hashes."""
+        yield from self.db.execute("SELECT key, text FROM messages WHERE session = ?", (session,))
+
+    def sessions_holding(self, pairs) -> list[int]:
+        """The ids of those of the (source, session id) pairs the index holds."""
+        out = []
+        for source, session_id in pairs:
+            row = self.session_by_session_id(session_id, source)
+            if row is not None:
+                out.append(row.id)
+        return out
+
+    def sessions_ended_before(self, until: float, limit: int) -> list[SessionRow]:
+        """Sessions that ended (or, never dated by a message, started) before `until`."""
+        return self._session_where("COALESCE(ended_at, started_at) < ? AND source != 'extract'",
+                                   (until,), f"ORDER BY COALESCE(ended_at, started_at) DESC "
+                                   f"LIMIT {int(limit)}")
+
+    def sessions_of_files(self, paths) -> list[int]:
+        return [r[0] for r in self._chunked(
+            "SELECT session FROM files WHERE session IS NOT NULL AND path IN ({})",
+            [_bind_path(p) for p in paths])] if paths else []
+
+    def unset_aside(self) -> None:
+        """The files set aside as a forgotten session's: read again by the next run (those of
+        a session still forgotten are set aside again)."""
+        self.db.execute("DELETE FROM files WHERE status = 'forgotten'")
+
+    def forget(self, sessions: list[int]) -> None:
+        """In the caller's write transaction: the sessions gone with all they hold (messages,
+        keyword rows, titles, file history, tool calls, links to vectors, edges, vectors no other
+        exchange uses, their words in the vocabulary if no other message holds them), deleted
+        with SQLite's secure_delete (what is freed is overwritten), then the full-text indexes
+        merged: FTS5 keeps a deleted row's tokens in its segments until they merge. Their forks'
+        own messages are read again (see delete_session): a tombstone drops the copies."""
+        db = self.db
+        self._settled()
+        db.execute("PRAGMA secure_delete = ON")
+        words: set[str] = set()
+        for sid in sessions:
+            for (text,) in db.execute("SELECT text FROM messages WHERE session = ?", (sid,)):
+                if text:
+                    words |= self.tokens(text)
+            row = self.session(sid)
+            if row is not None:
+                self.settle([row.session_id])
+            self.delete_session(sid)
+        self.drop_unlinked_vectors()
+        self._settled()
+        gone = [t for t in sorted(words) if not db.execute(
+            "SELECT EXISTS (SELECT 1 FROM messages_fts WHERE messages_fts MATCH ?)",
+            ('"' + t.replace('"', '""') + '"',)).get]
+        indexed = int(self.get_meta("terms_indexed", 0))  # (see index_terms)
+        for t in gone:
+            got = db.execute("SELECT id FROM terms WHERE term = ?", (t,)).fetchone()
+            if got is None:
+                continue
+            if got[0] <= indexed:  # terms_tri takes its text from terms: told what it indexed
+                # first (told of a row it never indexed, FTS5 takes itself for corrupt)
+                db.execute("INSERT INTO terms_tri(terms_tri, rowid, term) VALUES ('delete', ?, ?)",
+                           (got[0], t))
+            db.execute("DELETE FROM terms WHERE id = ?", (got[0],))
+        last = db.execute("SELECT COALESCE(max(id), 0) FROM terms").get
+        if gone and last < indexed:  # the newest went: a new term takes its id, unindexed
+            self.set_meta("terms_indexed", last)
+        for fts in ("messages_fts", "titles_tri", "terms_tri"):
+            db.execute(f"INSERT INTO {fts}({fts}) VALUES ('optimize')")
+
+    def scrub_free_space(self) -> bool:
+        """After a forget has committed: the file rewritten whole (VACUUM: no free page or cell
+        keeps text deleted before secure_delete was on), then the write-ahead log, which holds
+        the pages' earlier images, checkpointed and emptied. False when a reader kept the log
+        from being emptied (the next forget, or a checkpoint of SQLite's, empties it)."""
+        db = self.db
+        db.execute("VACUUM")
+        for _ in range(50):
+            got = db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+            if got is not None and not got[0]:  # (busy, frames in the log, frames copied)
+                return True
+            time.sleep(0.1)
+        return False
+
     def forget_file(self, path: str) -> None:
         self.db.execute("DELETE FROM files WHERE path = ?", (_bind_path(path),))
 
