@@ -5,14 +5,15 @@
 # a .venv beside this checkout, then python3 / python / py -3. With none, it exits 0 at once: a
 # hook must never break a session.
 
-# UserPromptSubmit comes with every prompt the user types; only /prima-memory:recall needs Python.
+# UserPromptSubmit comes with every prompt the user types; only /prima-memory:recall and
+# /prima-memory:forget need Python.
 # So the hook's JSON is read here, and Python starts (and decides exactly) only when its "prompt"
 # may start with the command; any other prompt costs this shell alone. (A NUL byte, which Claude
 # Code's JSON never holds, is dropped.)
 if [ "${1:-}" = hook ] && [ "${2:-}" = user-prompt-submit ]; then
   { input="$(cat)"; } 2>/dev/null
-  recall='"prompt"[[:space:]]*:[[:space:]]*"(\\)?/prima-memory:recall'
-  [[ $input =~ $recall ]] || exit 0
+  ours='"prompt"[[:space:]]*:[[:space:]]*"(\\)?/prima-memory:(recall|forget)'
+  [[ $input =~ $ours ]] || exit 0
   exec <<<"$input"  # Python reads the JSON from here
 fi
 

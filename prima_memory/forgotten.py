@@ -140,22 +140,23 @@ def load(folder: str, warn=None) -> Tombstones:
     if len(data) > MAX_BYTES:
         raise Unreadable(f"{p} is over {MAX_BYTES >> 20} MB")
     body, _, rest = data.partition(b"\n")  # (compact JSON holds no line break)
-    mac = rest.strip()
+    try:  # a file cut or garbled is taken for the user's own, damaged: nothing is read in
+        doc = jsontext.loads(body.decode("utf-8"))
+        if not (isinstance(doc, dict) and doc.get("format") == _MAGIC):
+            raise ValueError("not a tombstone file")
+        entries = [dict(e, **{f: [h for h in e.get(f) or () if isinstance(h, str)]
+                              for f in ("keys", "texts")})
+                   for e in doc.get("sessions", []) if isinstance(e, dict)
+                   and isinstance(e.get("source"), str) and isinstance(e.get("id"), str)]
+    except (ValueError, TypeError, AttributeError) as e:
+        raise Unreadable(f"{p} cannot be read ({e}); until it can, nothing new is indexed here "
+                         "(move it away only to have the sessions it forgot back)") from None
     want = _mac(body)
-    if want and not _same(want.encode(), mac):
+    if want and not _same(want.encode(), rest.strip()):  # whole, but not signed with our key
         if warn:
             warn(f"{p} was not written by your prima-memory (a cloned folder's?): it forgets "
                  "nothing here")
         return Tombstones(stamp=was)
-    try:
-        doc = jsontext.loads(body.decode("utf-8"))
-        if not (isinstance(doc, dict) and doc.get("format") == _MAGIC):
-            raise ValueError("not a tombstone file")
-        entries = [e for e in doc.get("sessions", []) if isinstance(e, dict)
-                   and isinstance(e.get("source"), str) and isinstance(e.get("id"), str)]
-    except ValueError as e:
-        raise Unreadable(f"{p} cannot be read ({e}): move it away only if you want the "
-                         "sessions it forgot back") from None
     return Tombstones(entries, stamp=was)
 
 

@@ -43,6 +43,11 @@ def loads(text: str):
         value, end = _scan(text, start)
     except StopIteration:
         raise ValueError(f"no JSON value at {start}") from None
+    except (SystemError, ValueError):
+        # Malformed inside a value: the C scanner raises json's own error, which it can only
+        # make with json.decoder loaded (else a SystemError): json reads it again, and says.
+        import json  # (only for a malformed text)
+        return json.loads(text)
     if text[end:].strip(_WHITE):
         raise ValueError(f"extra data at {end}")
     return value

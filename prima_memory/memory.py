@@ -342,6 +342,8 @@ class Memory:
         tombs = self._buried(store, lock_timeout)
         indexer = Indexer(self.ws, store, self.log, progress=progress)
         indexer.forgotten = tombs
+        if wsmod.opted_out(self.ws):  # (.prima-memory-off: nothing new is remembered here)
+            return indexer.nothing_to_do()
         if sweep is not None:  # a search's share of the sweep (see indexer.SEARCH_SWEEP)
             indexer.sweep, indexer.place = min(sweep, indexer.sweep), self._search_place()
         todo = list(sources)
@@ -385,7 +387,7 @@ class Memory:
     # -- forgetting (forgotten.py) ------------------------------------------------------------
 
     def tombstones(self) -> forgotten.Tombstones:
-        return forgotten.load(self.dir, warn=self.log.warn)
+        return forgotten.load(self.dir, warn=lambda m: self.log.warn(m, once=True))
 
     def _buried(self, store, lock_timeout: float):
         """The tombstones, every one of them applied: a forget killed halfway, or one from
@@ -403,28 +405,48 @@ class Memory:
         return tombs
 
     @_store_errors
-    def forget(self, rows, *, why: str = "forget", lock_timeout: float = 10.0) -> dict:
+    def forget(self, rows, *, why: str = "forget", lock_timeout: float = 10.0,
+               also: dict | None = None) -> dict:
         """Forget these sessions (the store's rows) for good: their tombstone written first (from
         then on they are forgotten, and a run killed after it is finished by the next), then
-        everything the index and the folder hold of them removed (see _bury)."""
+        everything the index and the folder hold of them removed (see _bury). `also`: (source,
+        session id) -> message keys, of sessions the index may not hold (yet)."""
         store = self.store()
         if store.readonly:
             raise IndexReadOnly(self.db_path, store.readonly_why)
         self._take_lock(lock_timeout)
         try:
-            new = []
+            found: dict[tuple[str, str], tuple[set, set]] = {
+                pair: ({forgotten.key_hash(pair[0], k) for k in keys}, set())
+                for pair, keys in (also or {}).items()}
             for row in rows:
-                keys, texts = set(), set()
+                keys, texts = found.setdefault((row.source, row.session_id), (set(), set()))
                 for key, text in store.message_keys_and_texts(row.id):
                     keys.add(forgotten.key_hash(row.source, key))
                     h = forgotten.text_hash(text or "")
                     if h:
                         texts.add(h)
-                new.append(forgotten.entry(row.source, row.session_id, why, keys, texts))
+            new = [forgotten.entry(src, sid, why, keys, texts)
+                   for (src, sid), (keys, texts) in found.items()]
             forgotten.save(self.dir, self.tombstones().with_entries(new))
             return self._bury(self.tombstones())
         finally:
             self.lock().release()
+
+    def keep_out(self, session_id: str, *, why: str = "opt-out",
+                 lock_timeout: float = 10.0) -> dict:
+        """A Claude Code session its user keeps out of the memory (PRIMA_MEMORY=off, or
+        /prima-memory:forget this): tombstoned with the keys of every message its transcript
+        holds so far (a later resume copies them: it copies nothing back), and whatever the
+        index holds of it removed. Each Stop of the session adds the keys of what it said since."""
+        src = registry.CLAUDE_CODE
+        keys: set[str] = set()
+        for sf in src.session_files(self.ws, session_id):
+            for deltas, _end, _state, _problems in src.read_chunks(sf.path, sf, 0, None, 4 << 20):
+                keys.update(m.key for d in deltas for m in d.messages)
+        row = self.store().session_by_session_id(session_id, src.name)
+        return self.forget([row] if row is not None else [], why=why, lock_timeout=lock_timeout,
+                           also={(src.name, session_id): keys})
 
     @_store_errors
     def remember_again(self, pairs, *, lock_timeout: float = 10.0) -> int:

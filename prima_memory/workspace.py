@@ -94,6 +94,21 @@ def find_workspace(start: str, *, history_only: bool = False, empty=None) -> Fou
     return Found(start, git_root, "git root") if git_root else Found(start, start, "here")
 
 
+OPT_OUT_FILE = ".prima-memory-off"  # a project's opt-out: committed, or kept local (see README)
+
+
+def opted_out(workspace: str) -> bool:
+    """Whether the project keeps itself out of prima-memory: a `.prima-memory-off` in its folder
+    (a file, or a link: its owner put it there). Then no hook writes anything under it."""
+    return os.path.lexists(os.path.join(workspace, OPT_OUT_FILE))
+
+
+def session_off() -> bool:
+    """PRIMA_MEMORY=off (or 0, false, no) in the environment Claude Code started with: this
+    session is neither briefed nor remembered."""
+    return os.environ.get("PRIMA_MEMORY", "").strip().lower() in ("off", "0", "false", "no")
+
+
 def hook_workspace(explicit: str | None, payload_cwd) -> str | None:
     """A hook's workspace: --workspace or CLAUDE_PROJECT_DIR (Claude Code always sets it), else
     the nearest folder Claude Code keeps history for, from the payload's cwd or the current

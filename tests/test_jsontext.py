@@ -80,3 +80,15 @@ def test_it_costs_no_re_import():
     out = subprocess.run([sys.executable, "-I", "-S", "-c", f"import sys; sys.path[:0] = "
                           f"{sys.path!r}; {code}"], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_a_malformed_text_is_a_value_error_in_a_fresh_process():
+    # Without json.decoder loaded, the C scanner cannot make json's error for a text malformed
+    # inside a value: it raised SystemError (a damaged tombstone file read so).
+    code = ("from prima_memory import jsontext\n"
+            "for bad in ['{\"a\" 1}', '{\"format\":\"x\",\"ver', '[1, 2']:\n"
+            "    try:\n        jsontext.loads(bad)\n    except ValueError:\n        continue\n"
+            "    raise SystemExit('accepted ' + bad)\nprint('ok')")
+    out = subprocess.run([sys.executable, "-I", "-S", "-c", f"import sys; sys.path[:0] = "
+                          f"{sys.path!r}\n{code}"], capture_output=True, text=True)
+    assert out.stdout.strip() == "ok", out.stderr

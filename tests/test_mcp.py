@@ -106,6 +106,9 @@ def test_the_tools_and_their_arguments(env):
         return (await s.list_tools()).tools
     tools = {t.name: t for t in serve(env, body)}
     assert set(tools) == TOOLS
+    # only the user forgets (prima-memory forget, /prima-memory:forget): Claude cannot
+    assert not any(w in t.name + t.description.lower() for t in tools.values()
+                   for w in ("forget", "delete"))
     for t in tools.values():
         assert len(t.description) > 60, t.name
     search = tools["search_sessions"].input_schema
