@@ -824,6 +824,38 @@ def test_a_forked_session_is_its_own_session(cc):
           f"finds both", file=sys.stderr)
 
 
+# -- taking things out --------------------------------------------------------------------------------
+
+def _bytes_hold(word: str, data: Path) -> list[str]:
+    return [str(p) for p in data.rglob("*") if p.is_file() and word.encode() in p.read_bytes()]
+
+
+def test_forget_this_inside_claude_code_forgets_the_session(cc):
+    """/prima-memory:forget this: the hook forgets the running session (its words then in no
+    file under .prima-memory, and never stored again by its Stop) and its answer reaches the
+    model as a system message."""
+    sid = cc.claude("Remember the zqxtamarind launch codes")["session_id"]
+    assert cc.search("zqxtamarind") == [sid], cc.log_tail()
+    cc.claude("/prima-memory:forget this", resume=sid)
+    system = _texts(cc.api.requests[0], "system")
+    assert "prima-memory's answer to /prima-memory:forget" in system
+    assert f"forgot this session ({sid})" in system
+    cc.claude("And the zqxtamarind backup codes?", resume=sid)
+    assert cc.search("zqxtamarind") == []
+    assert _bytes_hold("zqxtamarind", cc.ws / ".prima-memory") == []
+
+
+def test_a_session_started_with_prima_memory_off_is_not_briefed_nor_remembered(cc):
+    off = dict(cc.env, PRIMA_MEMORY="off")
+    cc.api.clear()
+    p = h.run([str(cc.claude_bin), "-p", "Draft the zqxcardamom memo", "--output-format", "json"],
+              env=off, cwd=str(cc.ws), timeout=120)
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert cc.api.requests and "<prima-memory>" not in cc.sent()  # no briefing
+    assert cc.search("zqxcardamom") == []
+    assert _bytes_hold("zqxcardamom", cc.ws / ".prima-memory") == []
+
+
 # -- the commands the hints print ------------------------------------------------------------------
 # Last: running them continues sessions and adds one, which the checks above must not see.
 
