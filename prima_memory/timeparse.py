@@ -17,7 +17,7 @@ _SPOKEN = (r"^(?:(?:the )?(last|past) )?(a|an|one|\d+(?:\.\d+)?)? ?"
            r"(min|minute|hour|hr|day|week|month|year)s?( ago)?$")
 _SECONDS = {"min": 60, "minute": 60, "hour": 3600, "hr": 3600, "day": 86400, "week": 7 * 86400}
 _WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
-ACCEPTED = ("a date (2026-11-30), an ISO time, today, yesterday, a weekday (monday, last "
+ACCEPTED = ("a date (2026-11-30), an ISO time, now, today, yesterday, a weekday (monday, last "
             "friday), this week, last week, last month, 3 days ago, or 12h / 3d / 2w")
 
 
@@ -32,6 +32,8 @@ def parse_when(text: str, *, end_of_day: bool = False, now: float | None = None)
     raw = " ".join(text.split())
     raw = raw[6:] if raw.lower().startswith("since ") else raw
     s = raw.lower()
+    if s == "now":  # (forget --before now: every session so far)
+        return now
     m = re.match(_RELATIVE, s, re.I)
     if m:
         return now - float(m.group(1)) * _UNITS[m.group(2).lower()]

@@ -139,6 +139,9 @@ def test_choosing_by_words_or_date_lists_and_asks(env):
     p = env.run("forget", "--before", "2025-10-11", "--json", check=False)  # (T0: 2025-10-09)
     assert p.returncode == 2
     assert [r["session_id"] for r in json.loads(p.stdout)["would_forget"]] == [s.session_id]
+    p = env.run("forget", "--before", "now", "--json", check=False)
+    assert {r["session_id"] for r in json.loads(p.stdout)["would_forget"]} == \
+        {s.session_id, k.session_id}
     done = env.json("forget", "--match", SECRET, "--yes")
     assert [f["session_id"] for f in done["forgotten"]] == [s.session_id]
     assert env.search(SECRET) == []
@@ -201,3 +204,35 @@ def test_a_kill_leaves_it_present_or_forgotten(tmp_path):
             seen.add("forgotten")
         shutil.rmtree(env.root)
     assert seen == {"present", "forgotten"}
+
+
+def test_the_store_forgets_vectors_edges_and_words_of_the_session(tmp_path):
+    """In-process, at the store: a forgotten session's vectors (those no other exchange uses),
+    links, edges and vocabulary go; another session's stay."""
+    from prima_memory.store import SHIFT, Store
+    st = Store(str(tmp_path / "index.db"))
+    ids = {}
+    with st.write():
+        for name, word in (("gone", "zqxgoneword"), ("kept", "keptword")):
+            sid = st.session_for("claude-code", name, "[transcript]").id
+            st.db.execute("UPDATE sessions SET next_ord = 2 WHERE id = ?", (sid,))
+            base = sid << SHIFT
+            st.add_messages([(base, sid, "u1", "user", 1.0, 0, None, f"ask {word} shared"),
+                             (base | 1, sid, "a1", "assistant", 2.0, 0, base, f"{word} reply")])
+            st.add_terms(st.tokens(f"ask {word} shared {word} reply"))
+            st.index_terms()
+            st.add_vectors("m", "test", [(name.encode(), [b"v0"])])
+            st.link_exchanges("m", [(base | 1, name.encode())])
+            ids[name] = sid
+    with st.write():
+        st.forget([ids["gone"]])
+    assert st.count_embedded("m") == 1 and st.known_vectors([b"gone"], "m") == {}
+    assert st.known_vectors([b"kept"], "m") == {b"kept": [b"v0"]}
+    assert st.terms_containing("zqxgone", 10) == [] and st.terms_containing("shared", 10) == ["shared"]
+    assert st.session(ids["gone"]) is None and st.session(ids["kept"]) is not None
+    assert st.scrub_free_space()
+    st.close()
+    raw = (tmp_path / "index.db").read_bytes()
+    wal = tmp_path / "index.db-wal"
+    assert b"zqxgoneword" not in raw and (not wal.exists() or b"zqxgoneword" not in wal.read_bytes())
+    assert b"keptword" in raw
