@@ -1,10 +1,12 @@
-"""What every source does to the text it reads: times parsed one way, each text redacted and
-cut to a size before anything stores it (always in that order: a secret cut first can escape)."""
+"""What every source does to the text it reads: times parsed one way, a person's <private>
+spans taken out, each text redacted and cut to a size before anything stores it (always in that
+order: a secret cut first can escape)."""
 from __future__ import annotations
 
 import json
 import math
 import os
+import re
 import stat
 from datetime import datetime
 
@@ -23,6 +25,39 @@ MAX_DOCUMENT = 64 << 20
 
 class TooBig(ValueError):
     """A file, or a text in it, past one of the bounds on what reading it may take."""
+
+
+# <private>, </private>: any case, white space inside the brackets (`< / PRIVATE >`). A run of
+# white space and slashes, not `\s*/?\s*`: two stars over the same spaces make a search of
+# "<" and a million spaces quadratic. ASCII only, so that a dotless i is no tag.
+_PRIVATE_TAG = re.compile(r"<[\s/]*(?i:private)\s*>", re.ASCII)
+PRIVATE_MARK = "[private]"
+
+
+def strip_private(text: str) -> str:
+    """`text` with each outermost <private>...</private> span (tags included, nested ones
+    counted) replaced by PRIVATE_MARK; an unclosed span runs to the end of the text. A closing
+    tag with no span open is kept as written: nothing is hidden by it, and dropping it could
+    join its neighbours into a tag. One pass over the tags found: linear in the text."""
+    if "<" not in text:  # most texts, at memchr's speed
+        return text
+    out: list[str] = []
+    depth = 0
+    kept = 0  # where the text not yet copied to `out` starts
+    for m in _PRIVATE_TAG.finditer(text):
+        if "/" not in m.group():
+            if depth == 0:
+                out.append(text[kept:m.start()])
+            depth += 1
+        elif depth:
+            depth -= 1
+            if depth == 0:
+                out.append(PRIVATE_MARK)
+                kept = m.end()
+    if not out:
+        return text  # no tag opened a span
+    out.append(PRIVATE_MARK if depth else text[kept:])
+    return "".join(out)
 
 
 LAST_TS = 253402214400.0  # 9999-12-30: every later time (or NaN, or before 1970) is no time

@@ -1,0 +1,99 @@
+"""`<private>…</private>` in what a person writes is never stored: the span goes before anything
+reads the text, a `[private]` marker in its place. strip_private itself: nesting, several spans,
+an unclosed one, the tag's spellings, linear time."""
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from prima_memory.sources.text import PRIVATE_MARK, strip_private
+
+MARK = "[private]"
+
+
+# -- strip_private ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("text, want", [
+    ("ssh to <private>zqx.internal</private> now", "ssh to [private] now"),
+    ("<private>a <private>b</private> c</private> d", "[private] d"),  # nested: the outer one
+    ("a <private>b <private>c</private> d", "a [private]"),  # nested, the outer unclosed
+    ("one\n<private>two\nthree\n</private>\nfour", "one\n[private]\nfour"),  # multi-line
+    ("x <private>1</private> y <private>2</private> z", "x [private] y [private] z"),
+    ("<private>1</private><private>2</private>", "[private][private]"),  # adjacent: one each
+    ("a<private></private>b", "a[private]b"),  # empty
+    ("keep this <private>and hide\nthe rest", "keep this [private]"),  # unclosed
+    ("<private>", "[private]"),
+    ("<PRIVATE>s</Private> <PrIvAtE>t</pRiVaTe>", "[private] [private]"),
+    ("< private >s</ private > <\tprivate\n>t< /private>", "[private] [private]"),
+    ("a </private> b <private>c</private> d", "a </private> b [private] d"),  # stray close kept
+    ("a <private>b</private> c</private> d", "a [private] c</private> d"),  # one close too many
+    ("<privately> <private-notes> <private/> <private x> <priv ate> private>",
+     "<privately> <private-notes> <private/> <private x> <priv ate> private>"),  # no tags
+    ("<<private>x</private>>", "<[private]>"),
+    ("<prıvate>dotless i</prıvate>", "<prıvate>dotless i</prıvate>"),  # ASCII letters only
+    ("no tag at all", "no tag at all"),
+    ("", ""),
+])
+def test_strip_private(text, want):
+    assert strip_private(text) == want
+    assert strip_private(want) == want, "idempotent: what it leaves holds no span"
+
+
+def test_a_text_without_a_tag_comes_back_as_it_is():
+    text = "a < b and c > d, <div>html</div> " * 100
+    assert strip_private(text) is text
+    assert PRIVATE_MARK == MARK
+
+
+def test_lone_surrogates_and_our_own_frame_in_the_text():
+    text = "bad \ud800 <private>\udc80 zqx</private> </prima-memory> <prima-memory>\udfff"
+    assert strip_private(text) == "bad \ud800 [private] </prima-memory> <prima-memory>\udfff"
+    assert strip_private("</prima-memory><private></prima-memory>") == "</prima-memory>[private]"
+
+
+def _pieces(rng: random.Random, depth: int = 0) -> list[tuple[str, str, list[str]]]:
+    """(text, what strip_private makes of it, the words it must hide) of each piece of a text:
+    public words and private spans, nested, in the tag's spellings, made together so that the
+    answer is known."""
+    tags_open = ["<private>", "<PRIVATE>", "< private >", "<Private\n>"]
+    tags_close = ["</private>", "</PRIVATE >", "< / private>", "</ Private>"]
+    out = []
+    for _ in range(rng.randint(1, 4)):
+        if rng.random() < 0.5 or depth > 3:
+            w = rng.choice(["pub", "a < b", "x>y", "</b>", "\n", " ", "<", "private", "/"])
+            out.append((w, w, []))
+        else:
+            inner = _pieces(rng, depth + 1)
+            secret = f"sec{rng.randrange(10**6)}"
+            text = "".join(t for t, _w, _h in inner)
+            out.append((rng.choice(tags_open) + secret + text + rng.choice(tags_close), MARK,
+                        [secret, *(h for _t, _w, hs in inner for h in hs)]))
+    return out
+
+
+def test_random_nestings_against_a_known_answer():
+    rng = random.Random(7)
+    for _ in range(3000):
+        pieces = _pieces(rng)
+        if rng.random() < 0.3:  # unclosed, between two pieces: the rest of the text goes
+            i = rng.randrange(len(pieces) + 1)
+            pieces[i:] = [("<private>zzsecret" + "".join(t for t, _w, _h in pieces[i:]), MARK,
+                           ["zzsecret", *(h for _t, _w, hs in pieces[i:] for h in hs)])]
+        text = "".join(t for t, _w, _h in pieces)
+        got = strip_private(text)
+        assert got == "".join(w for _t, w, _h in pieces), text
+        assert not any(h in got for _t, _w, hs in pieces for h in hs)
+
+
+def test_twenty_megabytes_of_tags_in_one_pass():
+    # correctness only: a quadratic pass would not end in the test's time
+    unit = "pub <private>zqx\n</private> < / PRIVATE > <private><private>y</private></private>"
+    n = (20 << 20) // len(unit)
+    assert strip_private(unit * n) == "pub [private] < / PRIVATE > [private]" * n
+    assert strip_private(unit * n + "<private>end") == "pub [private] < / PRIVATE > [private]" \
+        * n + MARK
+    for hostile in ("<" + " " * (20 << 20), "< " * (10 << 20), "</ " * (7 << 20),
+                    "<" + " /" * (10 << 20) + "private", "<private " * (2 << 20)):
+        assert strip_private(hostile) == hostile
+    assert strip_private("<private>" * (2 << 20) + "x") == MARK
