@@ -1,15 +1,23 @@
 """`<private>…</private>` in what a person writes is never stored: the span goes before anything
 reads the text, a `[private]` marker in its place. strip_private itself: nesting, several spans,
-an unclosed one, the tag's spellings, linear time."""
+an unclosed one, the tag's spellings, linear time; then Claude Code's prompts at the records
+seam."""
 from __future__ import annotations
 
+import json
 import random
+import time
 
 import pytest
 
-from prima_memory.sources.text import PRIVATE_MARK, strip_private
+from prima_memory.records import FileChange, Message, ToolCall
+from prima_memory.sources import claude_code
+from prima_memory.sources.text import MAX_TEXT, PRIVATE_MARK, strip_private
 
+SECRET = "zqxprivatehost"
 MARK = "[private]"
+DAY = 86400
+OLD = time.time() - 10 * DAY
 
 
 # -- strip_private ---------------------------------------------------------------------------------
@@ -97,3 +105,74 @@ def test_twenty_megabytes_of_tags_in_one_pass():
                     "<" + " /" * (10 << 20) + "private", "<private " * (2 << 20)):
         assert strip_private(hostile) == hostile
     assert strip_private("<private>" * (2 << 20) + "x") == MARK
+
+
+# -- every source, at the records seam -------------------------------------------------------------
+
+def _fields(obj):
+    if isinstance(obj, (Message, FileChange, ToolCall)):
+        return obj.__reduce__()[1]
+    if isinstance(obj, set):
+        return sorted(obj)
+    raise TypeError(type(obj))
+
+
+def _all_text(d) -> str:
+    """Every field of a delta, as one text."""
+    return json.dumps(vars(d), default=_fields, ensure_ascii=False)
+
+
+def _user_texts(d) -> list[str]:
+    return [m.text for m in d.messages if m.role == "user"]
+
+
+def test_claude_code_prompts(env):
+    t = env.transcript("c1c1c1c1-0000-4000-8000-000000000001", start=OLD)
+    t.user(f"deploy to <private>{SECRET}</private> please", step=0)
+    t.reply("Deploying to the host you gave.")
+    t.user([{"type": "text", "text": f"blocks: <PRIVATE>\n{SECRET}-a\n</PRIVATE>"},
+            {"type": "text", "text": f"second block <private>{SECRET}-b"}])  # unclosed
+    t.reply("Done.")
+    # a slash command's arguments and a ! command are the user's words too
+    t.user(f"<command-message>review</command-message>\n<command-name>/review</command-name>\n"
+           f"<command-args>the <private>{SECRET}-c</private> branch</command-args>")
+    t.user(f"<bash-input>ssh <private>{SECRET}-d</private></bash-input>")
+    t.raw({"type": "custom-title", "customTitle": f"Deploy <private>{SECRET}-e</private>",
+           "sessionId": t.session_id})
+    sf = claude_code.SourceFile(str(t.path), t.session_id, False)
+    d, _end, _state, problems = claude_code.read(sf, 0, None, mtime=0)
+    assert problems == []
+    assert SECRET not in _all_text(d)
+    assert _user_texts(d) == ["deploy to [private] please", "blocks: [private]\nsecond block "
+                              "[private]", "/review the [private] branch", "! ssh [private]"]
+    assert d.first_prompt == "Deploy to [private] please" and d.custom_title == "Deploy [private]"
+    assert [m.text for m in d.messages if m.role == "assistant"] == [
+        "Deploying to the host you gave.", "Done."]
+
+
+def test_claude_code_strips_what_the_user_wrote_not_claude_codes_blocks(env):
+    """A reminder or an IDE selection quoting a file that holds "<private>" is Claude Code's,
+    dropped before: it hides nothing of the prompt after it. Claude's replies are its own."""
+    t = env.transcript("c1c1c1c1-0000-4000-8000-000000000002", start=OLD)
+    t.user("<system-reminder>file notes.md: wrap it in <private> and</system-reminder>"
+           "<ide_selection>x = '<private>'</ide_selection>"
+           f"Keep the prompt words <private>{SECRET}</private> and these", step=0)
+    t.reply("Quoting the tag: <private>kept as Claude wrote it</private>.")
+    sf = claude_code.SourceFile(str(t.path), t.session_id, False)
+    d, *_ = claude_code.read(sf, 0, None, mtime=0)
+    assert _user_texts(d) == ["Keep the prompt words [private] and these"]
+    assert d.messages[1].text == "Quoting the tag: <private>kept as Claude wrote it</private>."
+
+
+def test_claude_code_a_huge_prompt_is_stripped_before_it_is_cut(env):
+    t = env.transcript("c1c1c1c1-0000-4000-8000-000000000003", start=OLD)
+    # the span opens before the size limit and closes past it: cut first, the cut would leave
+    # an unclosed span (hidden all the same); a span past the limit is gone with the cut
+    t.user("z " * (MAX_TEXT // 2 - 10) + f"<private>{SECRET}" + " pad" * 10 + "</private> end",
+           step=0)
+    t.user(f"<private>{SECRET}</private> " + "y" * (MAX_TEXT + 10))
+    sf = claude_code.SourceFile(str(t.path), t.session_id, False)
+    d, _end, _state, problems = claude_code.read(sf, 0, None, mtime=0)
+    assert SECRET not in _all_text(d)
+    assert d.messages[0].text.endswith("z [private] end")
+    assert d.messages[1].text.startswith("[private] yyy") and problems

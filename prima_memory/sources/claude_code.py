@@ -17,7 +17,7 @@ if TYPE_CHECKING:  # what _load_parsing binds, for the type checker
     from ..records import FileChange, Message, SessionDelta
     from . import tool_calls
     from .jsonl import JsonlReader
-    from .text import parse_ts, scrubber, tail
+    from .text import parse_ts, scrubber, strip_private, tail
     _DROP_BLOCKS: re.Pattern[str]
     _COMMAND: re.Pattern[str]
     _COMMAND_ARGS: re.Pattern[str]
@@ -32,7 +32,7 @@ def _load_parsing() -> None:
     on first read, so that a look for changed files (discover: the hooks, every search) starts
     fast. Redaction loads on the first text."""
     global FileChange, Message, SessionDelta, titles, tool_calls, JsonlReader
-    global parse_ts, scrubber, tail
+    global parse_ts, scrubber, strip_private, tail
     global _DROP_BLOCKS, _COMMAND, _COMMAND_ARGS, _COMMAND_TAGS, _BASH_INPUT, _INTERRUPTED
     global _PLUGIN_COMMAND
     if "_PLUGIN_COMMAND" in globals():
@@ -43,7 +43,7 @@ def _load_parsing() -> None:
     from ..records import FileChange, Message, SessionDelta
     from . import tool_calls
     from .jsonl import JsonlReader
-    from .text import parse_ts, scrubber, tail
+    from .text import parse_ts, scrubber, strip_private, tail
     _DROP_BLOCKS = re.compile(
         r"<(system-reminder|local-command-[\w-]+|task-notification|ide_[\w-]+|user-memory-input|"
         r"prima-memory|bash-stdout|bash-stderr)\b[^>]*>.*?</\1\s*>", re.S)
@@ -371,8 +371,8 @@ def _take_record(obj, get_delta, state, file_sidechain, scrub, noted, unknown,
         t = t if isinstance(t, str) else obj.get("title")
         if d is None or not isinstance(t, str):
             return
-        if kind == "custom-title":
-            d.custom_title = titles.normalize(scrub(t))
+        if kind == "custom-title":  # (the user's, by /rename)
+            d.custom_title = titles.normalize(scrub(strip_private(t)))
         else:
             d.summary_title = titles.normalize(scrub(t))
     elif isinstance(kind, str) and kind not in QUIET_TYPES and kind[:40] not in noted \
@@ -410,7 +410,10 @@ def _take_message(obj: dict, kind: str, d, state: dict, file_sidechain: bool, sc
             return
         th.pop("cmd", None)
         d.seen(ts)
-        text = scrub(text)
+        # What the user wrote, once Claude Code's own blocks are out (a reminder quoting a file
+        # that holds "<private>" hides nothing), before anything reads it: redaction, the cut,
+        # the title.
+        text = scrub(strip_private(text))
         key = obj.get("uuid")
         if not isinstance(key, str) or not key:  # (a made-up key names nothing elsewhere)
             key = f"~u{ts}"
