@@ -1,7 +1,7 @@
 """`<private>…</private>` in what a person writes is never stored: the span goes before anything
 reads the text, a `[private]` marker in its place. strip_private itself: nesting, several spans,
-an unclosed one, the tag's spellings, linear time; then Claude Code's prompts at the records
-seam."""
+an unclosed one, the tag's spellings, linear time; then every source's user text at the records
+seam (Claude Code, Codex in its eras, Copilot)."""
 from __future__ import annotations
 
 import json
@@ -11,7 +11,7 @@ import time
 import pytest
 
 from prima_memory.records import FileChange, Message, ToolCall
-from prima_memory.sources import claude_code
+from prima_memory.sources import claude_code, codex, copilot
 from prima_memory.sources.text import MAX_TEXT, PRIVATE_MARK, strip_private
 
 SECRET = "zqxprivatehost"
@@ -176,3 +176,83 @@ def test_claude_code_a_huge_prompt_is_stripped_before_it_is_cut(env):
     assert SECRET not in _all_text(d)
     assert d.messages[0].text.endswith("z [private] end")
     assert d.messages[1].text.startswith("[private] yyy") and problems
+
+
+def _w(ts: str, kind: str, payload: dict) -> dict:
+    return {"timestamp": f"2026-03-01T10:00:{ts}Z", "type": kind, "payload": payload}
+
+
+def _msg(role: str, text: str) -> dict:
+    kind = "output_text" if role == "assistant" else "input_text"
+    return {"type": "message", "role": role, "content": [{"type": kind, "text": text}]}
+
+
+def test_codex_wrapped_lines_and_events(tmp_path):
+    lines = [_w("00", "session_meta", {"id": "s-p", "timestamp": "2026-03-01T10:00:00Z",
+                                       "cwd": "/p"}),
+             _w("01", "event_msg", {"type": "user_message",
+                                    "message": f"use <private>{SECRET}</private> as host"}),
+             _w("01", "response_item", _msg("user", f"use <private>{SECRET}</private> as host")),
+             _w("02", "response_item", _msg("assistant", "Using the host.")),
+             _w("03", "response_item", _msg("user", f"and <private>\n{SECRET}-2"))]
+    p = tmp_path / "rollout-a.jsonl"
+    p.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    [d], *_ = codex.read(str(p), 0, None, mtime=0)
+    assert _user_texts(d) == ["use [private] as host", "and [private]"]
+    assert d.first_prompt == "Use [private] as host" and SECRET not in _all_text(d)
+    events = tmp_path / "rollout-events.jsonl"  # a file of events only keeps them
+    events.write_text("".join(json.dumps(x) + "\n" for x in lines[:2]))
+    [e], *_ = codex.read(str(events), 0, None, mtime=0)
+    assert _user_texts(e) == ["use [private] as host"] and SECRET not in _all_text(e)
+
+
+def test_codex_era2_bare_lines(tmp_path):
+    lines = [{"id": "s-era2", "timestamp": "2025-08-01T09:00:00Z"},
+             _msg("user", f"Create a README for <private>{SECRET}</private>"),
+             _msg("assistant", "Writing it now.")]
+    p = tmp_path / "rollout-b.jsonl"
+    p.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    [d], *_ = codex.read(str(p), 0, None, mtime=0)
+    assert _user_texts(d) == ["Create a README for [private]"] and SECRET not in _all_text(d)
+
+
+def test_codex_era1_one_document(tmp_path):
+    doc = {"session": {"id": "s-era1", "timestamp": "2025-04-01T08:00:00Z"},
+           "items": [_msg("user", f"<private>{SECRET}</private> Add a health check"),
+                     _msg("assistant", "Added /healthz.")]}
+    p = tmp_path / "rollout-2025-04-01-x.json"
+    p.write_text(json.dumps(doc))
+    [d], *_ = codex.read(str(p), 0, None, mtime=0)
+    assert _user_texts(d) == ["[private] Add a health check"]
+    assert d.first_prompt == "[private] Add a health check" and SECRET not in _all_text(d)
+
+
+def _chat_doc(text: str, title: str | None = None) -> dict:
+    doc = {"version": 3, "sessionId": "chat-p", "responderUsername": "GitHub Copilot",
+           "creationDate": 1_764_000_000_000,
+           "requests": [{"requestId": "r1", "timestamp": 1_764_000_000_000,
+                         "message": {"text": text, "parts": []},
+                         "response": [{"value": "Answered."}]}]}
+    if title:
+        doc["customTitle"] = title
+    return doc
+
+
+def test_copilot_chat_json_and_its_title(tmp_path):
+    p = tmp_path / "chat.json"
+    p.write_text(json.dumps(_chat_doc(f"Add a toggle <private>{SECRET}</private> here",
+                                      f"Toggle <private>{SECRET}-t</private>")))
+    [d], problems = copilot.read(str(p))
+    assert problems == [] and SECRET not in _all_text(d)
+    assert _user_texts(d) == ["Add a toggle [private] here"]
+    assert (d.custom_title, d.first_prompt) == ("Toggle [private]", "Add a toggle [private] here")
+
+
+def test_copilot_mutation_log(tmp_path):
+    p = tmp_path / "chat.jsonl"
+    doc = _chat_doc("first")
+    doc["requests"] = []
+    push = {"kind": 2, "k": ["requests"], "v": [_chat_doc(f"log <private>{SECRET}")["requests"][0]]}
+    p.write_text(json.dumps({"kind": 0, "v": doc}) + "\n" + json.dumps(push) + "\n")
+    [d], _problems = copilot.read(str(p))
+    assert _user_texts(d) == ["log [private]"] and SECRET not in _all_text(d)

@@ -21,7 +21,7 @@ from .. import titles
 from ..records import FileChange, Message, SessionDelta, ToolCall
 from . import tool_calls
 from .text import (NotNow, TooBig, dated_by_file, head, load_json, open_bounded, parse_ts,
-                   read_document, scrubber)
+                   read_document, scrubber, strip_private)
 from .jsonl import JsonlReader
 
 SOURCE = "codex"
@@ -288,7 +288,9 @@ class _Reader:
         which = "r" if stream is self.responses else "e"
         key = f"{which}{n}"
         pairs = self.state.get(f"prompt_{which}") if role == "assistant" else None
-        text = self.scrub(text)
+        # the user's <private> spans out before anything reads the text (redaction, the cut,
+        # the title finish() takes from it); Codex's replies are its own
+        text = self.scrub(strip_private(text) if role == "user" else text)
         stream.append(Message(key, role, text, self.ts, pairs_with=pairs))
         if stream is self.responses:
             self.state["at"] = key  # the message the calls after it follow (ToolCall.message_key)

@@ -17,7 +17,7 @@ from ..workspace import read_plain
 from . import tool_calls
 from .jsonl import PARSE_BUDGET, estimate
 from .text import (MAX_DOCUMENT, TooBig, dated_by_file, load_json, open_bounded,
-                   read_document, scrubber, tail, valid_ts)
+                   read_document, scrubber, strip_private, tail, valid_ts)
 
 SOURCE = "copilot-chat"
 LABEL = "[VS Code]"
@@ -125,8 +125,8 @@ def session(doc: dict, sid: str, problems: list[str]) -> SessionDelta | None:
     scrub = scrubber(problems)
     d = SessionDelta(sid, SOURCE, LABEL)
     title = doc.get("customTitle") or doc.get("computedTitle")
-    if isinstance(title, str) and title.strip():
-        d.custom_title = titles.normalize(scrub(title))
+    if isinstance(title, str) and title.strip():  # (the user's, or made from their request)
+        d.custom_title = titles.normalize(scrub(strip_private(title)))
     d.seen(_ms(doc.get("creationDate")))
     d.seen(_ms(doc.get("lastMessageDate")))
     for n, r in enumerate(_requests(doc)):
@@ -135,8 +135,8 @@ def session(doc: dict, sid: str, problems: list[str]) -> SessionDelta | None:
         msg = r.get("message")
         asked = msg.get("text") if isinstance(msg, dict) else msg
         key = str(r.get("requestId") or f"request-{n}")
-        if isinstance(asked, str) and asked.strip():
-            d.messages.append(Message(f"{key}:q", "user", scrub(asked.strip()), ts))
+        if isinstance(asked, str) and asked.strip():  # its <private> spans out before anything
+            d.messages.append(Message(f"{key}:q", "user", scrub(strip_private(asked.strip())), ts))
             if d.first_prompt is None:
                 d.first_prompt = titles.clean_first_prompt(d.messages[-1].text)
         said: list[str] = []
