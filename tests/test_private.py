@@ -1,7 +1,8 @@
 """`<private>…</private>` in what a person writes is never stored: the span goes before anything
 reads the text, a `[private]` marker in its place. strip_private itself: nesting, several spans,
 an unclosed one, the tag's spellings, linear time; then every source's user text at the records
-seam (Claude Code, Codex in its eras, Copilot)."""
+seam (Claude Code, Codex in its eras, Copilot, the shared log, the session-history summaries,
+extracts edited by hand)."""
 from __future__ import annotations
 
 import json
@@ -11,7 +12,7 @@ import time
 import pytest
 
 from prima_memory.records import FileChange, Message, ToolCall
-from prima_memory.sources import claude_code, codex, copilot
+from prima_memory.sources import claude_code, codex, copilot, extract_reader, history, shared_log
 from prima_memory.sources.text import MAX_TEXT, PRIVATE_MARK, strip_private
 
 SECRET = "zqxprivatehost"
@@ -256,3 +257,42 @@ def test_copilot_mutation_log(tmp_path):
     p.write_text(json.dumps({"kind": 0, "v": doc}) + "\n" + json.dumps(push) + "\n")
     [d], _problems = copilot.read(str(p))
     assert _user_texts(d) == ["log [private]"] and SECRET not in _all_text(d)
+
+
+def test_shared_log_entry_body_title_and_header(tmp_path):
+    p = tmp_path / "ws" / ".claude" / "state" / "sessions" / "P001" / "entry.md"
+    p.parent.mkdir(parents=True)
+    p.write_text(f"---\nauthor: Alice <private>{SECRET}-a</private>\n---\n"
+                 f"# Chose the <private>{SECRET}-t</private> store\n"
+                 f"We picked it.\n<private>\n{SECRET}-b\n</private>\nFor its replication.\n"
+                 f"<private>{SECRET}-c unclosed, to the end\nof the entry")
+    d, problems = shared_log.read(str(p), "P001")
+    assert problems == [] and SECRET not in _all_text(d)
+    assert (d.author, d.custom_title) == ("Alice [private]", "Chose the [private] store")
+    assert d.messages[0].text == ("# Chose the [private] store\nWe picked it.\n[private]\n"
+                                  "For its replication.\n[private]")
+
+
+def test_session_history_summaries(tmp_path):
+    state = tmp_path / ".claude" / "state"
+    state.mkdir(parents=True)
+    (state / "state.json").write_text(json.dumps({"sessionHistory": [
+        {"date": time.strftime("%Y-%m-%d"), "summary": f"Moved the db to <private>{SECRET}"
+                                                       "</private> tapirhost"}]}))
+    found, problems = history.search(str(tmp_path), ["tapirhost"])
+    assert problems == [] and [e["summary"] for e in found] == ["Moved the db to [private] tapirhost"]
+    assert history.search(str(tmp_path), [SECRET])[0] == [], "the span is no way to find it"
+
+
+def test_an_extract_edited_by_hand(tmp_path):
+    folder = tmp_path / ".prima-memory" / "extracts" / "p"
+    folder.mkdir(parents=True)
+    path = folder / "2026-03-01-notes.md"
+    # a span holding a heading is one span: the section after the heading is inside it too
+    path.write_text(f"## Notes on <private>{SECRET}-t</private>\n\nKept text.\n<private>\n"
+                    f"### {SECRET}-h\n\n{SECRET}-b\n</private>\n\n## After\n\nVisible.\n")
+    d = extract_reader.read(str(tmp_path), str(path))
+    assert d is not None and SECRET not in _all_text(d)
+    assert d.custom_title == "Notes on [private]"
+    assert [m.text for m in d.messages] == ["## Notes on [private]\n\nKept text.\n[private]",
+                                            "## After\n\nVisible."]

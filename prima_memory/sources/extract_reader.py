@@ -17,7 +17,7 @@ import time
 from ..records import Message, SessionDelta
 from ..workspace import data_dir, is_real_dir, read_plain
 from .listing import unlisted, utf8_name, watch
-from .text import head, scrubber
+from .text import head, scrubber, strip_private
 
 SOURCE = "extract"
 MAX_BYTES = 4 << 20  # an extract is a few kB: a larger file there is not one of ours
@@ -62,7 +62,10 @@ def read(ws: str, path: str) -> SessionDelta | None:
     if got is None or len(got[0]) > MAX_BYTES:
         return None
     data, mtime = got[0], got[1].st_mtime
-    text = data.decode("utf-8", "replace")
+    # One edited by hand may hold a person's <private> spans: out of the whole file (a span
+    # may hold a heading), an unclosed one hiding the rest of it, before anything reads it. A
+    # tag Claude quoted in a reply hides the same: more hidden, never less.
+    text = strip_private(data.decode("utf-8", "replace"))
     name = os.path.relpath(path, root(ws))
     checkpoint = name.endswith("-checkpoint.md") or "-checkpoint-" in os.path.basename(name)
     d = SessionDelta(f"{SOURCE}:{name}", SOURCE, "[checkpoint]" if checkpoint else "[extract]")

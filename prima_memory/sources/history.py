@@ -15,7 +15,7 @@ import os
 import re
 
 from ..workspace import read_plain, stays_inside
-from .text import load_json
+from .text import load_json, strip_private
 
 LABEL = "Session History Summaries"
 MAX_BYTES = 8 << 20
@@ -58,12 +58,13 @@ def _field(value) -> str:
 
 
 def _entry(e: dict, path: str, ws: str) -> dict:
-    """An entry as shown, redacted like every text the index holds (and matched so: a secret
-    is no way to find one). Any date is kept as written, a missing or odd one as ""."""
+    """An entry as shown, redacted and its <private> spans out like every text the index holds
+    (and matched so: a secret is no way to find one). Any date is kept as written, a missing or
+    odd one as ""."""
     from ..redact import scrub  # (only when the conversations found nothing)
     projects = e.get("projectsWorked")
     return {"date": _field(e.get("date")), "time": _field(e.get("time")) or None,
-            "summary": scrub(e["summary"]),
+            "summary": scrub(strip_private(e["summary"])),  # (a person's <private> spans out)
             "projects": [scrub(p) for p in projects if isinstance(p, str)]  # (names, no more)
             if isinstance(projects, list) else [],
             "file": os.path.relpath(path, ws), "label": LABEL}

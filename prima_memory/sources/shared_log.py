@@ -17,7 +17,7 @@ from .. import titles
 from ..records import Message, SessionDelta
 from ..workspace import read_plain, stays_inside
 from .listing import shared_log_folder, unlisted, utf8_name, watch
-from .text import line_cut, parse_ts, scrubber, valid_ts
+from .text import line_cut, parse_ts, scrubber, strip_private, valid_ts
 
 SOURCE = "shared-log"
 MAX_BYTES = 1 << 20  # an entry is short; a bigger file is read to here
@@ -74,6 +74,10 @@ def read(path: str, project_id: str) -> tuple[SessionDelta | None, list[str]]:
         problems.append(f"longer than {MAX_BYTES >> 20} MB: its start read")
         raw = line_cut(raw, MAX_BYTES)  # at a line break: a secret cut in half escapes
     text = raw.decode("utf-8-sig", "replace")  # (a byte-order mark would hide the front matter)
+    # A person wrote it: their <private> spans out of all of it (its header, title and body),
+    # the entry being one message, before anything reads it. (After the cut: a span it ends is
+    # unclosed, so hidden all the same.)
+    text = strip_private(text)
     head = header(text)
     body = _FRONT.sub("", text, count=1).strip()
     if not body:
