@@ -1,16 +1,24 @@
 """`<private>…</private>` in what a person writes is never stored: the span goes before anything
-reads the text, a `[private]` marker in its place. strip_private itself: nesting, several spans,
-an unclosed one, the tag's spellings, linear time; then every source's user text at the records
-seam (Claude Code, Codex in its eras, Copilot, the shared log, the session-history summaries,
-extracts edited by hand)."""
+reads the text, a `[private]` marker in its place. In-process: strip_private itself (nesting,
+several spans, an unclosed one, the tag's spellings, linear time), then every source's user text
+at the records seam (Claude Code, Codex in its eras, Copilot, the shared log, the session-history
+summaries, extracts edited by hand), then the embedder's texts. Through the CLI: index, search,
+show, export, the PreCompact checkpoint, the SessionStart briefing, the MCP server, and the raw
+bytes of every file under .prima-memory/."""
 from __future__ import annotations
 
 import json
 import random
+import sys
 import time
+from pathlib import Path
 
 import pytest
+from test_hooks import payload, run_hook
+from test_semantic import Fake
 
+from prima_memory import semantic
+from prima_memory.memory import Memory
 from prima_memory.records import FileChange, Message, ToolCall
 from prima_memory.sources import claude_code, codex, copilot, extract_reader, history, shared_log
 from prima_memory.sources.text import MAX_TEXT, PRIVATE_MARK, strip_private
@@ -296,3 +304,140 @@ def test_an_extract_edited_by_hand(tmp_path):
     assert d.custom_title == "Notes on [private]"
     assert [m.text for m in d.messages] == ["## Notes on [private]\n\nKept text.\n[private]",
                                             "## After\n\nVisible."]
+
+
+# -- what the embedder is given --------------------------------------------------------------------
+
+def test_the_embedder_never_sees_a_span(env):
+    t = env.transcript("e1e1e1e1-0000-4000-8000-000000000001", start=OLD)
+    t.exchange(f"Connect to <private>{SECRET}</private> with the usual port", "Connected.")
+    t.exchange(f"then <private>{SECRET}-2", "And then?")
+    mem = Memory(str(env.ws))
+    try:
+        mem.update()
+        e = Fake()
+        semantic.Embedding(mem.store(), e).run()
+    finally:
+        mem.close()
+    assert len(e.encoded) == 2 and not any(SECRET in x for x in e.encoded)
+    assert all(MARK in x for x in e.encoded)
+
+
+# -- through the CLI, the hooks and the MCP server ---------------------------------------------------
+
+SID = "aaaa0000-0000-4000-8000-00000000abcd"
+WORDS = {"closed": "zqxclosedword", "nested": "zqxnestedword", "inner": "zqxinnerword",
+         "unclosed": "zqxunclosedword", "title": "zqxtitleword", "block": "zqxblockword"}
+
+
+def _substantial_session(env) -> None:
+    """A session of 40 minutes (so it gets an extract) whose prompts hold every kind of span."""
+    w = WORDS
+    t = env.transcript(SID, start=OLD)
+    t.user(f"Set up the tunnel to <private>{w['closed']}</private> via the bastion capybara",
+           step=0)
+    t.reply("Tunnel set up through the bastion; the remote end answers on port 22. " * 4)
+    t.tool("Write", {"file_path": str(env.ws / "tunnel.sh"), "content": "ssh -N"},
+           text="Write the tunnel script the user asked for.")
+    t.user(f"Nested: <private>outer {w['nested']} <private>{w['inner']}</private> tail"
+           "</private> done capybara", step=20 * 60)
+    t.reply("Noted, the nested part stays out. " * 8)
+    t.user([{"type": "text", "text": "DECIDED: keep the tunnel capybara "
+                                     f"<private>{w['block']}</private>"},
+            {"type": "text", "text": f"and an unclosed one <private>{w['unclosed']}\nmore"}],
+           step=20 * 60)
+    t.reply("Decision recorded; the tunnel stays. " * 8)
+    t.raw({"type": "custom-title", "customTitle": f"Tunnel <private>{w['title']}</private>",
+           "sessionId": SID})
+
+
+def _leaked(text: str) -> list[str]:
+    return [w for w in WORDS.values() if w in text]
+
+
+def _files_leaking(root: Path) -> list[str]:
+    out = []
+    for p in sorted(root.rglob("*")):
+        if p.is_file():
+            raw = p.read_bytes()
+            out += [f"{p.name}: {w}" for w in WORDS.values()
+                    if w.encode() in raw or w.encode("utf-16-le") in raw]
+    return out
+
+
+def test_no_span_reaches_any_file_or_answer(env):
+    _substantial_session(env)
+    outputs = {}
+    outputs["index"] = env.run("index").stdout
+    outputs["search"] = env.run("search", "capybara", "--mode", "keyword").stdout
+    found = env.json("search", "capybara", "--mode", "keyword")
+    assert [r["session_id"] for r in found["results"]] == [SID]
+    outputs["search json"] = json.dumps(found)
+    outputs["show"] = env.run("show", SID).stdout
+    outputs["show json"] = json.dumps(env.json("show", SID))
+    outputs["show summary"] = env.run("show", SID, "--detail", "summary").stdout
+    outputs["export"] = env.run("export", SID).stdout
+    outputs["export html"] = env.run("export", SID, "--format", "html").stdout
+    outputs["recent"] = env.run("recent").stdout
+    outputs["digest"] = env.run("digest", "--since", "30d").stdout
+    outputs["recall"] = env.run("recall", "capybara").stdout
+    outputs["similar"] = env.run("similar", "tunnel", "bastion").stdout  # the real model
+    assert (env.data / "extracts").is_dir() and list((env.data / "extracts").rglob("*.md"))
+    r = run_hook(env, "pre-compact", payload(env, "pre-compact", SID))
+    assert r.rc == 0, r
+    [checkpoint] = (env.data / "extracts").rglob("*-checkpoint*.md")
+    r = run_hook(env, "session-start", payload(env, "session-start", SID, source="compact"))
+    assert r.rc == 0 and "Tunnel [private]" in r.out, r
+    outputs["session-start compact"] = r.out
+    other = "bbbb0000-0000-4000-8000-00000000abcd"
+    r = run_hook(env, "session-start", payload(env, "session-start", other))
+    assert r.rc == 0 and "Tunnel [private]" in r.out, r  # the briefing names the session
+    outputs["session-start"] = r.out
+    for word in WORDS.values():
+        assert env.search(word) == [], word
+        assert env.json("search", word)["results"] == [], word  # by meaning too
+    for name, out in outputs.items():
+        assert _leaked(out) == [], name
+    assert _files_leaking(env.data) == []
+    # the marker is stored: the text still reads, and the words around a span are found
+    shown = env.json("show", SID)["session"]
+    prompts = [m["text"] for m in shown["messages"] if m["role"] == "user"]
+    assert prompts == ["Set up the tunnel to [private] via the bastion capybara",
+                       "Nested: [private] done capybara",
+                       "DECIDED: keep the tunnel capybara [private]\nand an unclosed one [private]"]
+    assert shown["title"] == "Tunnel [private]"
+    assert shown["decisions"] == ["DECIDED: keep the tunnel capybara [private]"]
+    assert MARK in checkpoint.read_text(encoding="utf-8")
+    assert [r["session_id"] for r in env.search("private")] == [SID]
+    _mcp_answers(env)
+
+
+def _mcp_answers(env) -> None:
+    pytest.importorskip("mcp")
+    import anyio
+    from mcp import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+    params = StdioServerParameters(command=sys.executable,
+                                   args=["-m", "prima_memory", "--workspace", str(env.ws), "mcp"],
+                                   env=env.env, cwd=str(env.root))
+
+    async def main():
+        answers = []
+        with open(env.root / "mcp-stderr.log", "a") as errlog:
+            async with stdio_client(params, errlog=errlog) as (r, w), ClientSession(r, w) as s:
+                await s.initialize()
+                for tool, args in [("search_sessions", {"query": "capybara tunnel"}),
+                                   ("recall_session", {"session_id": SID}),
+                                   ("recall_session", {"session_id": SID, "detail": "full"}),
+                                   ("recent_sessions", {}),
+                                   ("find_similar", {"query": "tunnel through the bastion"}),
+                                   ("get_file_history", {"path": "tunnel.sh"}),
+                                   ("summarize_period", {"since": "30d"})]:
+                    got = await s.call_tool(tool, args)
+                    assert not got.is_error, (tool, got.content[0].text)
+                    answers.append((tool, got.content[0].text))
+        return answers
+    answers = anyio.run(main)
+    assert any(MARK in text for _tool, text in answers)
+    for tool, text in answers:
+        assert _leaked(text) == [], tool
