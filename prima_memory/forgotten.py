@@ -10,7 +10,6 @@ user's key (owner.py) like an index: a file a cloned repository ships forgets no
 """
 from __future__ import annotations
 
-import hashlib
 import os
 import time
 
@@ -31,12 +30,14 @@ class Unreadable(Failure):
 
 
 def key_hash(source: str, key: str) -> str:
+    import hashlib  # (3 ms of OpenSSL: only where there are tombstones; a search has none)
     return hashlib.sha256(f"{source}\0{key}".encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
 def text_hash(text: str) -> str | None:
     if len(text) < TEXT_MIN:
         return None
+    import hashlib  # (as above)
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
@@ -90,7 +91,8 @@ def entry(source: str, session_id: str, why: str, keys=(), texts=()) -> dict:
 
 
 def _mac(body: bytes) -> str:
-    import hmac  # (only where there are tombstones)
+    import hashlib  # (only where there are tombstones)
+    import hmac
 
     from .owner import key  # (the user's key, read only where tombstones are)
     try:
