@@ -366,8 +366,8 @@ def _choice(values: tuple[str, ...], default: str) -> dict:
 
 QUERY = _text("what to look for, in words", 4000, 1)
 # (timeparse.ACCEPTED's forms, written out: tools/list imports nothing)
-WHEN_FORMS = ("a date (2026-11-30), an ISO time, today, yesterday, a weekday (monday, last "
-              "friday), this week, last week, last month, 3 days ago, or 12h / 3d / 2w")
+WHEN_FORMS = ("a date (2026-11-30), an ISO time, now, today, yesterday, a weekday (monday, "
+              "last friday), this week, last week, last month, 3 days ago, or 12h / 3d / 2w")
 WHEN = _text(WHEN_FORMS, 40)
 READS = {"readOnlyHint": True, "openWorldHint": False}
 SCOPE = dict(_choice(("workspace", "all"), "workspace"), description=(

@@ -17,8 +17,8 @@ _SPOKEN = (r"^(?:(?:the )?(last|past) )?(a|an|one|\d+(?:\.\d+)?)? ?"
            r"(min|minute|hour|hr|day|week|month|year)s?( ago)?$")
 _SECONDS = {"min": 60, "minute": 60, "hour": 3600, "hr": 3600, "day": 86400, "week": 7 * 86400}
 _WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
-ACCEPTED = ("a date (2026-11-30), an ISO time, now, today, yesterday, a weekday (monday, last "
-            "friday), this week, last week, last month, 3 days ago, or 12h / 3d / 2w")
+ACCEPTED = ("a date (2026-11-30), an ISO time, now, today, yesterday, a weekday (monday, "
+            "last friday), this week, last week, last month, 3 days ago, or 12h / 3d / 2w")
 
 
 def parse_when(text: str, *, end_of_day: bool = False, now: float | None = None) -> float:
