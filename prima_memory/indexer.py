@@ -707,6 +707,8 @@ class Indexer:
         gone = self.forgotten
         if gone.holds(d.source, d.session_id):
             return True
+        if not d.shared_keys:  # (Codex's r0, a shared-log entry's "entry": every session's)
+            return False
         keys = {m.key for m in d.messages if gone.drops_key(d.source, m.key)}
         if keys:
             d.first_prompt = None  # (the forgotten one's: the session's own is found instead)

@@ -1,0 +1,40 @@
+"""An adversarial pass over `prima-memory forget`: what forgetting one session must not do to
+the others, where a forgotten session's words must not survive, and what hostile input must
+not break."""
+from __future__ import annotations
+
+
+from test_forget import SECRET, _forget
+from test_sources import _log, _rollout
+
+
+def test_forgetting_a_codex_session_leaves_the_others_whole(env):
+    """Codex numbers its messages per file (r0, r1...): the keys of one session are every
+    session's. A tombstone's keys must not drop another session's messages."""
+    _rollout(env, "cx-gone", str(env.ws), f"the {SECRET} prompt", f"the {SECRET} reply")
+    _rollout(env, "cx-kept", str(env.ws), "the zqxkeptcodexword prompt",
+             "the zqxkeptcodexword reply")
+    env.run("index")
+    assert len(env.search("zqxkeptcodexword")) == 1
+    _forget(env, "cx-gone")
+    assert env.search(SECRET) == []
+    env.run("index", "--rebuild")
+    assert env.search(SECRET) == []
+    assert [r["session_id"] for r in env.search("zqxkeptcodexword")] == ["cx-kept"]
+    # and a Codex session begun after the forget
+    _rollout(env, "cx-new", str(env.ws), "the zqxnewcodexword prompt", "the zqxnewcodexword reply")
+    env.run("index")
+    assert [r["session_id"] for r in env.search("zqxnewcodexword")] == ["cx-new"]
+
+
+def test_forgetting_a_shared_log_entry_leaves_the_others_whole(env):
+    """Every shared-log entry's one message has the key "entry"."""
+    _log(env, "gone.md", f"# Gone\n\nthe {SECRET} entry\n")
+    _log(env, "kept.md", "# Kept\n\nthe zqxkeptlogword entry\n")
+    env.run("index")
+    gone = env.search(SECRET)
+    assert len(gone) == 1 and len(env.search("zqxkeptlogword")) == 1
+    _forget(env, gone[0]["session_id"])
+    env.run("index", "--rebuild")
+    assert env.search(SECRET) == []
+    assert len(env.search("zqxkeptlogword")) == 1
