@@ -106,6 +106,7 @@ class Indexer:
         self.handed: set[int] = set()  # sessions whose copies went to the one that had them first
         # the sessions a user forgot (forgotten.py): never indexed again, nor their copies
         self.forgotten = forgotten.NONE
+        self.dropped: set[str] = set()  # the keys of the file being read that _forgotten dropped
         self.seen_unchanged = 0  # files of the sources sources_changed found unchanged
 
     # -- public ----------------------------------------------------------------------------------
@@ -435,6 +436,7 @@ class Indexer:
             rep.pending_files += 1  # (left as it was, for the next run)
             return 0
         replaces = offset == 0 and not src.spans_files
+        self.dropped = set()
         touched: set[int] = set()  # sessions this read wrote: never cleared again by it
         status, held, stop = "ok", False, False
         for deltas, end, state, read_problems in chunks:
@@ -498,7 +500,7 @@ class Indexer:
                 store.save_file(path, src.name, session, src.sidechain(job.extra), None,
                                 st.st_mtime_ns, st.st_ino, head_len,
                                 _head_hash(path, head_len, src.follows_links) if end else None,
-                                end, jsontext.dumps(state, compact=True)
+                                end, jsontext.dumps(_without(state, self.dropped), compact=True)
                                 if state and status != "forgotten" else None,  # (its text)
                                 status)
             steps.added(max(0, end - offset), applied)
@@ -711,6 +713,7 @@ class Indexer:
             return False
         keys = {m.key for m in d.messages if gone.drops_key(d.source, m.key)}
         if keys:
+            self.dropped |= keys
             d.first_prompt = None  # (the forgotten one's: the session's own is found instead)
             d.messages = [m for m in d.messages if m.key not in keys]
             d.file_changes = [c for c in d.file_changes if c.message_key not in keys]
@@ -1068,6 +1071,20 @@ def _same(row, st) -> bool:
     """The file is as the index last saw it (size, time, inode): nothing to read."""
     return row is not None and (row.size, row.mtime_ns, row.inode) == (st.st_size, st.st_mtime_ns,
                                                                       st.st_ino)
+
+
+def _without(state: dict, dropped: set[str]) -> dict:
+    """A parser state kept without the text of a message _forgotten dropped: Claude Code's
+    keeps the tail of the last reply read (and its key), for the next change's explanation,
+    and a fork's last reply read may be its copy of a forgotten session's."""
+    if not dropped:
+        return state
+    out = dict(state)
+    for thread in ("main", "side"):
+        th = out.get(thread)
+        if isinstance(th, dict) and th.get("tk") in dropped:
+            out[thread] = {k: v for k, v in th.items() if k not in ("t", "tk")}
+    return out
 
 
 SET_ASIDE = ("foreign", "forgotten")  # files read to their end and kept out of the index

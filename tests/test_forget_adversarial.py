@@ -3,8 +3,9 @@ the others, where a forgotten session's words must not survive, and what hostile
 not break."""
 from __future__ import annotations
 
+import json
 
-from test_forget import SECRET, _forget
+from test_forget import SECRET, T0, _bytes_hold, _forget, _history
 from test_sources import _log, _rollout
 
 
@@ -38,3 +39,31 @@ def test_forgetting_a_shared_log_entry_leaves_the_others_whole(env):
     env.run("index", "--rebuild")
     assert env.search(SECRET) == []
     assert len(env.search("zqxkeptlogword")) == 1
+
+
+def _fork_of(env, s, sid: str, start: float):
+    """A fork (or resume) of session `s`: its lines copied under a new session id."""
+    fork = env.transcript(sid, start=start)
+    for line in s.path.read_text().splitlines():
+        d = json.loads(line)
+        d["sessionId"] = fork.session_id
+        fork.raw(d)
+    return fork
+
+
+def test_a_fork_read_while_it_holds_only_copies_keeps_no_forgotten_text(env):
+    """Read before its user typed anything of its own (or its copies ending a read step): the
+    state's tail of the last reply read is the forgotten session's."""
+    s, _k = _history(env)
+    s.reply(f"The {SECRET} reply that ends the session.")
+    env.run("index")
+    _forget(env, s.session_id)
+    fork = _fork_of(env, s, "cccc3333-0000-0000-0000-000000000003", T0 + 9000)
+    env.run("index")
+    assert _bytes_hold(env.data, SECRET) == []
+    fork.user("now edit the tea file")
+    fork.tool("Edit", {"file_path": str(env.ws / "tea.py"), "old_string": "a",
+                       "new_string": "b"}, text="Editing the tea file")
+    env.run("index")
+    assert _bytes_hold(env.data, SECRET) == []
+    assert [r["session_id"] for r in env.search("tea")] == [fork.session_id]
