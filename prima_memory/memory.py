@@ -402,6 +402,14 @@ class Memory:
                 self._bury(self.tombstones())
             finally:
                 self.lock().release()
+        elif store.get_meta(forgotten.LOG_OWED):  # a reader kept the last forget's log full
+            self._take_lock(lock_timeout)
+            try:
+                if store.empty_log(tries=1):
+                    with store.write():
+                        store.set_meta(forgotten.LOG_OWED, None)
+            finally:
+                self.lock().release()
         return tombs
 
     @_store_errors
@@ -497,6 +505,8 @@ class Memory:
         self._drop_vector_files()  # (one a search wrote meanwhile, from rows now gone)
         with store.write():
             store.set_meta(forgotten.META, tombs.stamp)
+            # (until emptied, the file keeps the pages' old images: the next run tries again)
+            store.set_meta(forgotten.LOG_OWED, None if clean else 1)
         if not clean:
             self.log.warn("the index's write-ahead log could not be emptied while another "
                           "process read it: the next forget or index empties it")

@@ -19,6 +19,7 @@ from .errors import Failure
 from .workspace import open_nofollow, text_of
 
 BUSY_MS = 5000  # how long a statement waits for another writer, unless told otherwise
+SCRUB_TRIES, SCRUB_TRY_MS = 40, 100  # a forget's wait for readers to leave the log: 6 s at most
 
 
 def _uncounted_allocations() -> None:
@@ -1155,13 +1156,25 @@ class Store:
         keeps text deleted before secure_delete was on), then the write-ahead log, which holds
         the pages' earlier images, checkpointed and emptied. False when a reader kept the log
         from being emptied (the next forget, or a checkpoint of SQLite's, empties it)."""
+        self.db.execute("VACUUM")
+        return self.empty_log()
+
+    def empty_log(self, tries: int = 0) -> bool:
+        """The write-ahead log checkpointed into the file and emptied (after a forget: what a
+        reader kept it from copying over the file's old pages). False while a reader is in the
+        way, after `tries` tries (SCRUB_TRIES by default)."""
         db = self.db
-        db.execute("VACUUM")
-        for _ in range(50):
-            got = db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
-            if got is not None and not got[0]:  # (busy, frames in the log, frames copied)
-                return True
-            time.sleep(0.1)
+        # (each try waits for the readers itself, up to the busy timeout: 50 tries of 5 s held
+        # the writer lock, and a hook, for four minutes behind a reader that stayed)
+        db.setbusytimeout(SCRUB_TRY_MS)
+        try:
+            for _ in range(tries or SCRUB_TRIES):
+                got = db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+                if got is not None and not got[0]:  # (busy, frames in the log, frames copied)
+                    return True
+                time.sleep(0.05)
+        finally:
+            db.setbusytimeout(BUSY_MS)
         return False
 
     def forget_file(self, path: str) -> None:

@@ -4,6 +4,9 @@ not break."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+import time
 
 from test_forget import SECRET, T0, _bytes_hold, _forget, _history
 from test_sources import _log, _rollout
@@ -67,3 +70,39 @@ def test_a_fork_read_while_it_holds_only_copies_keeps_no_forgotten_text(env):
     env.run("index")
     assert _bytes_hold(env.data, SECRET) == []
     assert [r["session_id"] for r in env.search("tea")] == [fork.session_id]
+
+
+def _reader(env):
+    """Another process (an MCP server, a long export) in a read transaction of the index, until
+    told to end it; it stays connected after."""
+    code = ("import sqlite3, sys\n"
+            "db = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
+            "db.execute('BEGIN'); db.execute('SELECT count(*) FROM messages').fetchone()\n"
+            "print('in', flush=True); sys.stdin.readline()\n"
+            "db.execute('COMMIT'); print('out', flush=True); sys.stdin.readline()\n")
+    r = subprocess.Popen([sys.executable, "-c", code, str(env.data / "index.db")],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert r.stdout.readline().strip() == "in"
+    return r
+
+
+def test_a_reader_in_the_way_neither_holds_up_a_forget_nor_keeps_the_words(env):
+    s, _k = _history(env)
+    env.run("index")
+    r = _reader(env)
+    try:
+        t0 = time.monotonic()
+        done = json.loads(_forget(env, s.session_id).stdout)
+        assert time.monotonic() - t0 < 30  # (50 tries, each waiting 5 s for the reader: 4 min)
+        assert not done["log_emptied"]
+        assert env.search(SECRET) == []
+        r.stdin.write("\n")
+        r.stdin.flush()
+        assert r.stdout.readline().strip() == "out"
+        # the reader is done but still connected (no last close checkpoints the log): the next
+        # index empties it, as the forget said
+        env.run("index")
+        assert _bytes_hold(env.data, SECRET) == []
+    finally:
+        r.kill()
+        r.wait()
