@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 import time
 
-from .workspace import open_nofollow
+from .workspace import open_nofollow, read_plain, replace_whole
 
 _MAX_BYTES = 1_000_000
 
@@ -49,6 +49,26 @@ class Log:
 
     def error(self, msg: str) -> None:
         self.write("ERROR", msg)
+
+    def drop_naming(self, names) -> None:
+        """The lines that name any of `names` (forgotten sessions' ids: in their files' paths
+        too) taken out of the log and its older part. A line about a file can carry what the
+        file held (a record type it does not know, say)."""
+        marks = [n.encode("utf-8", "backslashreplace") for n in names if len(n) >= 8]
+        if not self.path or not marks:
+            return
+        for p in (self.path, self.path + ".1"):
+            try:
+                got = read_plain(p, 4 * _MAX_BYTES)
+                if got is None:  # (absent is an OSError; a link or a folder is not ours)
+                    continue
+                lines = got[0].split(b"\n")
+                kept = [ln for ln in lines if not any(m in ln for m in marks)]
+                if len(kept) < len(lines):
+                    replace_whole(p, [b"\n".join(kept)])
+            except OSError:
+                pass  # (as for writing it: the log is never the thing that fails)
+        self._logged = None
 
     def tail(self, n: int = 10, level: str = "WARNING") -> list[str]:
         """The last n lines of a level, for `status`."""

@@ -502,6 +502,7 @@ class Memory:
         with store.write():
             store.forget(sorted(set(held)))
         clean = store.scrub_free_space()
+        self.log.drop_naming(sid for _src, sid in tombs.sessions)
         self._drop_vector_files()  # (one a search wrote meanwhile, from rows now gone)
         with store.write():
             store.set_meta(forgotten.META, tombs.stamp)

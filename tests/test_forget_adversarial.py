@@ -106,3 +106,14 @@ def test_a_reader_in_the_way_neither_holds_up_a_forget_nor_keeps_the_words(env):
     finally:
         r.kill()
         r.wait()
+
+
+def test_the_log_keeps_nothing_a_forgotten_sessions_file_held(env):
+    """A record type the reader does not know is logged (with the file's path) when first
+    read: its name is the transcript's text."""
+    s, _k = _history(env)
+    s.raw({"type": f"{SECRET}kind", "sessionId": s.session_id, "uuid": "u-odd"})
+    env.run("index")
+    assert _bytes_hold(env.data, SECRET)
+    _forget(env, s.session_id)
+    assert _bytes_hold(env.data, SECRET) == []
