@@ -64,11 +64,13 @@ def run(event: str, workspace: str | None = None) -> int:
     except (AttributeError, ValueError):
         pass  # no SIGALRM (Windows): the budgets still bound the work
     failed = None  # why /recall has no results: said to Claude, who would otherwise guess
+    forgetting = False  # (or why /forget did not: said in its own words, not /recall's)
     try:
         data, problem = read_input()
         if event == "user-prompt-submit" and recall_words(data.get("prompt")) is None \
                 and forget_words(data.get("prompt")) is None:
             return 0  # every prompt the user types comes here: all but ours cost nothing
+        forgetting = event == "user-prompt-submit" and recall_words(data.get("prompt")) is None
         from . import workspace as wsmod
         ws = wsmod.hook_workspace(workspace, data.get("cwd"))
         if ws is None:
@@ -114,7 +116,7 @@ def run(event: str, workspace: str | None = None) -> int:
         except (AttributeError, ValueError):
             pass
         if failed and event == "user-prompt-submit":
-            _say(_recall_failed(failed))
+            _say(_forget_failed(failed) if forgetting else _recall_failed(failed))
     return 0
 
 
@@ -418,6 +420,14 @@ def _recall_failed(why: str) -> str:
     return briefing.frame(RECALL_FRAME, f"prima-memory: the search could not run "
                           f"({one_line(why, 300)}).\nTell the user; the prima-memory MCP tool "
                           "search_sessions searches the same memory.")
+
+
+def _forget_failed(why: str) -> str:
+    from . import briefing  # (as above)
+    from .wording import one_line
+    return briefing.frame(FORGET_FRAME, f"prima-memory could not do it ({one_line(why, 300)}). "
+                          "Tell the user; `prima-memory forget` in a terminal does the same "
+                          "(prima-memory forget --list: what is forgotten).")
 
 
 _HANDLERS = {"session-start": session_start, "stop": stop, "pre-compact": pre_compact,

@@ -9,6 +9,8 @@ import sys
 import time
 
 from test_forget import SECRET, T0, _bytes_hold, _forget, _history
+from test_forget_hooks import prompt
+from test_hooks import is_block
 from test_sources import _log, _rollout
 
 
@@ -117,3 +119,15 @@ def test_the_log_keeps_nothing_a_forgotten_sessions_file_held(env):
     assert _bytes_hold(env.data, SECRET)
     _forget(env, s.session_id)
     assert _bytes_hold(env.data, SECRET) == []
+
+
+def test_a_forget_that_fails_in_the_hook_is_not_told_as_a_recall(env):
+    s, _k = _history(env)
+    env.run("index")
+    r = prompt(env, s.session_id, "/prima-memory:forget --yes nosuchid")
+    assert r.rc == 0 and is_block(r.out)
+    assert "/prima-memory:forget" in r.out and "recall" not in r.out and "search" not in r.out
+    assert env.search(SECRET)
+    (env.ws / ".prima-memory-off").write_text("")
+    r = prompt(env, s.session_id, "/prima-memory:forget this")
+    assert r.rc == 0 and "/prima-memory:forget" in r.out and "recall" not in r.out
