@@ -939,6 +939,7 @@ def forget_choice(mem: Memory, ids: list[str], *, before: str | None = None,
     """The sessions `forget` would remove: those the ids (or unique prefixes) name, those that
     ended before `before`, those a keyword search for `match` finds (as `search` chooses them).
     Nothing is removed."""
+    _named(ids)
     warnings = _begin(mem)
     store = mem.store()
     rows = {r.id: r for r in (one_session(mem, i) for i in ids)}
@@ -957,6 +958,13 @@ def forget_choice(mem: Memory, ids: list[str], *, before: str | None = None,
     chosen = sorted(rows.values(), key=lambda r: -(r.ended_at or r.started_at or 0))
     return {"workspace": mem.ws, "sessions": [session_json(r, mem.ws) for r in chosen],
             "warnings": warnings}
+
+
+def _named(ids) -> None:
+    """An empty id is a prefix of every id: `forget "$ID" --yes` with $ID unset would forget
+    the one session a project has (or the one forgotten, for --undo)."""
+    if any(not i.strip() for i in ids):
+        raise Failure("an empty session id names no session")
 
 
 def forget(mem: Memory, sessions: list[dict], *, why: str = "forget") -> dict:
@@ -986,6 +994,7 @@ def forgotten_list(mem: Memory) -> dict:
 def undo_forget(mem: Memory, ids: list[str]) -> dict:
     """Take sessions out of the tombstones (a full id, or a unique prefix of a tombstone's) and
     read their transcripts again, while they exist."""
+    _named(ids)
     tombs = mem.tombstones()
     pairs = []
     for given in ids:

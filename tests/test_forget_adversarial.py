@@ -131,3 +131,15 @@ def test_a_forget_that_fails_in_the_hook_is_not_told_as_a_recall(env):
     (env.ws / ".prima-memory-off").write_text("")
     r = prompt(env, s.session_id, "/prima-memory:forget this")
     assert r.rc == 0 and "/prima-memory:forget" in r.out and "recall" not in r.out
+
+
+def test_an_empty_id_forgets_nothing(env):
+    """`prima-memory forget "$ID" --yes` with $ID empty: "" is a prefix of every id."""
+    s = env.transcript("aaaa1111-0000-0000-0000-000000000001", start=T0)
+    s.exchange(f"the {SECRET} question", f"the {SECRET} answer")
+    env.run("index")
+    p = env.run("forget", "", "--yes", check=False)
+    assert p.returncode != 0 and env.search(SECRET)
+    _forget(env, s.session_id)
+    p = env.run("forget", "--undo", " ", check=False)
+    assert p.returncode != 0 and env.json("forget", "--list")["forgotten"]
