@@ -362,6 +362,11 @@ class Memory:
                 self.owe(only_session)
             raise
         try:
+            if forgotten.stamp(self.dir) != tombs.stamp:
+                # a forget (another process's) ran between the look above and the lock: what it
+                # set aside is read from its start now, and would all come back
+                tombs = self._tombs_applied(store)
+                indexer.forgotten = tombs
             indexer.apply_rules()
             if rebuild:
                 with store.write():
@@ -399,7 +404,7 @@ class Memory:
         if tombs.stamp != (store.get_meta(forgotten.META) or ""):
             self._take_lock(lock_timeout)
             try:
-                self._bury(self.tombstones())
+                tombs = self._tombs_applied(store)
             finally:
                 self.lock().release()
         elif store.get_meta(forgotten.LOG_OWED):  # a reader kept the last forget's log full
@@ -410,6 +415,13 @@ class Memory:
                         store.set_meta(forgotten.LOG_OWED, None)
             finally:
                 self.lock().release()
+        return tombs
+
+    def _tombs_applied(self, store) -> forgotten.Tombstones:
+        """Under the writer lock: the tombstones as they are now, applied if they were not."""
+        tombs = self.tombstones()
+        if tombs.stamp != (store.get_meta(forgotten.META) or ""):
+            self._bury(tombs)
         return tombs
 
     @_store_errors

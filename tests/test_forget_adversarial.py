@@ -143,3 +143,28 @@ def test_an_empty_id_forgets_nothing(env):
     _forget(env, s.session_id)
     p = env.run("forget", "--undo", " ", check=False)
     assert p.returncode != 0 and env.json("forget", "--list")["forgotten"]
+
+
+def test_a_stop_racing_a_forget_brings_nothing_back(env):
+    """A run reads the tombstones, then waits for the writer lock: a forget that ran in
+    between must still hold when it indexes (its file row gone, the session read whole again)."""
+    from prima_memory.memory import Memory
+    s, _k = _history(env)
+    env.run("index")
+    s.exchange(f"one more {SECRET} question", f"one more {SECRET} answer")
+    mem = Memory(str(env.ws))
+    real = mem._take_lock
+
+    def forget_first(timeout):  # (the forget ran between the run's look and its lock)
+        mem._take_lock = real
+        _forget(env, s.session_id)
+        real(timeout)
+
+    mem._take_lock = forget_first  # type: ignore[method-assign]
+    try:
+        mem.update(only_session=s.session_id)
+    finally:
+        mem.close()
+    assert env.search(SECRET) == []
+    env.run("index")
+    assert env.search(SECRET) == [] and _bytes_hold(env.data, SECRET) == []
