@@ -322,9 +322,16 @@ def read_plain(path: str, limit: int):
         if e.errno == errno.ELOOP:
             return None
         raise
-    with os.fdopen(fd, "rb") as f:
+    try:
         st = os.fstat(fd)
-        return (f.read(limit), st) if stat.S_ISREG(st.st_mode) else None
+    except BaseException:
+        os.close(fd)
+        raise
+    if not stat.S_ISREG(st.st_mode):  # (before fdopen, which refuses a folder: IsADirectoryError)
+        os.close(fd)
+        return None
+    with os.fdopen(fd, "rb") as f:
+        return f.read(limit), st
 
 
 TEMP_PREFIX = ".prima-tmp-"  # a file being written: no ".md", no session id (nothing it blocks)

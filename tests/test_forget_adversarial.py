@@ -168,3 +168,12 @@ def test_a_stop_racing_a_forget_brings_nothing_back(env):
     assert env.search(SECRET) == []
     env.run("index")
     assert env.search(SECRET) == [] and _bytes_hold(env.data, SECRET) == []
+
+
+def test_a_folder_in_the_tombstones_place_stops_nothing(env):
+    """A cloned repository's .prima-memory can hold anything: a folder named forgotten.json is
+    not a tombstone file (as a link or a FIFO is not), and blocks neither index nor search."""
+    s, _k = _history(env)
+    (env.data / "forgotten.json").mkdir(parents=True)
+    env.run("index")
+    assert [r["session_id"] for r in env.search(SECRET)] == [s.session_id]
