@@ -8,6 +8,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from test_forget import SECRET, T0, _bytes_hold, _forget, _history
 from test_forget_hooks import prompt
 from test_hooks import is_block
@@ -177,3 +179,19 @@ def test_a_folder_in_the_tombstones_place_stops_nothing(env):
     (env.data / "forgotten.json").mkdir(parents=True)
     env.run("index")
     assert [r["session_id"] for r in env.search(SECRET)] == [s.session_id]
+
+
+LONG = "please run the whole test suite, fix every failure you find, then commit it all"
+
+
+@pytest.mark.xfail(strict=True, reason="a tombstone's text hashes drop the same long text "
+                   "from every session (a prompt the user types often), not only copies")
+def test_forgetting_a_session_keeps_another_sessions_same_long_prompt(env):
+    s = env.transcript("aaaa1111-0000-0000-0000-000000000001", start=T0)
+    s.exchange(LONG, f"the {SECRET} answer")
+    k = env.transcript("bbbb2222-0000-0000-0000-000000000002", start=T0 + 86400)
+    k.exchange(LONG, "the zqxkeptanswerword answer")
+    env.run("index")
+    _forget(env, s.session_id)
+    env.run("index", "--rebuild")
+    assert [r["session_id"] for r in env.search("suite failure")] == [k.session_id]
