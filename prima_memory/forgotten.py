@@ -86,6 +86,33 @@ class Tombstones:
         return Tombstones([e for e in self.entries if (e["source"], e["id"]) not in drop])
 
 
+class Later:
+    """Tombstones read only when first asked: a run that reads no file never parses them (a
+    forget of many long sessions makes a file of megabytes, and every hook runs an update)."""
+
+    def __init__(self, stamp: str, load) -> None:
+        self.stamp = stamp
+        self._load = load
+        self._got: Tombstones | None = None
+
+    def _tombs(self) -> Tombstones:
+        if self._got is None:
+            self._got = self._load()
+        return self._got
+
+    def __bool__(self) -> bool:
+        return bool(self._tombs())
+
+    def holds(self, source: str, session_id: str) -> bool:
+        return self._tombs().holds(source, session_id)
+
+    def drops_key(self, source: str, key: str) -> bool:
+        return self._tombs().drops_key(source, key)
+
+    def drops_text(self, text: str) -> bool:
+        return self._tombs().drops_text(text)
+
+
 def entry(source: str, session_id: str, why: str, keys=(), texts=()) -> dict:
     return {"source": source, "id": session_id, "at": round(time.time(), 3), "why": why,
             "keys": sorted(set(keys)), "texts": sorted(set(texts))}
@@ -123,10 +150,12 @@ def stamp(folder: str) -> str:
     return f"{st.st_size}:{st.st_mtime_ns}:{st.st_ino}"
 
 
-def load(folder: str, warn=None) -> Tombstones:
+def load(folder: str, warn=None, *, ours: bool = True) -> Tombstones:
     """The folder's tombstones (none when there is no file). A file not signed with the user's
     key is not theirs: it forgets nothing (said through `warn`). Raises Unreadable for one that
-    is, or may be, theirs but cannot be read."""
+    cannot be read where the index has applied tombstones of ours (`ours`): a file damaged
+    there would otherwise bring forgotten sessions back. Elsewhere (a cloned folder's garbage)
+    it forgets nothing, and stops nothing."""
     p = path(folder)
     was = stamp(folder)
     if not was:
@@ -152,6 +181,11 @@ def load(folder: str, warn=None) -> Tombstones:
                    for e in doc.get("sessions", []) if isinstance(e, dict)
                    and isinstance(e.get("source"), str) and isinstance(e.get("id"), str)]
     except (ValueError, TypeError, AttributeError) as e:
+        if not ours:
+            if warn:
+                warn(f"{p} cannot be read and this index never applied it (a cloned folder's?): "
+                     "it forgets nothing here")
+            return Tombstones(stamp=was)
         raise Unreadable(f"{p} cannot be read ({e}); until it can, nothing new is indexed here "
                          "(move it away only to have the sessions it forgot back)") from None
     want = _mac(body)

@@ -713,6 +713,9 @@ class Indexer:
             return False
         keys = {m.key for m in d.messages if gone.drops_key(d.source, m.key)}
         if keys:
+            # a copy of a forgotten session: its copies under other keys go by their text (only
+            # here: the same long prompt in an unrelated session is that session's own)
+            d.copies_forgotten = True
             self.dropped |= keys
             d.first_prompt = None  # (the forgotten one's: the session's own is found instead)
             d.messages = [m for m in d.messages if m.key not in keys]
@@ -756,7 +759,7 @@ class Indexer:
             # A reply split over lines is redacted whole, as it is stored: each line alone can
             # hold half a secret ("the db password is" / "hunter2...").
             text = "\n".join(texts) if len(texts) < 2 else _scrub("\n".join(texts))
-            if key in copied or (self.forgotten and self.forgotten.drops_text(text)):
+            if key in copied or (d.copies_forgotten and self.forgotten.drops_text(text)):
                 continue
             if key in known:
                 if role != "assistant" or not text:

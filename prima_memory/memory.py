@@ -392,16 +392,19 @@ class Memory:
     # -- forgetting (forgotten.py) ------------------------------------------------------------
 
     def tombstones(self) -> forgotten.Tombstones:
-        return forgotten.load(self.dir, warn=lambda m: self.log.warn(m, once=True))
+        ours = bool(self.store().get_meta(forgotten.META))  # (this index applied some before)
+        return forgotten.load(self.dir, warn=lambda m: self.log.warn(m, once=True), ours=ours)
 
     def _buried(self, store, lock_timeout: float):
         """The tombstones, every one of them applied: a forget killed halfway, or one from
         another process (a hook's `forget this`), finished first. The cost when nothing
-        changed: one lstat, one row of meta."""
+        changed: one lstat, one row of meta (the file is parsed only if a file is read)."""
         if not os.path.lexists(os.path.join(self.dir, forgotten.FILE)):
             return forgotten.NONE
-        tombs = self.tombstones()
-        if tombs.stamp != (store.get_meta(forgotten.META) or ""):
+        now = forgotten.stamp(self.dir)
+        tombs: forgotten.Tombstones | forgotten.Later = forgotten.Later(now, self.tombstones)
+        # (parsed only if a file is read)
+        if now != (store.get_meta(forgotten.META) or ""):
             self._take_lock(lock_timeout)
             try:
                 tombs = self._tombs_applied(store)

@@ -93,6 +93,7 @@ class SessionDelta:
         # the messages' keys name them across sessions: a fork or a resume that copies a message
         # keeps its key, and the index stores it once (Claude Code's uuids and message ids)
         self.shared_keys = False
+        self.copies_forgotten = False  # it holds copies of a forgotten session (Indexer._forgotten)
 
     def seen(self, ts: float | None) -> None:
         if ts is None:

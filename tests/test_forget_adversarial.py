@@ -8,7 +8,6 @@ import subprocess
 import sys
 import time
 
-import pytest
 
 from test_forget import SECRET, T0, _bytes_hold, _forget, _history
 from test_forget_hooks import prompt
@@ -184,9 +183,8 @@ def test_a_folder_in_the_tombstones_place_stops_nothing(env):
 LONG = "please run the whole test suite, fix every failure you find, then commit it all"
 
 
-@pytest.mark.xfail(strict=True, reason="a tombstone's text hashes drop the same long text "
-                   "from every session (a prompt the user types often), not only copies")
 def test_forgetting_a_session_keeps_another_sessions_same_long_prompt(env):
+    # (a tombstone's text hashes drop copies only inside a session that copies it by key)
     s = env.transcript("aaaa1111-0000-0000-0000-000000000001", start=T0)
     s.exchange(LONG, f"the {SECRET} answer")
     k = env.transcript("bbbb2222-0000-0000-0000-000000000002", start=T0 + 86400)
@@ -195,3 +193,12 @@ def test_forgetting_a_session_keeps_another_sessions_same_long_prompt(env):
     _forget(env, s.session_id)
     env.run("index", "--rebuild")
     assert [r["session_id"] for r in env.search("suite failure")] == [k.session_id]
+
+
+def test_a_cloned_folders_garbage_tombstone_file_stops_nothing(env):
+    """Unreadable where this index never applied tombstones: a cloned folder's, not ours."""
+    s, _k = _history(env)
+    env.data.mkdir(parents=True, exist_ok=True)
+    (env.data / "forgotten.json").write_bytes(b"\x00garbage{")
+    env.run("index")
+    assert [r["session_id"] for r in env.search(SECRET)] == [s.session_id]
