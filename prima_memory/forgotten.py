@@ -19,6 +19,7 @@ from .workspace import read_plain, replace_whole
 
 FILE = "forgotten.json"
 META = "forgotten"  # the index's note of the file it last applied (its stamp)
+SCRUB_OWED = "forgotten_scrub_owed"  # set with a forget's deletes, until the file is rewritten
 LOG_OWED = "forgotten_log_owed"  # set while a forget's write-ahead log could not be emptied
 MAX_BYTES = 64 << 20  # a damaged or planted file is not read whole into memory
 TEXT_MIN = 64  # a shorter text ("ok", "go on") is not told apart from another session's by it

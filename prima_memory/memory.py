@@ -514,12 +514,19 @@ class Memory:
             except FileNotFoundError:
                 pass
         self._drop_vector_files()
-        with store.write():
-            store.forget(sorted(set(held)))
-        clean = store.scrub_free_space()
+        if held:
+            with store.write():
+                store.forget(sorted(set(held)))
+                store.set_meta(forgotten.SCRUB_OWED, 1)  # (with the deletes: a kill after them)
+        # Rewriting the file costs its size (seconds at 10,000 sessions): only after a delete,
+        # never for a session the index never held (each Stop of a PRIMA_MEMORY=off session).
+        clean = True
+        if store.get_meta(forgotten.SCRUB_OWED):
+            clean = store.scrub_free_space()
         self.log.drop_naming(sid for _src, sid in tombs.sessions)
         self._drop_vector_files()  # (one a search wrote meanwhile, from rows now gone)
         with store.write():
+            store.set_meta(forgotten.SCRUB_OWED, None)
             store.set_meta(forgotten.META, tombs.stamp)
             # (until emptied, the file keeps the pages' old images: the next run tries again)
             store.set_meta(forgotten.LOG_OWED, None if clean else 1)
