@@ -71,7 +71,7 @@ def run(event: str, workspace: str | None = None) -> int:
                 and forget_words(data.get("prompt")) is None:
             return 0  # every prompt the user types comes here: all but ours cost nothing
         forgetting = event == "user-prompt-submit" and recall_words(data.get("prompt")) is None
-        from . import workspace as wsmod
+        from . import workspace as wsmod  # (past the fast path above: other prompts skip it)
         ws = wsmod.hook_workspace(workspace, data.get("cwd"))
         if ws is None:
             failed = "this folder has no Claude Code history to keep a memory of"
