@@ -545,7 +545,8 @@ def search(mem, query: str, *, mode: str = "combined", limit: int = 10,
 
 def _reading(stores: list[Store], fn):
     """fn() inside a read transaction of each index: one state of each for a whole answer, not
-    one per statement (and one lock taken, not one a statement)."""
+    one per statement (and one lock taken, not one a statement). (contextlib.ExitStack's work,
+    by hand: its import is 3 ms of a 28 ms search, which loads it nowhere else.)"""
     held = []
     try:
         for store in stores:

@@ -505,6 +505,11 @@ def render_status(d: dict) -> str:
     return "\n".join(lines)
 
 
+def session_line(r: dict, width: int = 70) -> str:
+    """A session (api.session_json's) as forget lists it: its id, its day, its title."""
+    return f"{r['session_id']}  {(r['started_at'] or '?')[:10]}  {one_line(r['title'] or '', width)}"
+
+
 def cmd_forget(mem, args) -> int:
     if args.list:
         d = api.forgotten_list(mem)
@@ -528,8 +533,7 @@ def cmd_forget(mem, args) -> int:
     if not rows:
         emit(args, {**choice, "forgotten": []}, "nothing to forget: no session matches")
         return 1
-    listing = "\n".join(f"{r['session_id']}  {(r['started_at'] or '?')[:10]}  "
-                         f"{one_line(r['title'] or '', 70)}" for r in rows)
+    listing = "\n".join(session_line(r) for r in rows)
     if not args.yes:
         if args.json or not (sys.stdin.isatty() and sys.stdout.isatty()):
             emit(args, {**choice, "would_forget": rows}, listing)

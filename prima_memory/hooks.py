@@ -95,8 +95,8 @@ def run(event: str, workspace: str | None = None) -> int:
             mem.log.warn(f"hook {event}: session id {str(data.get('session_id'))[:80]!r} refused; "
                          "going on without it")
         handler = _HANDLERS[event]
-        if wsmod.session_off() and event != "user-prompt-submit":
-            # PRIMA_MEMORY=off: neither briefed nor remembered
+        if event != "user-prompt-submit" and not enabled("PRIMA_MEMORY"):
+            # PRIMA_MEMORY=off, as Claude Code was started: neither briefed nor remembered
             handler = _kept_out_stop if event == "stop" else _kept_out
         try:
             out = mem.guarded(lambda: handler(mem, data, session_id, lock_wait, index_budget))
@@ -369,6 +369,7 @@ def forget_words(prompt) -> str | None:
 
 def forget_prompt(mem, words: str, session_id, lock_wait) -> str:
     from . import api, briefing  # (only /prima-memory:forget)
+    from .commands import session_line
     from .wording import one_line
     parts = words.split()
     if parts in (["this"], ["--yes", "this"]):
@@ -403,8 +404,7 @@ def forget_prompt(mem, words: str, session_id, lock_wait) -> str:
     rows = chosen["sessions"]
     if not rows:
         return briefing.frame(FORGET_FRAME, "prima-memory: no session matches; nothing forgotten.")
-    listing = "\n".join(f"- {r['session_id']}  {(r['started_at'] or '?')[:10]}  "
-                        f"{one_line(r['title'] or '', 80)}" for r in rows)
+    listing = "\n".join(f"- {session_line(r, 80)}" for r in rows)
     return briefing.frame(FORGET_FRAME, (
         f"prima-memory would forget these {len(rows)} sessions for good (nothing is forgotten "
         f"yet):\n{listing}\nShow the user this list and ask them. If they want it, they type: "

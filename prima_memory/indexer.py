@@ -198,7 +198,7 @@ class Indexer:
                 st = os.lstat(path)  # discover lists no links
             except OSError:
                 return True
-            if not _same(row, st) and not _foreign_growing(row, st):
+            if not _same(row, st) and not _set_aside_growing(row, st):
                 return True
             files += 1
         self.seen_unchanged += files
@@ -385,7 +385,7 @@ class Indexer:
         todo, notes, total = [], [], 0
         for path, extra, st, row in work:
             again = path in rewritten
-            if not again and _foreign_growing(row, st):
+            if not again and _set_aside_growing(row, st):
                 notes.append((path, st, row))
                 continue
             offset, state, tools = 0, None, False
@@ -647,7 +647,7 @@ class Indexer:
             row = known.get(path)
             if _same(row, st):
                 continue
-            if _foreign_growing(row, st):
+            if _set_aside_growing(row, st):
                 continue
             files += 1
             size += max(0, st.st_size - (row.offset if row else 0))
@@ -1093,7 +1093,7 @@ def _without(state: dict, dropped: set[str]) -> dict:
 SET_ASIDE = ("foreign", "forgotten")  # files read to their end and kept out of the index
 
 
-def _foreign_growing(row, st) -> bool:
+def _set_aside_growing(row, st) -> bool:
     """Another workspace's session, or a forgotten one, grown since: nothing to read (it is
     noted when its source is read for another change)."""
     return row is not None and row.status in SET_ASIDE and st.st_size >= (row.size or 0)

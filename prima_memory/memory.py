@@ -451,8 +451,9 @@ class Memory:
                         texts.add(h)
             new = [forgotten.entry(src, sid, why, keys, texts)
                    for (src, sid), (keys, texts) in found.items()]
-            forgotten.save(self.dir, self.tombstones().with_entries(new))
-            return self._bury(self.tombstones())
+            tombs = self.tombstones().with_entries(new)
+            tombs.stamp = forgotten.save(self.dir, tombs)  # (as written: not read back)
+            return self._bury(tombs)
         finally:
             self.lock().release()
 

@@ -1155,7 +1155,7 @@ class Store:
         """After a forget has committed: the file rewritten whole (VACUUM: no free page or cell
         keeps text deleted before secure_delete was on), then the write-ahead log, which holds
         the pages' earlier images, checkpointed and emptied. False when a reader kept the log
-        from being emptied (the next forget, or a checkpoint of SQLite's, empties it)."""
+        from being emptied (Memory notes it owed: the next run empties it)."""
         self.db.execute("VACUUM")
         return self.empty_log()
 

@@ -103,12 +103,6 @@ def opted_out(workspace: str) -> bool:
     return os.path.lexists(os.path.join(workspace, OPT_OUT_FILE))
 
 
-def session_off() -> bool:
-    """PRIMA_MEMORY=off (or 0, false, no) in the environment Claude Code started with: this
-    session is neither briefed nor remembered."""
-    return os.environ.get("PRIMA_MEMORY", "").strip().lower() in ("off", "0", "false", "no")
-
-
 def hook_workspace(explicit: str | None, payload_cwd) -> str | None:
     """A hook's workspace: --workspace or CLAUDE_PROJECT_DIR (Claude Code always sets it), else
     the nearest folder Claude Code keeps history for, from the payload's cwd or the current
