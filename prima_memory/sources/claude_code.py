@@ -373,8 +373,8 @@ def _take_record(obj, get_delta, state, file_sidechain, scrub, noted, unknown,
             return
         if kind == "custom-title":  # (the user's, by /rename)
             d.custom_title = titles.normalize(scrub(strip_private(t)))
-        else:
-            d.summary_title = titles.normalize(scrub(t))
+        elif not state.get("priv"):  # (a model wrote it, having read what the user kept private)
+            d.summary_title = titles.normalize(scrub(strip_private(t)))
     elif isinstance(kind, str) and kind not in QUIET_TYPES and kind[:40] not in noted \
             and len(noted) + len(unknown) < UNKNOWN_KEPT:
         unknown.add(kind[:40])
@@ -413,7 +413,13 @@ def _take_message(obj: dict, kind: str, d, state: dict, file_sidechain: bool, sc
         # What the user wrote, once Claude Code's own blocks are out (a reminder quoting a file
         # that holds "<private>" hides nothing), before anything reads it: redaction, the cut,
         # the title.
-        text = scrub(strip_private(text))
+        kept = strip_private(text)
+        if kept is not text and not state.get("priv"):
+            # A <private> span: the titles a model writes of this session (ai-title, summary)
+            # read it, so none is shown, one already read included ("" clears it).
+            state["priv"] = True
+            d.summary_title = ""
+        text = scrub(kept)
         key = obj.get("uuid")
         if not isinstance(key, str) or not key:  # (a made-up key names nothing elsewhere)
             key = f"~u{ts}"

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 from ..records import ToolCall
-from .text import head, line_cut
+from .text import head, line_cut, strip_private
 
 TARGET_MAX = 300
 LINE_MAX = 200
@@ -16,11 +16,12 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")  # what collapsing white space le
 
 
 def brief(text, n: int, scrub) -> str:
-    """`text` redacted, on one line, its control characters and lone surrogates shown as
+    """`text` redacted, without its <private> spans (Claude can pass on the user's, tags and
+    all, into a command), on one line, its control characters and lone surrogates shown as
     U+FFFD, cut to n characters (never inside a [REDACTED:kind] tag)."""
     if not isinstance(text, str) or not text:
         return ""
-    text = scrub(line_cut(text, _WINDOW, _WINDOW))
+    text = scrub(line_cut(strip_private(text), _WINDOW, _WINDOW))
     if not text.isascii():  # (isascii costs nothing: a str knows it)
         try:
             text.encode("utf-8")
