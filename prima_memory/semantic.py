@@ -182,7 +182,11 @@ class Embedding:
             # stays pending rather than linked to vectors of its old text
             same = [(i, h) for i, (_t, h) in self._texts(ids).items()
                     if texts.get(i, (None, None))[1] == h]
-            self.store.add_vectors(self.model, self.embedder.variant, new.items())
+            # only the vectors of texts still there: an exchange forgotten meanwhile (a forget
+            # while this embedder ran) leaves none behind
+            kept = {h for _i, h in same}
+            self.store.add_vectors(self.model, self.embedder.variant,
+                                   [(h, v) for h, v in new.items() if h in kept])
             self.store.link_exchanges(self.model, same)
         return len(same)
 
