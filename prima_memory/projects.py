@@ -188,7 +188,9 @@ class AllProjects:
         if changed or found != catalog.get("folders"):
             catalog.update(version=CATALOG_VERSION, folders=found)
             _save(catalog, self.log)
-        return [projects[f] for f in found]
+        # a project that keeps itself out (.prima-memory-off) gets no memory; one made before
+        # the file was put there is still searched, never updated
+        return [projects[f] for f in found if not wsmod.opted_out(f) or _kept_anywhere(f)]
 
     # -- their memories ------------------------------------------------------------------------------
 

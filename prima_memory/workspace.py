@@ -97,10 +97,20 @@ def find_workspace(start: str, *, history_only: bool = False, empty=None) -> Fou
 OPT_OUT_FILE = ".prima-memory-off"  # a project's opt-out: committed, or kept local (see README)
 
 
-def opted_out(workspace: str) -> bool:
-    """Whether the project keeps itself out of prima-memory: a `.prima-memory-off` in its folder
-    (a file, or a link: its owner put it there). Then no hook writes anything under it."""
-    return os.path.lexists(os.path.join(workspace, OPT_OUT_FILE))
+def opted_out(workspace: str) -> str | None:
+    """The `.prima-memory-off` that keeps the project out of prima-memory (a file, or a link:
+    its owner put it there), in its folder or any folder above (committed at a repository's
+    root, it covers Claude Code started in a subfolder); None when there is none. Then no hook
+    writes anything under it, and no memory is made for it."""
+    folder = os.path.abspath(workspace)
+    while True:
+        mark = os.path.join(folder, OPT_OUT_FILE)
+        if os.path.lexists(mark):
+            return mark
+        up = os.path.dirname(folder)
+        if up == folder:
+            return None
+        folder = up
 
 
 def hook_workspace(explicit: str | None, payload_cwd) -> str | None:
