@@ -985,6 +985,7 @@ def forget(mem: Memory, sessions: list[dict], *, why: str = "forget") -> dict:
 
 def forgotten_list(mem: Memory) -> dict:
     """The tombstones: each session forgotten (or kept out), when and why; never its text."""
+    mem.store()  # (opening it finishes a forget killed halfway: see Memory._settle_forgets)
     tombs = mem.tombstones()
     return {"workspace": mem.ws, "forgotten": [
         {"session_id": e["id"], "source": e["source"], "at": iso_utc(e.get("at")),

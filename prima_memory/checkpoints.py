@@ -124,6 +124,10 @@ def inject(path: str) -> str:
     chars = budget("PRIMA_CHECKPOINT_CHARS", DEFAULT_CHARS)
     with os.fdopen(open_nofollow(path), encoding="utf-8", errors="replace") as f:
         body = f.read(chars + 1).rstrip()  # (more could not be shown: a cloned one may be huge)
+    # written from the index, redacted; but a person may have edited it since
+    from .redact import scrub
+    from .sources.text import strip_private
+    body = scrub(strip_private(body))
     room = chars - len(frame(INJECT_HEADER, ""))
     if room <= 0:
         return ""

@@ -81,11 +81,13 @@ def run(event: str, workspace: str | None = None) -> int:
         except wsmod.WorkspaceError as e:
             failed = str(e)
             return 0  # host mode: not a Claude Code workspace, stay silent
-        if wsmod.opted_out(ws):  # the project keeps itself out: nothing written under it
-            failed = f"this project keeps itself out of prima-memory ({wsmod.OPT_OUT_FILE})"
+        off = wsmod.opted_out(ws)
+        if off:  # the project keeps itself out: nothing written under it
+            failed = f"this project keeps itself out of prima-memory ({off})"
             return 0
         from . import api  # past the fast paths above: they must not pay for the index
         mem = api.open_memory(ws)
+        mem.settle_wait = lock_wait  # (a forget another process applies: see Memory.store)
         if problem:
             mem.store()  # opens the log file too
             mem.log.warn(f"hook {event}: {problem}; going on without it")
@@ -160,7 +162,9 @@ def enabled(name: str) -> bool:
 def session_start(mem, data: dict, session_id, lock_wait, index_budget) -> str:
     from . import api  # (loaded by run already; not at the top: the fast paths skip it)
     if data.get("source") == "compact" and session_id and enabled("PRIMA_CHECKPOINTS"):
-        from . import checkpoints  # (reading the file back needs no index)
+        from . import checkpoints  # (reading the file back needs no index ...)
+        if mem.forgotten_here(session_id):  # (... unless the session may be forgotten)
+            return ""
         path = checkpoints.latest(mem.ws, session_id)
         if path:
             return checkpoints.inject(path)

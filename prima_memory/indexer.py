@@ -21,6 +21,10 @@ from .sources.listing import UNLISTED
 from .store import FAILED, Busy, Store, is_store_error
 from .workspace import O_NOFOLLOW
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (2 ms of every hook)
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
 LOCAL = "~"  # a message key made up by a source or the Stop hook: no copy of another's
 PROVISIONAL_KEY = LOCAL + "last-assistant-message"  # see Indexer.note_reply
 HEAD_BYTES = 1024  # a file whose first bytes changed was rewritten, not appended to
@@ -106,7 +110,13 @@ class Indexer:
         self.handed: set[int] = set()  # sessions whose copies went to the one that had them first
         # the sessions a user forgot (forgotten.py): never indexed again, nor their copies
         self.forgotten = forgotten.NONE
+        # Memory's (see Memory._watch_tombs): the tombstones' stamp now, read again, and added to
+        self.tomb_stamp: Callable[[], str] | None = None
+        self.reload_tombs: Callable[[], forgotten.Tombstones] | None = None
+        self.extend_tombs: Callable[[list], forgotten.Tombstones] | None = None
         self.dropped: set[str] = set()  # the keys of the file being read that _forgotten dropped
+        self._before: dict[tuple[str, str], str] = {}  # a session's last text read this run
+        self._grown: set[tuple[str, str]] = set()  # forgotten sessions read whole this run
         self.seen_unchanged = 0  # files of the sources sources_changed found unchanged
 
     # -- public ----------------------------------------------------------------------------------
@@ -252,6 +262,7 @@ class Indexer:
                     if self._out_of_time():
                         rep.pending_files += len(todo) - i
                         break
+                    self._recheck()
                     chunks = feed.chunks(i) if feed else read_chunks(job, self.bulk)
                     try:
                         done += self._index_file(src, job, st, session, chunks, rep, steps,
@@ -446,6 +457,7 @@ class Indexer:
             _note_unknown(self.log, path, before, state)
             prior, before = before, state
             applied: set[int] = set()
+            self._recheck()
             with store.write():  # (a savepoint of the steps: a step that fails leaves nothing)
                 if replaces:
                     stale = {sid for sid in (session, *(store.session_with_messages(
@@ -483,7 +495,8 @@ class Indexer:
                         break
                     if self.forgotten and self._forgotten(d):
                         if session is None:
-                            status, end = "forgotten", st.st_size
+                            status = "forgotten"
+                        self._grow(d)  # (what it said since it was forgotten: never a fork's)
                         continue
                     session = self._apply(d)
                     touched.add(session)
@@ -495,20 +508,21 @@ class Indexer:
                         store.mark_finished(session)
                     rep.sessions_touched.add(session)
                 # a huge file: the rest waits for the next run
-                stop = status == "ok" and not held and end < st.st_size and self._out_of_time()
+                stop = status != "foreign" and not held and end < st.st_size \
+                    and self._out_of_time()
                 head_len = min(HEAD_BYTES, end)
                 store.save_file(path, src.name, session, src.sidechain(job.extra), None,
                                 st.st_mtime_ns, st.st_ino, head_len,
                                 _head_hash(path, head_len, src.follows_links) if end else None,
-                                end, jsontext.dumps(_without(state, self.dropped), compact=True)
-                                if state and status != "forgotten" else None,  # (its text)
+                                end, jsontext.dumps(_without(state, self.dropped, status),
+                                                    compact=True) if state else None,
                                 status)
             steps.added(max(0, end - offset), applied)
             rep.bytes_read += max(0, end - offset)
             if tick:
                 tick(end - start)
             offset = end
-            if status != "ok" or held or stop:
+            if status == "foreign" or held or stop:
                 break
         if stop:
             rep.pending_files += 1
@@ -705,23 +719,91 @@ class Indexer:
 
     def _forgotten(self, d) -> bool:
         """Whether the delta is a forgotten session's; if not, its copies of a forgotten
-        session's messages (a fork's, a resume's) are taken out of it."""
+        session's messages (a fork's, a resume's, one under new keys: forgotten.copies) and
+        titles are taken out of it. A fork of a forgotten session first has what that session
+        said since it was forgotten added to its tombstone (_grow_origins)."""
         gone = self.forgotten
         if gone.holds(d.source, d.session_id):
             return True
-        if not d.shared_keys:  # (Codex's r0, a shared-log entry's "entry": every session's)
-            return False
-        keys = {m.key for m in d.messages if gone.drops_key(d.source, m.key)}
+        if d.shared_keys and gone.keys:
+            self._grow_origins(d)
+            gone = self.forgotten
+        said = _said(d)
+        where = (d.source, d.session_id)
+        before = self._before.get(where)
+        if said:
+            self._before[where] = said[-1][1]
+        keys = forgotten.copies(gone, d.source, said, before, by_key=d.shared_keys)
         if keys:
-            # a copy of a forgotten session: its copies under other keys go by their text (only
-            # here: the same long prompt in an unrelated session is that session's own)
             d.copies_forgotten = True
             self.dropped |= keys
             d.first_prompt = None  # (the forgotten one's: the session's own is found instead)
             d.messages = [m for m in d.messages if m.key not in keys]
             d.file_changes = [c for c in d.file_changes if c.message_key not in keys]
             d.tool_calls = [c for c in d.tool_calls if c.message_key not in keys]
+        if gone.titles:  # (a fork copies its origin's title records too)
+            if gone.drops_title(d.custom_title):
+                d.custom_title = None
+            if gone.drops_title(d.summary_title):
+                d.summary_title = None
         return False
+
+    def _recheck(self) -> None:
+        """The tombstones read again if they changed since (another process forgot a session,
+        or kept one out, while this run holds the index): from here on nothing they name is
+        read in, and what this run already wrote of them goes now (Memory.update finishes the
+        rest before the lock is let go). One lstat."""
+        if self.tomb_stamp is None or self.reload_tombs is None \
+                or self.tomb_stamp() == self.forgotten.stamp:
+            return
+        self.forgotten = self.reload_tombs()
+        held = self.store.sessions_holding(self.forgotten.sessions)
+        if held:
+            with self.store.write():
+                self.store.forget(held)
+                self.store.set_meta(forgotten.SCRUB_OWED, 1)
+            self._sessions.clear()
+
+    def _grow(self, d) -> None:
+        """A forgotten session's lines read (it went on after a `forget this` or under
+        PRIMA_MEMORY=off, or its file was read again): what they hold added to its tombstone, so
+        that a fork or a resume that copies them later brings nothing back, and any copy of them
+        a fork made before now deleted (its words are cleared by Memory._bury)."""
+        said = _said(d)
+        where = (d.source, d.session_id)
+        before = self._before.get(where)
+        if said:
+            self._before[where] = said[-1][1]
+        self._add_marks(d.source, d.session_id, [k for k, _t in said],
+                        *forgotten.marks([t for _k, t in said],
+                                         (d.custom_title, d.summary_title), before),
+                        shared=d.shared_keys)
+
+    def _grow_origins(self, d) -> None:
+        """Before a fork of a forgotten session is read in: what that session said since it was
+        forgotten (a `forget this`, then more turns, then `--fork-session`), read from its files
+        and added to its tombstone, once a run."""
+        gone = self.forgotten
+        origins = {o for m in d.messages if (o := gone.owner(d.source, m.key))} - self._grown
+        src = registry.source_named(d.source)
+        for origin in sorted(origins):
+            self._grown.add(origin)
+            if src is not None and hasattr(src, "session_files"):
+                keys, texts, titles = read_marks(src, self.ws, origin[1])
+                self._add_marks(origin[0], origin[1], keys, texts, titles, shared=True)
+
+    def _add_marks(self, source: str, session_id: str, keys, texts, titles, *,
+                   shared: bool) -> None:
+        keys = [k for k in keys if not k.startswith(LOCAL)]
+        new = [forgotten.entry(source, session_id, "", {forgotten.key_hash(source, k)
+                                                        for k in keys}, texts, titles)]
+        if self.extend_tombs is not None and self.forgotten.adds(new):
+            self.forgotten = self.extend_tombs(new)
+        if shared and keys:
+            with self.store.write():
+                if self.store.drop_keyed(source, keys):
+                    self.store.set_meta(forgotten.SCRUB_OWED, 1)
+                    self._sessions.clear()  # (what this run knew of them may be gone)
 
     def _apply(self, d) -> int:
         from . import tagging  # parse-time only: hooks that find nothing to do never load it
@@ -759,7 +841,7 @@ class Indexer:
             # A reply split over lines is redacted whole, as it is stored: each line alone can
             # hold half a secret ("the db password is" / "hunter2...").
             text = "\n".join(texts) if len(texts) < 2 else _scrub("\n".join(texts))
-            if key in copied or (d.copies_forgotten and self.forgotten.drops_text(text)):
+            if key in copied:
                 continue
             if key in known:
                 if role != "assistant" or not text:
@@ -867,6 +949,42 @@ class Indexer:
         if rep.sessions_touched:
             with self.store.write():
                 self.store.tidy(bulk=rep.bytes_read > BULK_BYTES)
+
+
+def _said(d) -> list[tuple[str, str]]:
+    """A delta's messages as the index stores them: (key, text), one per key in order (a reply
+    split over lines is one message, redacted whole: see Indexer._apply)."""
+    texts: dict[str, list[str]] = {}
+    for m in d.messages:
+        got = texts.get(m.key)
+        if got is None:
+            texts[m.key] = [m.text] if m.text else []
+        elif m.role == "assistant" and m.text:
+            got.append(m.text)
+    return [(k, "\n".join(t) if len(t) < 2 else _scrub("\n".join(t))) for k, t in texts.items()]
+
+
+def read_marks(src, ws: str, session_id: str) -> tuple[list[str], set[str], set[str]]:
+    """What a session's files hold, for its tombstone: its message keys, and the hashes of its
+    texts and titles (forgotten.marks), read from the files as they are now."""
+    keys: dict[str, str] = {}
+    titles: list[str] = []
+    for sf in src.session_files(ws, session_id):
+        for deltas, _end, _state, _problems in src.read_chunks(sf.path, sf, 0, None, BATCH_BYTES):
+            for d in deltas:
+                if d.session_id != session_id:
+                    continue
+                for k, t in _said(d):
+                    keys[k] = f"{keys[k]}\n{t}" if keys.get(k) and t else (keys.get(k) or t)
+                titles += [t for t in (d.custom_title, d.summary_title) if t]
+    texts, named = forgotten.marks(list(keys.values()), titles)
+    return list(keys), texts, named
+
+
+def session_marks(src, ws: str, session_id: str) -> tuple[set[str], set[str], set[str]]:
+    """read_marks, hashed: a tombstone entry's keys, texts and titles."""
+    keys, texts, titles = read_marks(src, ws, session_id)
+    return {forgotten.key_hash(src.name, k) for k in keys}, texts, titles
 
 
 def _call_rows(sid: int, calls) -> list[tuple]:
@@ -1076,26 +1194,28 @@ def _same(row, st) -> bool:
                                                                       st.st_ino)
 
 
-def _without(state: dict, dropped: set[str]) -> dict:
-    """A parser state kept without the text of a message _forgotten dropped: Claude Code's
-    keeps the tail of the last reply read (and its key), for the next change's explanation,
-    and a fork's last reply read may be its copy of a forgotten session's."""
-    if not dropped:
+def _without(state: dict, dropped: set[str], status: str = "ok") -> dict:
+    """A parser state kept without the text of a message _forgotten dropped, nor any of a
+    forgotten session's own file: Claude Code's keeps the tail of the last reply read (and its
+    key), for the next change's explanation, and a fork's last reply read may be its copy of a
+    forgotten session's."""
+    if not dropped and status != "forgotten":
         return state
     out = dict(state)
     for thread in ("main", "side"):
         th = out.get(thread)
-        if isinstance(th, dict) and th.get("tk") in dropped:
+        if isinstance(th, dict) and (status == "forgotten" or th.get("tk") in dropped):
             out[thread] = {k: v for k, v in th.items() if k not in ("t", "tk")}
     return out
 
 
-SET_ASIDE = ("foreign", "forgotten")  # files read to their end and kept out of the index
+SET_ASIDE = ("foreign",)  # files read to their end and kept out of the index (a forgotten
+# session's are read on: what it says goes into its tombstone, Indexer._grow)
 
 
 def _set_aside_growing(row, st) -> bool:
-    """Another workspace's session, or a forgotten one, grown since: nothing to read (it is
-    noted when its source is read for another change)."""
+    """Another workspace's session grown since: nothing to read (it is noted when its source
+    is read for another change)."""
     return row is not None and row.status in SET_ASIDE and st.st_size >= (row.size or 0)
 
 

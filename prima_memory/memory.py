@@ -28,6 +28,7 @@ ALL = registry.SOURCES  # every agent's sessions (a search, an index, the backgr
 OTHERS = registry.OTHERS  # all but the hooks' (the background embedder, after a hook's run)
 EXTRACTS = (registry.EXTRACTS,)  # prima-memory's own extracts, for a deep search
 REBUILD_KEY = "rebuild"  # meta: a running rebuild's state (background.rebuild_state)
+ASIDE_CHECKED = "forgotten_aside"  # meta: the forgotten sessions moved-aside indexes were checked for
 
 
 def _store_errors(fn):
@@ -50,6 +51,10 @@ def _store_errors(fn):
 
 class IndexBusy(Failure):
     """Another process holds the writer lock."""
+
+
+class ForgetPending(Failure):
+    """The index holds a forgotten session that cannot be removed now: it is not read."""
 
 
 class IndexReadOnly(Failure):
@@ -86,6 +91,9 @@ class Memory:
         self._key_read = False
         self._dir_checked = False  # ensure_data_dir ran (its lstats once, not per use)
         self._writable: bool | None = None  # files could be made in the folder, last looked
+        # seconds an opening waits for the writer lock to apply tombstones it has not (see
+        # _settle_forgets): a hook waits less
+        self.settle_wait = 2.0
 
     # -- opening ---------------------------------------------------------------------------------
 
@@ -95,8 +103,13 @@ class Memory:
     def _ensure_dir(self, again: bool = False) -> None:
         if self._dir_checked and not again:
             return
-        if self.before_start is not None and not os.path.lexists(self.dir):
-            self.before_start()
+        if not os.path.lexists(self.dir):
+            off = wsmod.opted_out(self.ws)
+            if off:  # (a memory made before the file was put there is still read)
+                raise wsmod.WorkspaceError(f"{self.ws} keeps itself out of prima-memory ({off}): "
+                                           "no memory is made for it")
+            if self.before_start is not None:
+                self.before_start()
         self._dir_checked = True
         notes = wsmod.ensure_data_dir(self.ws, self.dir)
         if self.log.path is None:
@@ -112,6 +125,11 @@ class Memory:
             if not self._writable:  # no lock file, log or extract could be made: write nothing
                 store.readonly = True
             self._store = store
+            try:
+                self._settle_forgets(store)
+            except BaseException:
+                self.close()
+                raise
         return self._store
 
     def key(self) -> bytes | None:
@@ -225,10 +243,10 @@ class Memory:
         store = Store(self.db_path, key=self.key())
         if recover:
             try:
-                n = store.recover_from(old, os.path.exists)
+                n = store.recover_from(old, os.path.exists, forgotten=self.tombstones())
                 if n:
                     self.log.warn(f"recovered {n} session(s) whose files are gone from {old}")
-            except (OSError, StoreError) as e:
+            except (OSError, StoreError, forgotten.Unreadable) as e:
                 self.log.warn(f"nothing could be recovered from {old}: {e}")
         return store
 
@@ -241,14 +259,18 @@ class Memory:
         if not wsmod.is_real_dir(home):
             return
         try:
+            theirs = forgotten.load(home).entries  # (what it found a forgotten session said)
+            tombs = self._write_tombs(theirs, forgotten.LOCK_WAIT) if theirs \
+                else self.tombstones()
             old = os.path.join(home, "index.db")
-            n = store.recover_from(old, os.path.exists) if os.path.isfile(old) else 0
+            n = store.recover_from(old, os.path.exists, forgotten=tombs) \
+                if os.path.isfile(old) else 0
             if n:
                 self.log.warn(f"recovered {n} session(s) whose files are gone from {old}, the "
                               "memory a search of all projects kept of this workspace")
             import shutil  # (once, when a workspace's index is made)
             shutil.rmtree(home)
-        except (OSError, StoreError) as e:
+        except (OSError, StoreError, forgotten.Unreadable, forgotten.Busy) as e:
             self.log.warn(f"{home}: left as it is: {e}")
 
     def recover_from(self, path: str, *, lock_timeout: float) -> int:
@@ -259,7 +281,8 @@ class Memory:
             raise IndexReadOnly(self.db_path, store.readonly_why)
         self._take_lock(lock_timeout)
         try:
-            return store.recover_from(path, os.path.exists, unstamped=True)
+            return store.recover_from(path, os.path.exists, unstamped=True,
+                                      forgotten=self.tombstones())
         finally:
             self.lock().release()
 
@@ -341,7 +364,7 @@ class Memory:
             extracts = False
         tombs = self._buried(store, lock_timeout)
         indexer = Indexer(self.ws, store, self.log, progress=progress)
-        indexer.forgotten = tombs
+        self._watch_tombs(indexer, tombs)
         if wsmod.opted_out(self.ws):  # (.prima-memory-off: nothing new is remembered here)
             return indexer.nothing_to_do()
         if sweep is not None:  # a search's share of the sweep (see indexer.SEARCH_SWEEP)
@@ -362,7 +385,7 @@ class Memory:
                 self.owe(only_session)
             raise
         try:
-            if forgotten.stamp(self.dir) != tombs.stamp:
+            if self.tomb_stamp() != tombs.stamp:
                 # a forget (another process's) ran between the look above and the lock: what it
                 # set aside is read from its start now, and would all come back
                 tombs = self._tombs_applied(store)
@@ -372,10 +395,15 @@ class Memory:
                 with store.write():
                     store.clear_live()
                 indexer = Indexer(self.ws, store, self.log, progress=progress)
-                indexer.forgotten = tombs
+                self._watch_tombs(indexer, tombs)
             indexer.lock_fd = self.lock().fd
             rep = indexer.run(todo, budget=budget, only_session=only_session, prune=prune,
                               quick=quick and not rebuild)
+            # what changed in the tombstones meanwhile (a forget, an opt-out, or what this run
+            # found a forgotten session had said since), applied in full before the lock goes
+            if self._has_tombs() and (store.get_meta(forgotten.SCRUB_OWED) or
+                                      self.tomb_stamp() != (store.get_meta(forgotten.META) or "")):
+                self._bury(self.tombstones())
             if quick and not rebuild and not any(src.streamed for src in todo) \
                     and any(src.streamed for src in sources):
                 indexer.quick_done(complete=True)  # (run only for the extracts: nothing new)
@@ -391,19 +419,75 @@ class Memory:
 
     # -- forgetting (forgotten.py) ------------------------------------------------------------
 
+    def _tomb_dirs(self) -> list[str]:
+        """Where this memory's tombstones are kept: its own folder, and for the user-level
+        store's memory of a workspace (projects.py) the workspace's own .prima-memory too, where
+        the user forgot sessions before its index was set aside (their key gone, say)."""
+        if self.detached:
+            own = wsmod.data_dir(self.ws)
+            if wsmod.is_real_dir(own) and os.path.lexists(forgotten.path(own)):
+                return [self.dir, own]
+        return [self.dir]
+
+    def tomb_stamp(self) -> str:
+        """What changes whenever a tombstone file of this memory does ("" for none)."""
+        return "|".join(forgotten.stamp(d) for d in self._tomb_dirs())
+
     def tombstones(self) -> forgotten.Tombstones:
-        ours = bool(self.store().get_meta(forgotten.META))  # (this index applied some before)
-        return forgotten.load(self.dir, warn=lambda m: self.log.warn(m, once=True), ours=ours)
+        """Every tombstone of this memory (raises forgotten.Unreadable: see forgotten.load)."""
+        got = [forgotten.load(d, lambda m: self.log.warn(m, once=True))
+               for d in self._tomb_dirs()]
+        tombs = got[0] if len(got) == 1 else got[0].with_entries(got[1].entries)
+        tombs.stamp = "|".join(t.stamp for t in got)
+        return tombs
+
+    def _has_tombs(self) -> bool:
+        return any(os.path.lexists(forgotten.path(d)) for d in self._tomb_dirs())
+
+    def forgotten_here(self, session_id: str) -> bool:
+        """Whether a Claude Code session is forgotten here: its tombstones applied first (a
+        forget killed halfway leaves none of its files), and an unreadable file counts as yes."""
+        if not self._has_tombs():
+            return False
+        try:
+            self.store()
+            return self.tombstones().holds(registry.CLAUDE_CODE.name, session_id)
+        except Failure:
+            return True
+
+    def _settle_forgets(self, store: Store) -> None:
+        """On opening: tombstones this index has not applied (a forget killed halfway, one
+        another process is applying, an opt-out written while another process held the index)
+        applied first, so that no answer shows what they name. Where they cannot be (another
+        writer holds the index past `settle_wait`, or it cannot be written), an index that still
+        holds a session they name is not read at all (ForgetPending)."""
+        if not self._has_tombs() or self.tomb_stamp() == (store.get_meta(forgotten.META) or ""):
+            return
+        if not store.readonly:
+            try:
+                self._take_lock(self.settle_wait)
+            except IndexBusy:
+                pass
+            else:
+                try:
+                    self._tombs_applied(store)
+                    return
+                finally:
+                    self.lock().release()
+        if store.sessions_holding(self.tombstones().sessions):
+            raise ForgetPending(f"{self.db_path} still holds a session that was forgotten, and "
+                                "cannot be cleared of it now (another prima-memory process is "
+                                "updating it, or it is read-only): not read; try again in a "
+                                "moment")
 
     def _buried(self, store, lock_timeout: float):
         """The tombstones, every one of them applied: a forget killed halfway, or one from
         another process (a hook's `forget this`), finished first. The cost when nothing
         changed: one lstat, one row of meta (the file is parsed only if a file is read)."""
-        if not os.path.lexists(os.path.join(self.dir, forgotten.FILE)):
+        if not self._has_tombs():
             return forgotten.NONE
-        now = forgotten.stamp(self.dir)
+        now = self.tomb_stamp()
         tombs: forgotten.Tombstones | forgotten.Later = forgotten.Later(now, self.tombstones)
-        # (parsed only if a file is read)
         if now != (store.get_meta(forgotten.META) or ""):
             self._take_lock(lock_timeout)
             try:
@@ -427,50 +511,66 @@ class Memory:
             self._bury(tombs)
         return tombs
 
+    def _watch_tombs(self, indexer: Indexer, tombs) -> None:
+        """What the indexer asks while it runs: whether the tombstones changed (another
+        process's forget or opt-out), and to add what it finds of a forgotten session."""
+        indexer.forgotten = tombs
+        indexer.tomb_stamp = self.tomb_stamp
+        indexer.reload_tombs = self.tombstones
+        indexer.extend_tombs = lambda new: self._write_tombs(new, forgotten.LOCK_WAIT)
+
+    def _write_tombs(self, new: list[dict], wait: float) -> forgotten.Tombstones:
+        """`new` entries added to the tombstones, under the file's own lock (never the
+        writer's: a forget or an opt-out is written even while a long index runs, which applies
+        it before its next step); returns every tombstone of this memory as it is now."""
+        forgotten.change(self.dir, lambda t: t.with_entries(new) if t.adds(new) else None,
+                         wait=wait, warn=lambda m: self.log.warn(m, once=True))
+        return self.tombstones()
+
     @_store_errors
     def forget(self, rows, *, why: str = "forget", lock_timeout: float = 10.0,
                also: dict | None = None) -> dict:
         """Forget these sessions (the store's rows) for good: their tombstone written first (from
         then on they are forgotten, and a run killed after it is finished by the next), then
-        everything the index and the folder hold of them removed (see _bury). `also`: (source,
-        session id) -> message keys, of sessions the index may not hold (yet)."""
+        everything the index and the folder hold of them removed (see _bury) when the writer
+        lock comes within `lock_timeout` (else by its holder, before its next step: "pending").
+        `also`: (source, session id) -> (key, text, title hashes) of sessions the index may not
+        hold (yet)."""
         store = self.store()
         if store.readonly:
             raise IndexReadOnly(self.db_path, store.readonly_why)
-        self._take_lock(lock_timeout)
+        found = {pair: tuple(set(h) for h in hashes) for pair, hashes in (also or {}).items()}
+        for row in rows:
+            keys, texts, titles = found.setdefault((row.source, row.session_id),
+                                                   (set(), set(), set()))
+            said = list(store.message_keys_and_texts(row.id))
+            keys.update(forgotten.key_hash(row.source, k) for k, _t in said)
+            more, named = forgotten.marks([t or "" for _k, t in said],
+                                          [row.title_custom, row.title_summary])
+            texts |= more
+            titles |= named
+        new = [forgotten.entry(src, sid, why, *hashes) for (src, sid), hashes in found.items()]
+        self._write_tombs(new, max(lock_timeout, 1.0))
         try:
-            found: dict[tuple[str, str], tuple[set, set]] = {
-                pair: ({forgotten.key_hash(pair[0], k) for k in keys}, set())
-                for pair, keys in (also or {}).items()}
-            for row in rows:
-                keys, texts = found.setdefault((row.source, row.session_id), (set(), set()))
-                for key, text in store.message_keys_and_texts(row.id):
-                    keys.add(forgotten.key_hash(row.source, key))
-                    h = forgotten.text_hash(text or "")
-                    if h:
-                        texts.add(h)
-            new = [forgotten.entry(src, sid, why, keys, texts)
-                   for (src, sid), (keys, texts) in found.items()]
-            tombs = self.tombstones().with_entries(new)
-            tombs.stamp = forgotten.save(self.dir, tombs)  # (as written: not read back)
-            return self._bury(tombs)
+            self._take_lock(lock_timeout)
+        except IndexBusy:
+            return {"sessions": 0, "files": [], "log_emptied": False, "pending": True}
+        try:
+            return self._bury(self.tombstones())
         finally:
             self.lock().release()
 
     def keep_out(self, session_id: str, *, why: str = "opt-out",
                  lock_timeout: float = 10.0) -> dict:
         """A Claude Code session its user keeps out of the memory (PRIMA_MEMORY=off, or
-        /prima-memory:forget this): tombstoned with the keys of every message its transcript
-        holds so far (a later resume copies them: it copies nothing back), and whatever the
-        index holds of it removed. Each Stop of the session adds the keys of what it said since."""
+        /prima-memory:forget this): tombstoned with what its transcript holds so far (a later
+        resume copies it), and whatever the index holds of it removed. What it says later is
+        added by every run that reads its transcript (Indexer._grow), and by each of its Stops."""
+        from .indexer import session_marks  # (only for a session kept out)
         src = registry.CLAUDE_CODE
-        keys: set[str] = set()
-        for sf in src.session_files(self.ws, session_id):
-            for deltas, _end, _state, _problems in src.read_chunks(sf.path, sf, 0, None, 4 << 20):
-                keys.update(m.key for d in deltas for m in d.messages)
         row = self.store().session_by_session_id(session_id, src.name)
         return self.forget([row] if row is not None else [], why=why, lock_timeout=lock_timeout,
-                           also={(src.name, session_id): keys})
+                           also={(src.name, session_id): session_marks(src, self.ws, session_id)})
 
     @_store_errors
     def remember_again(self, pairs, *, lock_timeout: float = 10.0) -> int:
@@ -480,18 +580,20 @@ class Memory:
         store = self.store()
         if store.readonly:
             raise IndexReadOnly(self.db_path, store.readonly_why)
-        self._take_lock(lock_timeout)
-        try:
-            tombs = self.tombstones()
-            there = [p for p in pairs if tombs.holds(*p)]
-            if there:
-                stamp = forgotten.save(self.dir, tombs.without(there))
+        there: list = []
+
+        def take_out(tombs):
+            there.extend(p for p in pairs if tombs.holds(*p))
+            return tombs.without(there) if there else None
+        forgotten.change(self.dir, take_out, wait=lock_timeout)
+        if there:
+            self._take_lock(lock_timeout)
+            try:
                 with store.write():
                     store.unset_aside()
-                    store.set_meta(forgotten.META, stamp)
-            return len(there)
-        finally:
-            self.lock().release()
+            finally:
+                self.lock().release()
+        return len(there)
 
     def _bury(self, tombs) -> dict:
         """Under the writer lock: what the index and the folder still hold of the tombstoned
@@ -500,8 +602,9 @@ class Memory:
         the tombstones noted as applied: until that, every run does it all again."""
         from .checkpoints import files_naming  # (only where a session is forgotten)
         store = self.store()
+        ids = {sid for _src, sid in tombs.sessions}
         held = store.sessions_holding(tombs.sessions)
-        paths = set(files_naming(self.dir, {sid for _src, sid in tombs.sessions}))
+        paths = set(files_naming(self.dir, ids))
         for sid in held:
             row = store.session(sid)
             if row is not None and row.extract_path:
@@ -514,7 +617,7 @@ class Memory:
                 removed.append(p)
             except FileNotFoundError:
                 pass
-        self._drop_vector_files()
+        removed += self._drop_copies_aside(store, ids)
         if held:
             with store.write():
                 store.forget(sorted(set(held)))
@@ -522,10 +625,15 @@ class Memory:
         # Rewriting the file costs its size (seconds at 10,000 sessions): only after a delete,
         # never for a session the index never held (each Stop of a PRIMA_MEMORY=off session).
         clean = True
-        if store.get_meta(forgotten.SCRUB_OWED):
+        scrubbed = bool(store.get_meta(forgotten.SCRUB_OWED))
+        if scrubbed:
+            if not held:  # (copies a run deleted: Indexer._grow; a forget killed after them)
+                with store.write():
+                    store.scrub_words()
+            self._drop_vector_files()
             clean = store.scrub_free_space()
-        self.log.drop_naming(sid for _src, sid in tombs.sessions)
-        self._drop_vector_files()  # (one a search wrote meanwhile, from rows now gone)
+            self._drop_vector_files()  # (one a search wrote meanwhile, from rows now gone)
+        self.log.drop_naming(ids)
         with store.write():
             store.set_meta(forgotten.SCRUB_OWED, None)
             store.set_meta(forgotten.META, tombs.stamp)
@@ -535,6 +643,38 @@ class Memory:
             self.log.warn("the index's write-ahead log could not be emptied while another "
                           "process read it: the next forget or index empties it")
         return {"sessions": len(set(held)), "files": removed, "log_emptied": clean}
+
+    def _drop_copies_aside(self, store: Store, ids: set[str]) -> list[str]:
+        """The indexes moved aside in the folder (damaged, not known to be this user's, of an
+        older schema: kept for `index --recover-from`) that hold a forgotten session: deleted
+        whole, since one that may be damaged cannot be cleared row by row. Looked at again only
+        when the tombstones name a session they did not, the last time."""
+        import hashlib  # (as forgotten's: only where tombstones are)
+        mark = hashlib.sha256("\0".join(sorted(ids)).encode("utf-8", "surrogatepass")).hexdigest()
+        if store.get_meta(ASIDE_CHECKED) == mark:
+            return []
+        wanted = [i.encode("utf-8", "surrogatepass") for i in ids if i]
+        gone = []
+        try:
+            names = sorted(os.listdir(self.dir))
+        except OSError:
+            names = []
+        for name in names:
+            if not name.startswith("index.db.") or name.endswith(("-wal", "-shm", "-journal")):
+                continue  # (an index moved aside is index.db.<why>-<time>: store.move_aside)
+            p = os.path.join(self.dir, name)
+            if _holds_any(p, wanted) or _holds_any(p + "-wal", wanted):
+                for q in (p, p + "-wal", p + "-shm", p + "-journal"):
+                    try:
+                        os.unlink(q)
+                        gone.append(q)
+                    except OSError:
+                        pass
+                self.log.warn(f"{p}: deleted, since it held a forgotten session (an index moved "
+                              "aside before the forget)")
+        with store.write():
+            store.set_meta(ASIDE_CHECKED, mark)
+        return gone
 
     def _drop_vector_files(self) -> None:
         """The mapped copies of the vectors (vectorfile.py): made again from the index."""
@@ -692,3 +832,23 @@ class Memory:
     def pending(self) -> tuple[int, int]:
         """(files, bytes) changed on disk since they were indexed, without indexing them."""
         return Indexer(self.ws, self.store(), self.log).pending()
+
+
+def _holds_any(path: str, wanted: list[bytes]) -> bool:
+    """Whether the file at `path` (a plain file: a link is not followed) holds any of these."""
+    import re  # (only where a moved-aside index is looked at)
+    if not wanted:
+        return False
+    find = re.compile(b"|".join(re.escape(w) for w in wanted))
+    keep = max(len(w) for w in wanted)
+    try:
+        fd = wsmod.open_nofollow(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
+        return False
+    with os.fdopen(fd, "rb") as f:
+        tail = b""
+        while chunk := f.read(1 << 20):
+            if find.search(tail + chunk):
+                return True
+            tail = chunk[-keep:]
+    return False

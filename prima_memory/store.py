@@ -1084,7 +1084,8 @@ class Store:
 
     def message_keys_and_texts(self, session: int) -> Iterator[tuple[str, str]]:
         """(key, text) of each message a session holds: what its tombstone hashes."""
-        yield from self.db.execute("SELECT key, text FROM messages WHERE session = ?", (session,))
+        yield from self.db.execute("SELECT key, text FROM messages WHERE session = ? ORDER BY id",
+                                   (session,))
 
     def sessions_holding(self, pairs) -> list[int]:
         """The ids of those of the (source, session id) pairs the index holds."""
@@ -1114,37 +1115,66 @@ class Store:
     def forget(self, sessions: list[int]) -> None:
         """In the caller's write transaction: the sessions gone with all they hold (messages,
         keyword rows, titles, file history, tool calls, links to vectors, edges, vectors no other
-        exchange uses, their words in the vocabulary if no other message holds them), deleted
-        with SQLite's secure_delete (what is freed is overwritten), then the full-text indexes
-        merged: FTS5 keeps a deleted row's tokens in its segments until they merge. Their forks'
-        own messages are read again (see delete_session): a tombstone drops the copies."""
-        db = self.db
+        exchange uses), deleted with SQLite's secure_delete (what is freed is overwritten), then
+        what no message holds any more cleared (_scrubbed). Their forks' own messages are read
+        again (see delete_session): a tombstone drops the copies."""
         self._settled()
-        db.execute("PRAGMA secure_delete = ON")
-        words: set[str] = set()
+        self.db.execute("PRAGMA secure_delete = ON")
         for sid in sessions:
-            for (text,) in db.execute("SELECT text FROM messages WHERE session = ?", (sid,)):
-                if text:
-                    words |= self.tokens(text)
             row = self.session(sid)
             if row is not None:
                 self.settle([row.session_id])
             self.delete_session(sid)
+        self.scrub_words()
+
+    def drop_keyed(self, source: str, keys) -> int:
+        """In the caller's write transaction: the messages of `source`'s sessions under these
+        keys (a forgotten session's lines that a fork copied before its tombstone named them),
+        with the changes and calls they made, deleted as `forget` deletes. How many went."""
+        self._settled()
+        self.db.execute("PRAGMA secure_delete = ON")
+        keys = list(keys)
+        hit = {s for (s,) in self._chunked(
+            "SELECT DISTINCT m.session FROM messages m JOIN sessions s ON s.id = m.session "
+            "WHERE s.source = ? AND m.key IN ({})", keys, (source,))}
+        if not hit:
+            return 0
+        n = 0
+        for sid in sorted(hit):
+            for table, column in (("messages", "key"), ("file_changes", "message_key"),
+                                  ("tool_calls", "message_key")):
+                for part in range(0, len(keys), 500):
+                    chunk = keys[part:part + 500]
+                    self.db.execute(f"DELETE FROM {table} WHERE session = ? AND {column} IN "
+                                    f"({','.join('?' * len(chunk))})", (sid, *chunk))
+                    n += self.db.changes() if table == "messages" else 0
+            self.refresh_counts(sid)
+        return n
+
+    def scrub_words(self) -> None:
+        """In the caller's write transaction, after a forget's deletes: vectors no exchange
+        uses, and the vocabulary's words no message holds (a forgotten session's, and any it
+        held once and lost: a reply replaced, a transcript rewritten shorter), gone; the
+        full-text indexes merged, since FTS5 keeps a deleted row's tokens in its segments until
+        they merge. The words wait (the caller owes them) while this write keeps keyword rows
+        for its commit: the vocabulary of the index would not list theirs yet."""
+        db = self.db
         self.drop_unlinked_vectors()
         self._settled()
-        gone = [t for t in sorted(words) if not db.execute(
-            "SELECT EXISTS (SELECT 1 FROM messages_fts WHERE messages_fts MATCH ?)",
-            ('"' + t.replace('"', '""') + '"',)).get]
+        if self._unindexed:
+            return
+        # the words the keyword index holds now, as its vocabulary lists them (deletes counted)
+        db.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.prima_vocab "
+                   "USING fts5vocab(main, messages_fts, row)")
+        gone = list(db.execute("SELECT t.id, t.term FROM terms t WHERE NOT EXISTS "
+                               "(SELECT 1 FROM temp.prima_vocab v WHERE v.term = t.term)"))
         indexed = int(self.get_meta("terms_indexed", 0))  # (see index_terms)
-        for t in gone:
-            got = db.execute("SELECT id FROM terms WHERE term = ?", (t,)).fetchone()
-            if got is None:
-                continue
-            if got[0] <= indexed:  # terms_tri takes its text from terms: told what it indexed
+        for tid, t in gone:
+            if tid <= indexed:  # terms_tri takes its text from terms: told what it indexed
                 # first (told of a row it never indexed, FTS5 takes itself for corrupt)
                 db.execute("INSERT INTO terms_tri(terms_tri, rowid, term) VALUES ('delete', ?, ?)",
-                           (got[0], t))
-            db.execute("DELETE FROM terms WHERE id = ?", (got[0],))
+                           (tid, t))
+            db.execute("DELETE FROM terms WHERE id = ?", (tid,))
         last = db.execute("SELECT COALESCE(max(id), 0) FROM terms").get
         if gone and last < indexed:  # the newest went: a new term takes its id, unindexed
             self.set_meta("terms_indexed", last)
@@ -1913,15 +1943,18 @@ class Store:
 
     # -- recovery ------------------------------------------------------------------------------
 
-    def recover_from(self, old_path: str, file_exists, *, unstamped: bool = False) -> int:
+    def recover_from(self, old_path: str, file_exists, *, unstamped: bool = False,
+                     forgotten=None) -> int:
         """Copy from an old or damaged index the sessions no source file can give back any more.
         Only from an index stamped with this store's key (ForeignIndex otherwise): a planted one
         would otherwise bring its sessions in. `unstamped`: the user says an unstamped one is
-        theirs (one from before stamps); it must still hold nothing prima-memory never makes."""
+        theirs (one from before stamps); it must still hold nothing prima-memory never makes.
+        `forgotten`: the tombstones (forgotten.py): a copy made before a forget brings back
+        none of what they name."""
         with self._errors():
-            return self._recover_from(old_path, file_exists, unstamped)
+            return self._recover_from(old_path, file_exists, unstamped, forgotten)
 
-    def _recover_from(self, old_path: str, file_exists, unstamped: bool) -> int:
+    def _recover_from(self, old_path: str, file_exists, unstamped: bool, gone) -> int:
         old = _connect(old_path, apsw.SQLITE_OPEN_READONLY)
         # A truncated file is refused outright unless SQLite is told to trust what it can read.
         old.execute("PRAGMA writable_schema=ON")
@@ -1943,6 +1976,8 @@ class Store:
                 if not row.archived and (not mains or (row.id in mains
                                                        and file_exists(mains[row.id]))):
                     continue  # its file is still there: the rebuild reads it
+                if gone and gone.holds(row.source, row.session_id):
+                    continue
                 try:
                     msgs = _lenient(old, "SELECT m.key, m.role, m.ts, m.sidechain, u.key, "
                                          "CAST(m.text AS BLOB) FROM messages m LEFT JOIN messages u "
@@ -1960,6 +1995,16 @@ class Store:
                                      (row.id,))
                 except (apsw.Error, UnicodeDecodeError):
                     calls = []  # an index from before schema 11, or pages unreadable
+                if gone:  # a fork's copies of a forgotten session's lines, and its titles
+                    from .forgotten import copies  # (only where there are tombstones)
+                    out = copies(gone, row.source, [(m[0], m[5] or "") for m in msgs])
+                    msgs = [m for m in msgs if m[0] not in out]
+                    changes = [c for c in changes if c[4] not in out]
+                    calls = [c for c in calls if c[0] not in out]
+                    if gone.drops_title(row.title_custom):
+                        row = row._replace(title_custom=None)
+                    if gone.drops_title(row.title_summary):
+                        row = row._replace(title_summary=None)
                 with self.write():
                     new = self.session_for(row.source, row.session_id, row.label)
                     base = new.id << SHIFT

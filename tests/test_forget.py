@@ -6,6 +6,7 @@ import json
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -25,6 +26,8 @@ def _bytes_hold(data: Path, word: str) -> list[str]:
     for root, _dirs, files in os.walk(data):
         for name in files:
             p = os.path.join(root, name)
+            if not stat.S_ISREG(os.lstat(p).st_mode):  # (a FIFO is never read, a link never followed)
+                continue
             raw = Path(p).read_bytes()
             if word.encode() in raw or word.encode("utf-16-le") in raw:
                 found.append(p)
@@ -161,20 +164,6 @@ def test_on_a_terminal_it_asks_first(env):
                    timeout=60)
     assert env.search(SECRET)  # answered no: nothing forgotten
     assert pty  # (used above)
-
-
-def test_a_planted_tombstone_file_forgets_nothing(env):
-    s, _k = _history(env)
-    env.run("index")
-    (env.data / "forgotten.json").write_text(json.dumps(
-        {"format": "prima-memory tombstones", "version": 1,
-         "sessions": [{"source": "claude-code", "id": s.session_id}]}) + "\nbadmac\n")
-    env.run("index")
-    assert env.search(SECRET)
-    (env.data / "forgotten.json").unlink()
-    os.symlink("/etc/passwd", env.data / "forgotten.json")
-    env.run("index")
-    assert env.search(SECRET)
 
 
 def test_a_kill_leaves_it_present_or_forgotten(tmp_path):
