@@ -2085,9 +2085,21 @@ class _Transaction(_Errors):
             if self.nested:
                 if self.writes:
                     store._savepoints -= 1
-                    if kind is not None:
+                    if kind is None:
+                        db.__exit__(kind, e, tb)  # released
+                    elif db.in_transaction:
                         store._rewind(self.mark)
-                    db.__exit__(kind, e, tb)  # released, or rolled back on an exception
+                        db.__exit__(kind, e, tb)  # rolled back
+                    else:
+                        # SQLite rolled the whole transaction back itself (a full disk as it
+                        # spilled pages to the log): no savepoint is left, and apsw's "no such
+                        # savepoint" would hide the error in flight (it counts its savepoint
+                        # closed all the same)
+                        store._forget_unindexed()
+                        try:
+                            db.__exit__(kind, e, tb)
+                        except apsw.SQLError:
+                            pass
             elif not self.writes:
                 db.execute("COMMIT")
             elif kind is not None:
@@ -2153,12 +2165,11 @@ class Steps:
         self.store._settle()
 
     def close(self, commit: bool) -> None:
-        if self.store.db.in_transaction:
-            if commit:
-                self._seal()
-                self.store.db.execute("COMMIT")
-            else:
-                self.store._rollback()
+        if not commit:  # (the keyword rows kept go too, when SQLite has rolled back itself)
+            self.store._rollback()
+        elif self.store.db.in_transaction:
+            self._seal()
+            self.store.db.execute("COMMIT")
 
 
 def _to_v4(store: Store) -> None:
