@@ -602,14 +602,16 @@ def _connect(path: str, flags: int) -> apsw.Connection:
 
 class Store:
     def __init__(self, path: str, *, readonly: bool = False, key: bytes | None = None,
-                 immutable: bool = False):
+                 immutable: bool = False, shm_kept: bool = False):
         """`key`: the user's key (owner.key()); the index is stamped with it when made or
         migrated, and an index without a valid stamp raises ForeignIndex. None: no check (a
         user whose key cannot be kept; tests of the store alone). `readonly`: read with its
         write-ahead log (SQLite reads a -shm it cannot write from memory), or, `immutable`, the
-        file alone, with no lock and no -shm (a read-only disk where the log cannot be opened)."""
+        file alone, with no lock and no -shm (a read-only disk where the log cannot be opened),
+        or, `shm_kept`, with its log through the -shm there, which is only read: nothing is
+        made or written beside it (CantOpen where there is no -shm)."""
         self.path = path
-        self.readonly = readonly or immutable
+        self.readonly = readonly or immutable or shm_kept
         self.readonly_why: str | None = None  # said when an update is refused, if not "read-only"
         self.key = key
         self._tokenizer: apsw.FTS5Tokenizer | None = None
@@ -624,7 +626,8 @@ class Store:
         db: apsw.Connection | None = None
         try:
             if self.readonly:
-                mode = "?immutable=1" if immutable else "?mode=ro"
+                mode = "?immutable=1" if immutable else \
+                    "?mode=ro&readonly_shm=1" if shm_kept else "?mode=ro"
                 db = apsw.Connection(_uri(path) + mode,
                                      flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
             else:
