@@ -932,30 +932,43 @@ def recover_from(mem: Memory, path: str) -> dict:
 
 # -- forgetting ----------------------------------------------------------------------------------
 
-FORGET_SHOWN = 200  # sessions a --before or --match choice may name at once
+FORGET_SHOWN = 200  # sessions a --before or --match choice may name at once, unless capped=False
+
+
+class TooMany(UsageError):
+    """A --before or --match choice of over FORGET_SHOWN sessions, where a cap was asked: more
+    is rarely what was meant (`--before now`), and a list that long is not read before a yes.
+    Worded for /prima-memory:forget, which shows it and has no way past it (the user confirms
+    there by typing every id); the CLI says --all instead."""
+
+    def __init__(self) -> None:
+        super().__init__(f"that chooses over {FORGET_SHOWN} sessions: choose fewer at a time "
+                         f"(`{hints.cli()} forget` with --all, in a terminal, forgets every one "
+                         "of them)")
 
 
 def forget_choice(mem: Memory, ids: list[str], *, before: str | None = None,
-                  match: str | None = None) -> dict:
+                  match: str | None = None, capped: bool = True) -> dict:
     """The sessions `forget` would remove: those the ids (or unique prefixes) name, those that
     ended before `before`, those a keyword search for `match` finds (as `search` chooses them).
-    Nothing is removed."""
+    `capped`: TooMany when `before` or `match` choose over FORGET_SHOWN. Nothing is removed."""
     _named(ids)
     warnings = _begin(mem)
     store = mem.store()
     rows = {r.id: r for r in (one_session(mem, i) for i in ids)}
+    most = FORGET_SHOWN + 1 if capped else 1 << 31  # (no index holds that many)
     if before:
         until = _when(before)
-        rows.update((r.id, r) for r in store.sessions_ended_before(until, FORGET_SHOWN + 1))
+        rows.update((r.id, r) for r in store.sessions_ended_before(until, most))
     if match:
-        found = search(mem, match, mode="keyword", limit=FORGET_SHOWN + 1, fresh=False)
+        found = search(mem, match, mode="keyword", limit=most, fresh=False)
         warnings += found.get("warnings", [])
         for hit in found["results"]:
             row = store.session_by_session_id(hit["session_id"], hit["source"])
             if row is not None:
                 rows[row.id] = row
-    if (before or match) and len(rows) > FORGET_SHOWN:
-        raise Failure(f"that chooses over {FORGET_SHOWN} sessions: choose fewer at a time")
+    if capped and (before or match) and len(rows) > FORGET_SHOWN:
+        raise TooMany()
     chosen = sorted(rows.values(), key=lambda r: -(r.ended_at or r.started_at or 0))
     return {"workspace": mem.ws, "sessions": [session_json(r, mem.ws) for r in chosen],
             "warnings": warnings}

@@ -236,6 +236,9 @@ def _parser(only: str | None = None):
                     help="the sessions a keyword search for WORDS finds")
     fg.add_argument("--yes", action="store_true",
                     help="do not ask first (needed when not run on a terminal)")
+    fg.add_argument("--all", action="store_true",
+                    help="every session --before or --match chooses, even over 200 (refused "
+                         "otherwise)")
     fg.add_argument("--list", action="store_true", help="list the sessions forgotten")
     fg.add_argument("--undo", nargs="+", metavar="ID",
                     help="remember these again, read back from their transcripts")

@@ -528,7 +528,14 @@ def cmd_forget(mem, args) -> int:
     if not (args.session_ids or args.before or args.match):
         raise UsageError("name what to forget: session IDs, --before WHEN or --match WORDS "
                          "(or --list, --undo ID)")
-    choice = api.forget_choice(mem, args.session_ids, before=args.before, match=args.match)
+    if args.all and not (args.before or args.match):  # (`forget --all --yes`: not everything)
+        raise UsageError("--all goes with --before or --match: every session they choose")
+    try:
+        choice = api.forget_choice(mem, args.session_ids, before=args.before, match=args.match,
+                                   capped=not args.all)
+    except api.TooMany:
+        raise UsageError(f"that chooses over {api.FORGET_SHOWN} sessions: choose fewer at a "
+                         "time, or add --all to forget every one of them") from None
     rows = choice["sessions"]
     if not rows:
         emit(args, {**choice, "forgotten": []}, "nothing to forget: no session matches")

@@ -7,6 +7,7 @@ import json
 import os
 import re
 import shutil
+import stat
 import tempfile
 import time
 import zipfile
@@ -16,6 +17,7 @@ import orjson
 
 from . import api
 from .background import start_embedder
+from .errors import Failure
 from .hints import cli
 from .memory import Memory
 from .sources.claude_code import encode_project_dir, project_dirs
@@ -32,10 +34,29 @@ def _demo_paths() -> tuple[str, str]:
                         "prima-memory", "demo")
     try:
         os.makedirs(root, exist_ok=True)
-    except OSError:
-        root = os.path.join(tempfile.gettempdir(), "prima-memory-demo")
-        os.makedirs(root, exist_ok=True)
+    except OSError as e:
+        try:
+            root = _private_temp()
+        except OSError as again:
+            raise Failure(f"no folder for the demo history: {root}: {e.strerror or e}, and "
+                          f"the temporary folder: {again.strerror or again}") from None
     return os.path.join(root, "claude"), os.path.join(root, "Demo Project")
+
+
+def _private_temp() -> str:
+    """The demo's folder in the temporary folder, where anyone can make a name first: this
+    user's own, never a link, and nobody else's to write into (else a link or folder planted
+    there would take the demo's files, or hand theirs to it); one made fresh when the usual
+    name is taken by anything else."""
+    path = os.path.join(tempfile.gettempdir(), f"prima-memory-demo-{os.getuid()}")
+    try:
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        pass
+    st = os.lstat(path)
+    if stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & 0o022:
+        return path
+    return tempfile.mkdtemp(prefix="prima-memory-demo-")
 
 
 def quickstart(mem, *, demo: bool = False) -> dict:

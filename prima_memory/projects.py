@@ -504,11 +504,15 @@ def _stored_folders() -> list[str]:
 
 def _not_ours(path: str, key: bytes) -> str | None:
     """Why the index at `path` is not known to be this user's (None: it is), found by reading
-    it alone: nothing is written in its folder, not even a log line."""
+    it alone: nothing is written in its folder, not even a log line or a byte of a -shm (a
+    read-only open of an index in WAL mode makes a -shm and a -wal beside it, and writes the
+    -shm). With a -shm there, its write-ahead log is read through it, the -shm only read (a
+    process may have it open, its last changes in the log); else the file alone."""
+    shm = _plain_file(path + "-shm")
     try:
         try:
-            Store(path, readonly=True, key=key).close()
-        except (CantOpen, ReadOnly):  # a read-only folder: its -shm cannot be made
+            Store(path, key=key, shm_kept=shm, immutable=not shm).close()
+        except (CantOpen, ReadOnly):  # the -shm gone meanwhile, or one that cannot be read
             Store(path, key=key, immutable=True).close()
     except SchemaMismatch as e:  # (stamped: its schema is checked after the stamp)
         return None if e.found is not None and e.found < SCHEMA_VERSION else str(e)

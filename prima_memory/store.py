@@ -602,14 +602,16 @@ def _connect(path: str, flags: int) -> apsw.Connection:
 
 class Store:
     def __init__(self, path: str, *, readonly: bool = False, key: bytes | None = None,
-                 immutable: bool = False):
+                 immutable: bool = False, shm_kept: bool = False):
         """`key`: the user's key (owner.key()); the index is stamped with it when made or
         migrated, and an index without a valid stamp raises ForeignIndex. None: no check (a
         user whose key cannot be kept; tests of the store alone). `readonly`: read with its
         write-ahead log (SQLite reads a -shm it cannot write from memory), or, `immutable`, the
-        file alone, with no lock and no -shm (a read-only disk where the log cannot be opened)."""
+        file alone, with no lock and no -shm (a read-only disk where the log cannot be opened),
+        or, `shm_kept`, with its log through the -shm there, which is only read: nothing is
+        made or written beside it (CantOpen where there is no -shm)."""
         self.path = path
-        self.readonly = readonly or immutable
+        self.readonly = readonly or immutable or shm_kept
         self.readonly_why: str | None = None  # said when an update is refused, if not "read-only"
         self.key = key
         self._tokenizer: apsw.FTS5Tokenizer | None = None
@@ -624,7 +626,8 @@ class Store:
         db: apsw.Connection | None = None
         try:
             if self.readonly:
-                mode = "?immutable=1" if immutable else "?mode=ro"
+                mode = "?immutable=1" if immutable else \
+                    "?mode=ro&readonly_shm=1" if shm_kept else "?mode=ro"
                 db = apsw.Connection(_uri(path) + mode,
                                      flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
             else:
@@ -2130,9 +2133,21 @@ class _Transaction(_Errors):
             if self.nested:
                 if self.writes:
                     store._savepoints -= 1
-                    if kind is not None:
+                    if kind is None:
+                        db.__exit__(kind, e, tb)  # released
+                    elif db.in_transaction:
                         store._rewind(self.mark)
-                    db.__exit__(kind, e, tb)  # released, or rolled back on an exception
+                        db.__exit__(kind, e, tb)  # rolled back
+                    else:
+                        # SQLite rolled the whole transaction back itself (a full disk as it
+                        # spilled pages to the log): no savepoint is left, and apsw's "no such
+                        # savepoint" would hide the error in flight (it counts its savepoint
+                        # closed all the same)
+                        store._forget_unindexed()
+                        try:
+                            db.__exit__(kind, e, tb)
+                        except apsw.SQLError:
+                            pass
             elif not self.writes:
                 db.execute("COMMIT")
             elif kind is not None:
@@ -2198,12 +2213,11 @@ class Steps:
         self.store._settle()
 
     def close(self, commit: bool) -> None:
-        if self.store.db.in_transaction:
-            if commit:
-                self._seal()
-                self.store.db.execute("COMMIT")
-            else:
-                self.store._rollback()
+        if not commit:  # (the keyword rows kept go too, when SQLite has rolled back itself)
+            self.store._rollback()
+        elif self.store.db.in_transaction:
+            self._seal()
+            self.store.db.execute("COMMIT")
 
 
 def _to_v4(store: Store) -> None:

@@ -310,6 +310,53 @@ def test_a_cloned_repositorys_index_is_never_used_nor_touched(machine):
     assert sorted(p.name for p in planted.parent.iterdir()) == ["index.db"]
 
 
+
+def _files(folder: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in folder.iterdir()}
+
+
+@pytest.mark.parametrize("left", ["closed", "killed"])
+def test_a_cloned_index_in_wal_mode_gets_no_byte_written_beside_it(machine, tmp_path, left):
+    """A repository that ships another user's .prima-memory: an index in WAL mode, as
+    prima-memory makes them, closed (the file alone) or left by a killed process (its changes
+    still in -wal, a -shm beside it). Checking its stamp made an index.db-shm and an empty
+    index.db-wal there (a read-only open of a WAL index makes them), or rewrote the -shm shipped;
+    now not a byte in that folder changes, through search, recent and the MCP tools."""
+    pytest.importorskip("mcp")
+    import anyio
+    env = machine
+    someone = {"XDG_CONFIG_HOME": str(tmp_path / "someone else")}  # (another key)
+    if left == "closed":
+        env.run("index", "--workspace", str(env.infra), env=someone)
+    else:
+        code = ("import os, sys\n"
+                "from prima_memory.memory import Memory\n"
+                "m = Memory(sys.argv[1]); m.store().db.execute('PRAGMA wal_autocheckpoint=0')\n"
+                "m.update()\n"
+                "os._exit(0)\n")
+        subprocess.run([sys.executable, "-c", code, str(env.infra)], env={**env.env, **someone},
+                       check=True, timeout=60)
+    clone = env.infra / ".prima-memory"
+    before = _files(clone)
+    assert before["index.db"][18:20] == b"\x02\x02"  # (WAL mode, in its header)
+    assert ("index.db-shm" in before) == (left == "killed")
+    got = everywhere(env, "pg_dump")
+    assert [h["session_id"] for h in got["results"]] == [sid(3)]  # from its transcript
+    assert _files(clone) == before
+    assert [s["session_id"] for s in env.json("recent", "--all-projects")["sessions"]
+            if s["workspace"] == str(env.infra)] == [sid(3)]
+    assert _files(clone) == before
+
+    async def main():
+        async with _served(env) as s:
+            for tool, args in (("search_sessions", {"query": "pg_dump", "mode": "keyword"}),
+                               ("recent_sessions", {"n": 5})):
+                r = await s.call_tool(tool, {**args, "scope": "all"})
+                assert not r.is_error and sid(3) in r.content[0].text, r
+    anyio.run(main)
+    assert _files(clone) == before
+
+
 def test_a_linked_memory_folder_is_not_followed(machine, tmp_path):
     env = machine
     target = tmp_path / "elsewhere"

@@ -136,3 +136,41 @@ def test_a_disk_that_fills_while_the_index_is_open_is_said_and_loses_nothing(env
             == [B]
     finally:
         mem.close()
+
+
+
+def test_a_full_disk_while_a_step_spills_is_said_in_one_line(env, data_mount):
+    """The disk fills while another process has the index open (its -shm and log made while
+    there was room) and `index` reads a long session: SQLite spills the step's pages to the log,
+    fails, and rolls the whole transaction back itself, taking the savepoint a file's writes
+    hold with it. index says the disk is full (it said "no such savepoint: _apsw-0"); search,
+    recent and the briefing answer from the index as it stands, with a warning."""
+    import apsw
+    _mount("-o", "remount,size=24m", str(data_mount))  # (room for the long session, later)
+    env.transcript(A, start=OLD).exchange("Fix the zanzibarite parser", "Fixed it.")
+    env.run("index")
+    held = apsw.Connection(str(data_mount / "index.db"))  # (another process's, in effect)
+    try:
+        held.execute("SELECT count(*) FROM sessions").fetchall()
+        env.transcript(B, start=OLD + 60).exchange(
+            "Plan the quokka release " + " ".join(f"note{k}" for k in range(100_000)), "Planned.")
+        _fill(data_mount)
+        p = env.run("index", check=False)
+        assert p.returncode == 1 and p.stderr.count("\n") == 1, p.stderr
+        assert "disk is full" in p.stderr and "savepoint" not in p.stderr, p.stderr
+        for args, key in ((("search", "zanzibarite", "--mode", "keyword"), "results"),
+                          (("recent",), "sessions")):
+            found = env.json(*args)
+            assert [r["session_id"] for r in found[key]] == [A], args
+            assert any("disk is full" in w for w in found["warnings"]), found["warnings"]
+        p = env.run("recent")
+        assert "Fix the zanzibarite parser" in p.stdout and "disk is full" in p.stdout, p
+        r = run_hook(env, "session-start", payload(env, "session-start", sid(9)))
+        assert r.rc == 0 and "Fix the zanzibarite parser" in r.out and r.err == "", r
+        os.unlink(data_mount / "filler")
+        if (data_mount / "filler2").exists():
+            os.unlink(data_mount / "filler2")
+        env.run("index")
+        assert [r["session_id"] for r in env.search("quokka")] == [B]
+    finally:
+        held.close()

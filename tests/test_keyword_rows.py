@@ -133,6 +133,28 @@ def test_a_rolled_back_write_keeps_nothing_for_the_next(tmp_path):
     assert got.db.execute("SELECT count(*) FROM messages").get == 1
 
 
+
+def test_a_step_sqlite_rolled_back_itself_says_why_and_leaves_no_row_for_the_next(tmp_path):
+    """A full disk as SQLite spills a step's pages: it rolls the whole transaction back itself,
+    savepoints and all (tests/test_disk.py makes a real one). The error in flight is what the
+    caller sees, not "no such savepoint", and the next write, under the ids handed out again,
+    keeps nothing of the lost one."""
+    from prima_memory.store import DiskFull
+    st = Store(str(tmp_path / "i.db"))
+    with pytest.raises(DiskFull), st.steps(1 << 30, 3600):
+        with st.write():
+            _add(st, "a", "zebra one")
+        with st.write():  # the next file's savepoint
+            _add(st, "b", "zebra two")
+            st.db.execute("ROLLBACK")  # (what SQLite does on SQLITE_FULL here)
+            raise apsw.FullError("database or disk is full")
+    with st.write():
+        _sid, ids = _add(st, "c", "wombat", "wombat again")
+    got = _reopened(st)
+    assert _matching(got, "zebra") == set() and _matching(got, "wombat") == set(ids)
+    assert got.db.execute("SELECT count(*) FROM messages").get == 2
+
+
 def test_many_files_make_few_segments(tmp_path):
     """The point of keeping them: a write of many files is one flush of the full-text index,
     not one per file (each a segment, merged again and again)."""
