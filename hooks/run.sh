@@ -9,9 +9,10 @@
 # /prima-memory:forget need Python.
 # So the hook's JSON is read here, and Python starts (and decides exactly) only when its "prompt"
 # may start with the command; any other prompt costs this shell alone. (A NUL byte, which Claude
-# Code's JSON never holds, is dropped.)
+# Code's JSON never holds, is dropped.) It is read up to a byte past the 16 MB Python reads
+# (hooks.MAX_INPUT), which then refuses it: a longer input, or one that never ends, is not held.
 if [ "${1:-}" = hook ] && [ "${2:-}" = user-prompt-submit ]; then
-  { input="$(cat)"; } 2>/dev/null
+  { input="$(head -c 16777217)"; } 2>/dev/null
   ours='"prompt"[[:space:]]*:[[:space:]]*"(\\)?/prima-memory:(recall|forget)'
   [[ $input =~ $ours ]] || exit 0
   exec <<<"$input"  # Python reads the JSON from here

@@ -739,12 +739,22 @@ def workspace_path(ws: str, path: str) -> str:
     """`path` relative to the workspace (absolute, or relative to it), by its text alone: the
     file system is never asked. A path outside the workspace is a UsageError."""
     _given(path)
-    full = os.path.normpath(path if os.path.isabs(path) else os.path.join(ws, path))
-    for root in path_variants(ws):  # either spelling of a linked one
+    full = _nfc(os.path.normpath(path if os.path.isabs(path) else os.path.join(ws, path)))
+    for root in map(_nfc, path_variants(ws)):  # either spelling of a linked one
         if full == root or full.startswith(root.rstrip(os.sep) + os.sep):
             return os.path.relpath(full, root).replace(os.sep, "/")
     raise UsageError(f"{path!r} is outside the workspace {ws}: give a path inside it, "
                      "absolute or relative to it")
+
+
+def _nfc(path):
+    """A path as one text: Unicode NFC. "café" has two spellings (macOS hands back names read
+    from the disk in NFD, e and a combining accent), and a change recorded in either is one
+    file's. ASCII as it is."""
+    if path is None or path.isascii():
+        return path
+    import unicodedata  # (a path beyond ASCII only)
+    return unicodedata.normalize("NFC", path)
 
 
 def _given(path: str) -> None:
@@ -814,9 +824,13 @@ def _changes(mem: Memory, rel: str | None, skip: set[int]) -> tuple[list[tuple],
     """(shown path, path, tool, why, ts, session) of one memory's changes of `rel` (a path
     relative to its workspace, as files() takes it), and whether they are the paths merely
     containing it."""
-    rows = [(short_path(p, mem.ws, cwd), p, tool, why, ts, sid)
-            for p, tool, why, ts, sid, cwd in mem.store().file_history(
-                None if rel in (None, ".") else os.path.basename(rel)) if sid not in skip]
+    ws = _nfc(mem.ws)
+    rows = []
+    for p, tool, why, ts, sid, cwd in mem.store().file_history(
+            None if rel in (None, ".") else os.path.basename(rel)):
+        if sid not in skip:
+            p = _nfc(p)  # (its two spellings shown as one path)
+            rows.append((short_path(p, ws, _nfc(cwd)), p, tool, why, ts, sid))
     if rel in (None, "."):
         return rows, False
     exact = [r for r in rows if r[0] == rel or r[0].startswith(rel + "/")

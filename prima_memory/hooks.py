@@ -28,14 +28,24 @@ class _Deadline(BaseException):
     """Raised by the alarm: unwinds everything (transactions roll back), then exit 0."""
 
 
+# A hook's JSON is read up to this size. The longest is a prompt (UserPromptSubmit): one a model
+# can take at all fits a 1M-token context, some 4 MB of text, up to twice that as JSON escapes
+# it; 16 MB is twice that again. A longer input, or a stream that does not end, is not read on
+# nor parsed: the hook goes on without it (as with any bad input), and logs why.
+MAX_INPUT = 16 << 20
+
+
 def read_input(timeout: float = 2.0) -> tuple[dict, str | None]:
     """The hook's JSON from stdin, and what was wrong with it: ({}, why) for empty, partial,
-    invalid or absent input."""
+    invalid, absent input, and input past what reading and parsing it may cost (MAX_INPUT;
+    jsonl.too_costly: 16 MB of `{},{},...` would parse into some 500 MB). Nesting is bounded
+    by the parser: json stops with RecursionError at the interpreter's recursion limit,
+    however deep the text goes."""
     try:
         if sys.stdin is None or sys.stdin.isatty():
             return {}, "no hook input on stdin"
         fd = sys.stdin.fileno()
-        chunks, deadline = [], time.monotonic() + timeout
+        chunks, size, deadline = [], 0, time.monotonic() + timeout
         while True:
             left = deadline - time.monotonic()
             if left <= 0 or not select.select([fd], [], [], left)[0]:
@@ -43,13 +53,22 @@ def read_input(timeout: float = 2.0) -> tuple[dict, str | None]:
             chunk = os.read(fd, 1 << 16)
             if not chunk:
                 break
+            size += len(chunk)
+            if size > MAX_INPUT:
+                return {}, f"hook input longer than {MAX_INPUT >> 20} MB, not read on"
             chunks.append(chunk)
         # every input passes here; late only so that importing this module loads nothing more
-        from .sources.jsonl import mend_surrogates
-        raw = mend_surrogates(b"".join(chunks)).decode("utf-8", "replace")
-        if not raw.strip():
+        from .sources.jsonl import mend_surrogates, too_costly
+        raw = b"".join(chunks)
+        del chunks
+        costly = too_costly(raw)
+        if costly:
+            return {}, f"hook input: {costly}"
+        text = mend_surrogates(raw).decode("utf-8", "replace")
+        del raw
+        if not text.strip():
             return {}, "empty hook input"
-        data = json.loads(raw)
+        data = json.loads(text)
         return (data, None) if isinstance(data, dict) else ({}, "hook input is not a JSON object")
     except (OSError, ValueError, RecursionError) as e:
         return {}, f"unreadable hook input ({type(e).__name__})"

@@ -27,7 +27,12 @@ import threading
 
 # Versions reachable through the initialize handshake, oldest first.
 VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
-MAX_LINE = 16 << 20  # a longer request is refused unread (no tool argument comes near it)
+# A longer request is refused unread. The longest a client sends is a tool call, whose
+# arguments the tools bound to some 4,000 characters (24 kB as \u escapes): 1 MB is forty times
+# that, and bounds what parsing a line can cost (a line of `{},{},...`: some 30 MB of objects;
+# 16 MB of it took 400 MB). Nesting is bounded by the parser: json stops with RecursionError at
+# the interpreter's recursion limit, however deep the line goes (a parse error).
+MAX_LINE = 1 << 20
 PARENT_CHECK = 0.25  # seconds between looks at whether the parent is still there
 
 PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS = -32700, -32600, -32601, -32602
@@ -191,7 +196,7 @@ class Server:
                 quit_now()
             if len(line) > MAX_LINE and not line.endswith(b"\n"):
                 self._skip_rest_of_line()
-                self._error(None, INVALID_REQUEST, f"request longer than {MAX_LINE} bytes")
+                self._error(None, INVALID_REQUEST, f"request longer than {MAX_LINE >> 20} MB")
                 continue
             if line.strip():
                 self.handle_line(line)

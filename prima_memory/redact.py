@@ -40,7 +40,11 @@ Design
   annotation, a variable reference or a template placeholder.  In prose and
   inline code (the key neither starts its line nor is a quoted key, a
   ``--flag=`` or a query parameter) an unquoted value must also look like a
-  credential (digit, symbol or inner capital).
+  credential (digit, symbol or inner capital).  A value on the line under
+  its key (``password:`` ending its line, up to two blank lines between) is
+  judged as on the key's line, and taken only when that line is the value
+  alone: not a sentence, not the next key (``DEBUG=true``, ``name: x``).  A
+  YAML block scalar's lines (``password: |``) are its value whole.
 """
 
 from __future__ import annotations
@@ -142,10 +146,16 @@ _ANNOT = r"[a-z_][\w.]*(?:\[[^\]\n]{0,80}\])?"
 _ASSIGN_TAIL = (
     r"(?![\w-])(\\?[\"'])?"  # 1: closing quote of a quoted key
     r"([ \t]*:[ \t]*" + _ANNOT + r"(?:[ \t]*\|[ \t]*" + _ANNOT + r")*[ \t]*=(?!=)[ \t]*"
-    r"|[ \t]*(?:=>|:=|=(?!=)|:(?!:))[ \t]*"
-    r"|[ \t]+)"  # 2: separator (typed default, = : := =>, or a space after a --flag)
+    r"|[ \t]*(?:=>|:=|=(?!=)|:(?!:)(?:[ \t]*[|>][-+1-9]{0,2}(?=[ \t]*\r?\n))?)[ \t]*"
+    r"(?:\\?(?:\r?\n[ \t]*){1,3})?"  # (the value on a next line, after up to two blank ones)
+    r"|[ \t]+)"  # 2: separator (typed default, = : := => or a YAML block's `: |`, or a space
+    # after a --flag)
     r"(?:(\\?[\"'`])(.{0,4096}?)\3|([^\s\"'`]+))"  # 3: quote, 4: quoted value, 5: bare value
 )
+# A separator that opens a YAML block scalar (`key: |`, `key: >-`), whose value is its lines.
+_BLOCK_SEP = re.compile(r"[ \t]*:[ \t]*[|>]")
+# A line under a key that is itself a key (DEBUG=true, name: x): not the key's value.
+_KEYLIKE_RE = re.compile(r"[A-Za-z_][\w.-]*(?:=[^=]|:)")
 _PASSWORD_RE = re.compile(r"pass(?:w(?:or)?d|phrase)" + _ASSIGN_TAIL)
 _SECRET_RE = re.compile(r"secret(?:[_-]?(?:access[_-]?)?key)?" + _ASSIGN_TAIL)
 _TOKEN_RE = re.compile(r"token" + _ASSIGN_TAIL)
@@ -306,7 +316,7 @@ def _find_prose_passwords(text: str, low: str, out: list) -> None:
 def _find_next_line_values(text: str, low: str, out: list) -> None:
     for m in _NEXT_LINE_RE.finditer(low):
         v = text[m.start(1):m.end(1)]
-        if not _is_placeholder(v) and v.lower() not in _STOP:
+        if not _is_placeholder(v) and v.lower() not in _STOP and not _KEYLIKE_RE.match(v):
             out.append((m.start(1), m.end(1), _tag("secret")))
 
 
@@ -431,6 +441,30 @@ def _quoted_value_ok(v: str) -> bool:
     return True
 
 
+def _block(text: str, ls: int, vs: int):
+    """(start, end) of a YAML block scalar's text: the lines from `vs` indented deeper than
+    the key's line at `ls` (4096 characters at most), if its first line is a value."""
+    key_indent = len(text[ls:ls + 256]) - len(text[ls:ls + 256].lstrip(" \t"))
+    first = text.rfind("\n", 0, vs) + 1
+    if vs - first <= key_indent:
+        return None  # an empty block: the next line is the next key
+    end = text.find("\n", vs)
+    end = len(text) if end < 0 else end
+    if not _quoted_value_ok(text[vs:end].strip()):
+        return None
+    ve = vs + len(text[vs:end].rstrip())
+    while end < len(text) and end - vs < 4096:
+        nxt = text.find("\n", end + 1)
+        nxt = len(text) if nxt < 0 else nxt
+        line = text[end + 1:nxt]
+        if line.strip():
+            if len(line) - len(line.lstrip(" \t")) <= key_indent:
+                break
+            ve = end + 1 + len(line.rstrip())
+        end = nxt
+    return vs, ve
+
+
 def _find_assignments(rx, kind: str, text: str, low: str, out: list) -> None:
     pos = 0
     while True:
@@ -450,7 +484,13 @@ def _find_assignments(rx, kind: str, text: str, low: str, out: list) -> None:
         ls = text.rfind("\n", max(0, ks - 256), ks) + 1
         if not ls and ks > 256:
             ls = ks - 256  # no line start nearby: treat as mid-line
-        if m.group(5) is not None:  # unquoted value
+        below = "\n" in sep  # the value on a line of its own, under its key
+        span = None
+        if below and _BLOCK_SEP.match(sep) and _strong_context(text, ks, ls):
+            span = _block(text, ls, m.end(2))  # a YAML block scalar (password: |): its lines
+        if span is not None:
+            vs, ve = span
+        elif m.group(5) is not None:  # unquoted value (a block's dedented line: judged so)
             vs = m.start(5)
             huge = m.end(5) - vs > 1024
             if huge:
@@ -474,6 +514,8 @@ def _find_assignments(rx, kind: str, text: str, low: str, out: list) -> None:
             eol = not rest or rest[0] == "#" or (len(rest) == 1 and rest in "\"',;")
             if not _bare_value_ok(v, sep, strong, text[ve:ve + 1], eol):
                 continue
+            if below and not (eol or rest == ".") or below and _KEYLIKE_RE.match(v):
+                continue  # under a key, only a line that is one value: not prose, not a key
             if huge and len(v) == 1024:
                 ve = m.end(5)  # nothing cut from the head: the whole run goes
         else:  # quoted value
@@ -486,6 +528,9 @@ def _find_assignments(rx, kind: str, text: str, low: str, out: list) -> None:
             own = 1 if m.group(1) and m.group(1)[-1] == q else 0
             if (_quotes_before(text, q, ls, ks) - own) % 2:
                 continue
+            if below and text[m.end():m.end() + 80].split("\n", 1)[0].strip()[:1] not in \
+                    ("", ",", ";", "#", "/"):
+                continue  # a quote opening a sentence under "password:", not a value
         if kind == "secret" and "access" in low[m.start():m.start(2)]:
             out.append((vs, ve, _tag("aws-secret")))
         else:

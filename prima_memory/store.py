@@ -1489,13 +1489,19 @@ class Store:
 
     def file_history(self, fragment: str | None = None):
         """(path, tool, explanation, ts, session, session's cwd) of every change, newest first;
-        with `fragment`, of paths containing it in any case."""
+        with `fragment`, of paths containing it in any case, in either Unicode spelling (NFC or
+        NFD: macOS hands back names in NFD). Paths are as recorded: the caller folds them."""
         sql = ("SELECT f.path, f.tool, f.explanation, f.ts, s.id, s.cwd FROM file_changes f "
                "JOIN sessions s ON s.id = f.session")
-        if fragment:
-            return list(self.db.execute(sql + " WHERE instr(lower(f.path), lower(?)) > 0 "
-                                        "ORDER BY f.ts DESC, f.id DESC", (fragment,)))
-        return list(self.db.execute(sql + " ORDER BY f.ts DESC, f.id DESC"))
+        order = " ORDER BY f.ts DESC, f.id DESC"
+        if not fragment:
+            return list(self.db.execute(sql + order))
+        if fragment.isascii():  # (a path folded holds it only if the path as recorded does)
+            return list(self.db.execute(sql + " WHERE instr(lower(f.path), lower(?)) > 0"
+                                        + order, (fragment,)))
+        # folded as matching folds (NFC, lower case), and only the paths beyond ASCII
+        return list(self.db.execute(sql + " WHERE f.path GLOB ? AND instr(prima_fold(f.path), ?)"
+                                    " > 0" + order, (_NON_ASCII, fold(fragment))))
 
     # -- keyword matching ----------------------------------------------------------------------
 

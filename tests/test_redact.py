@@ -517,8 +517,8 @@ DISCORD_HOOK = "https://discord.com/api/webhooks/" + "123456789012345678/" + bod
     ("passphrase: correct horse battery staple", "passphrase: [REDACTED:password]"),
     ("pw: Tr0ub4dor&3", "pw: [REDACTED:password]"),
     ("Your password is: 'S3cr3t!!'", "Your password is: '[REDACTED:password]'"),
-    ("export X_TOKEN=\n" + body(32), "export X_TOKEN=\n[REDACTED:secret]"),
-    ("export API_KEY=\\\n    " + body(40) + "\nnext", "export API_KEY=\\\n    [REDACTED:secret]\nnext"),
+    ("export X_TOKEN=\n" + body(32), "export X_TOKEN=\n[REDACTED:token]"),
+    ("export API_KEY=\\\n    " + body(40) + "\nnext", "export API_KEY=\\\n    [REDACTED:api-key]\nnext"),
     # the value on the next line (issue #18: a reply Claude Code split over lines, joined)
     ("The db password is\nhunter2-Secret9 until Friday.",
      "The db password is\n[REDACTED:password] until Friday."),
@@ -538,4 +538,51 @@ def test_secrets_told_in_prose_webhooks_and_next_line_values(text, expected):
     "the password is\n- at least 12 characters", "settings:\n  pwd:\n    /srv/app",
 ])
 def test_prose_about_passwords_is_left_alone(text):
+    assert redact(text) == text
+
+
+# --------------------------------------------------------------------------
+# A value on the line under its key (issue #36, point 23): redacted as it is
+# on the key's own line, and only a line that is one value
+# --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("text, expected", [
+    ("password:\n  hunter2-Secret9", "password:\n  [REDACTED:password]"),
+    ("Password =\n  S3cretValue", "Password =\n  [REDACTED:password]"),
+    ('{"password":\n   "hunter2xyz",\n "user": "bob"}',
+     '{"password":\n   "[REDACTED:password]",\n "user": "bob"}'),
+    ("passwd:\n\n  abc123XYZ\n", "passwd:\n\n  [REDACTED:password]\n"),
+    ("secret:\r\n  abc123XYZ", "secret:\r\n  [REDACTED:secret]"),
+    ("api_key:\n  abc123XYZdef  # the staging one", "api_key:\n  [REDACTED:api-key]  # the staging one"),
+    ("DB_PASSWORD=\nhunter2xyz\nDEBUG=1", "DB_PASSWORD=\n[REDACTED:password]\nDEBUG=1"),
+    ("SECRET_KEY =\\\n  'django-insecure-abc123'", "SECRET_KEY =\\\n  '[REDACTED:secret]'"),
+    ("my password:\nTr0ub4dor&3", "my password:\n[REDACTED:password]"),
+    ("password:\nhunter2xyz.", "password:\n[REDACTED:password]."),
+    # a YAML block scalar: its lines, however many, up to the next key
+    ("db:\n  password: |\n    S3cretValue\n  user: app", "db:\n  password: |\n    [REDACTED:password]\n  user: app"),
+    ("token: >-\n  first part of it\n  and the rest\nnext: 1", "token: >-\n  [REDACTED:token]\nnext: 1"),
+])
+def test_a_value_on_the_line_under_its_key_is_redacted(text, expected):
+    assert redact(text) == expected
+    assert redact(expected) == expected
+
+
+@pytest.mark.parametrize("text", [
+    # the same values judged as on one line: a word in title case reads as a type or prose
+    "Password:\nSwordfish", "Password =\n  Swordfish",
+    # prose: a label, then a paragraph or a sentence
+    "the password field:\n\nThe form has two inputs, one for each.",
+    "Here's the secret:\nCaching everything at the edge.", 'The password:\n"Never share it" is our motto.',
+    "Enter the password:\nSubmit", "My password:\nhunter2 was leaked, so I changed it",
+    # structure: the next key, a nested mapping, a list, code, a reference
+    "password:\nusername: admin", "SECRET_KEY=\nDEBUG_MODE=true", "secret:\n  name: my-secret\n  key: pw",
+    "token:\n  description: GitHub token\n  required: true", "password:\n  - one\n  - two",
+    "password =\n    get_password()", '"api_key":\n        settings.API_KEY,', "  password:\n    str,",
+    "password:\n  {{ .Values.db.password }}", "token:\n  ${{ secrets.GH_TOKEN }}",
+    "password:\n  $DB_PASSWORD", "password: |\nuser: admin", "password: |\n  {{ .Values.pw }}",
+    "| Password: |\n|---|---|", "Args:\n    token:\n        The token to use.",
+    # three blank lines: no longer its value
+    "password:\n\n\n\nhunter2xyz",
+])
+def test_what_follows_a_key_on_the_next_line_is_left_alone_when_not_its_value(text):
     assert redact(text) == text

@@ -197,6 +197,9 @@ SPLITS = [  # (first line of the reply, the next): the secret is only whole when
     ("Use this key:\n-----BEGIN RSA PRIVATE KEY-----",
      "MIIEowIBAAKCAQEA7Q9w2E4r6T8y0U1i3P5o7A9s1D3f5G7h9J2k4L6z8X0c\n"
      "-----END RSA PRIVATE KEY-----\nDone."),
+    # the value on the line under its key (issue #36, point 23)
+    ("The settings:\ndb:\n  password:", "    Tr0ub4dor-77\n  user: app"),
+    ("In values.yaml:\nsecrets:\n  token: |", "    Walrus-Secret-99\n  region: eu"),
 ]
 
 

@@ -915,6 +915,81 @@ def test_a_file_swapped_for_a_fifo_or_link_after_reading_is_not_opened(env, monk
     assert row.offset != outside.stat().st_size, "the size of the file a link points to"
 
 
+@pytest.mark.parametrize("source, ext, swap", [
+    ("codex", "jsonl", "fifo"), ("codex", "jsonl", "link"),
+    ("copilot-chat", "json", "fifo"), ("copilot-chat", "json", "link"),
+    ("copilot-chat", "jsonl", "fifo"), ("copilot-chat", "jsonl", "link"),
+    ("claude-code", "jsonl", "fifo")])
+def test_a_file_swapped_for_a_fifo_or_link_before_reading_is_not_read(env, monkeypatch, source,
+                                                                      ext, swap):
+    """Listed as a regular file, then swapped for a FIFO or for a link to a file outside the
+    source's folders before its reader opens it. (a bug: the Codex rollout reader opened it by
+    name with open(), waiting on the FIFO for good, and reading the file the link points to into
+    the index; issue #36, point 23.) The run finishes, nothing is read through it, status names
+    the file. Claude Code's transcripts may be links (read through on purpose): a FIFO only."""
+    import importlib
+    import stat
+    import threading
+
+    from prima_memory import api
+    from prima_memory.memory import ALL
+    out_doc = _chat_doc("out", "outsideword")
+    if source == "codex":
+        path = _rollout(env, "sw", [_meta("cx-sw", str(env.ws)), _msg("user", "swapword")])
+        outside = "".join(json.dumps(x) + "\n" for x in (_meta("cx-out", str(env.ws)),
+                                                         _msg("user", "outsideword")))
+    elif source == "copilot-chat":
+        doc = _chat_doc("sw", "swapword")
+        path = _chat(env, "sw", doc if ext == "json" else json.dumps({"kind": 0, "v": doc}) + "\n",
+                     ext=ext)
+        outside = json.dumps(out_doc if ext == "json" else {"kind": 0, "v": out_doc}) + "\n"
+    else:
+        t = env.transcript("cc-sw", start=OLD)
+        t.exchange("a swapword prompt", "an answer")
+        path = t.path
+    (env.root / f"outside.{ext}").write_text(outside if source != "claude-code" else "")
+    module = importlib.import_module("prima_memory.sources." + {
+        "codex": "codex", "copilot-chat": "copilot", "claude-code": "claude_code"}[source])
+
+    def swapped(p) -> None:  # between its listing and its read, once
+        if str(p) == str(path) and not os.path.islink(p) and stat.S_ISREG(os.lstat(p).st_mode):
+            os.unlink(p)
+            os.mkfifo(p) if swap == "fifo" else os.symlink(env.root / f"outside.{ext}", p)
+    name = {"codex": "read_chunks", "copilot-chat": "read", "claude-code": "read"}[source]
+    real = getattr(module, name)
+
+    if source == "codex":
+        def reading(p, *args, **kw):
+            swapped(p)
+            yield from real(p, *args, **kw)
+    else:
+        def reading(p, *args, **kw):
+            swapped(getattr(p, "path", p))  # (Claude Code's: a SourceFile)
+            return real(p, *args, **kw)
+    monkeypatch.setattr(module, name, reading)
+    mem = _memory(env, monkeypatch)
+    done = threading.Thread(target=lambda: mem.update(sources=ALL), daemon=True)
+    done.start()
+    done.join(30)
+    hung = done.is_alive()
+    if hung:  # let it go: a writer at the other end
+        os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))
+        done.join(30)
+    try:
+        assert not hung, "the indexer waited on a FIFO"
+        texts = [r[0] for r in mem.store().db.execute("SELECT text FROM messages")]
+        warnings = api.status(mem)["sources"]
+    finally:
+        mem.close()
+    assert not any("outsideword" in t for t in texts), "read through the link"
+    if source != "claude-code":  # (status keeps the other sources' warnings: see Indexer.run)
+        named = [w for s in warnings if s["source"] == source for w in s["warnings"]]
+        assert any(str(path) in w for w in named), warnings
+    else:
+        log = (env.data / "prima-memory.log").read_text()
+        assert str(path) in log and "not a regular file" in log, log
+
+
 def test_codex_home_itself_a_link_is_read(env):
     """(holds) CODEX_HOME is the user's choice: a link to the real folder is fine."""
     real = env.root / "real codex"

@@ -316,7 +316,8 @@ def read(sf: SourceFile, offset: int, state: dict | None, mtime: float | None = 
     state = dict(state or {})
     cut: list[str] = []
     scrub = scrubber(cut)
-    reader = JsonlReader(sf.path, offset, mtime=mtime, skip=_needless, bulk=bulk)
+    # (a transcript linked into the project folder is read through: registry's follows_links)
+    reader = JsonlReader(sf.path, offset, mtime=mtime, skip=_needless, bulk=bulk, follow=True)
     session_id = sf.session_id or state.get("sid")
     delta = None
     unknown: set[str] = set()

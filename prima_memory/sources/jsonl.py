@@ -4,7 +4,10 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 import time
+
+from ..workspace import O_NOFOLLOW
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (2 ms for the hooks)
 if TYPE_CHECKING:
@@ -89,6 +92,22 @@ def big_loads():
     return orjson.loads
 
 
+def open_regular(path: str, follow: bool = False):
+    """(binary file, stat) of the regular file at `path`, opened to read. It never waits on a
+    FIFO (opened without blocking, then refused: a ValueError), nor follows a link in the last
+    place (an OSError, ELOOP) unless `follow` (a source that reads through links): a file swapped
+    for either after it was listed is not read."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | (0 if follow else O_NOFOLLOW))
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):  # (before fdopen, which refuses a folder itself)
+            raise ValueError("not a regular file")
+    except BaseException:
+        os.close(fd)
+        raise
+    return os.fdopen(fd, "rb"), st
+
+
 class JsonlReader:
     """Iterate (object, end_offset) from `offset`; `end` is where the next run resumes.
 
@@ -96,11 +115,13 @@ class JsonlReader:
     run, unless the file has not changed for TAIL_GRACE_SECONDS and the line parses.
     `stream`: read from this binary stream (a decompressing reader) instead of opening `path`;
     offsets are then the stream's, and reaching `offset` means reading past what comes before.
+    `follow`: a link at `path` is read through (see open_regular); a FIFO never is.
     """
 
     def __init__(self, path: str, offset: int = 0, *, mtime: float | None = None, skip=None,
-                 bulk: bool = False, stream=None):
+                 bulk: bool = False, stream=None, follow: bool = False):
         self.path = path
+        self.follow = follow
         self.start = offset
         self.end = offset
         self.mtime = mtime
@@ -152,7 +173,8 @@ class JsonlReader:
         return obj
 
     def __iter__(self):
-        with (_Borrowed(self.stream) if self.stream is not None else open(self.path, "rb")) as f:
+        with (_Borrowed(self.stream) if self.stream is not None
+              else open_regular(self.path, self.follow)[0]) as f:
             if self.stream is None:
                 f.seek(self.start)
             else:

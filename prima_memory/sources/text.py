@@ -5,14 +5,11 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
-import stat
 from datetime import datetime
 
 from ..errors import NotNow as NotNow  # (the sources raise it from here)
-from ..workspace import open_nofollow
-from .jsonl import _CHEAP, big_loads, mend_surrogates, too_costly
+from .jsonl import _CHEAP, big_loads, mend_surrogates, open_regular, too_costly
 
 MAX_TEXT = 1_000_000  # characters of one message kept: a 50 MB paste is not memory
 # A JSON document read whole (a Codex era-1 rollout, a VS Code chat or its mutation log) is held
@@ -176,12 +173,8 @@ def load_json(raw: bytes):
 def open_bounded(path: str, limit: int, what: str):
     """(binary file, stat) of a regular file no bigger than `limit`; TooBig, before anything is
     read, for a bigger one. Never follows a link or waits on a FIFO (put there after listing)."""
-    fd = open_nofollow(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-    f = os.fdopen(fd, "rb")
+    f, st = open_regular(path)
     try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise ValueError("not a regular file")
         if st.st_size > limit:
             raise TooBig(f"{st.st_size / (1 << 20):,.0f} MB, more than the {limit >> 20} MB "
                          f"{what} is read to: not read")
