@@ -141,6 +141,13 @@ def _parser(only: str | None = None):
         def _get_formatter(self):  # argparse asks for one per option; its own imports shutil
             return argparse.HelpFormatter(prog=self.prog, width=_columns() - 2)
 
+        def _print_message(self, message, file=None):  # help, usage, version: as all text
+            try:
+                if message:
+                    _write(message, file or sys.stderr, multiline=True, end="")
+            except (AttributeError, OSError):  # (as argparse's own: no stream, or it is gone)
+                pass
+
     def options(parser, given) -> None:
         for flag, kw in given:  # (argparse knows its SUPPRESS by identity)
             parser.add_argument(flag, **dict(kw, default=argparse.SUPPRESS)
@@ -340,6 +347,18 @@ def _command_in(argv: list[str]) -> str | None:
     return None
 
 
+def _write(text: str, stream, *, multiline: bool = False, end: str = "\n") -> None:
+    """Text to a terminal, as every text the command line prints (terminal.write)."""
+    from . import terminal  # (the hooks, which start in this module, print to no terminal)
+    terminal.write(text, stream, multiline=multiline, end=end)
+
+
+def _say(text: str) -> None:
+    """One line on stderr, "prima-memory: " first: an error quotes a title or a path, which can
+    hold anything."""
+    _write(f"prima-memory: {text}", sys.stderr)
+
+
 _answered = False  # a read ran (see READS): nothing is left to tear down at its end
 
 
@@ -371,13 +390,13 @@ def main(argv: list[str] | None = None) -> int:
         from . import hooks
         event = direct[0][1]
         if event not in hooks.EVENTS:
-            print(f"prima-memory: unknown hook event {event!r}", file=sys.stderr)
+            _say(f"unknown hook event {event!r}")
             return 0
         return hooks.run(event, direct[1])
     try:
         args = _plain_search(argv) or _parser(_command_in(argv)).parse_args(argv)
     except UsageError as e:
-        print(f"prima-memory: error: {e}", file=sys.stderr)
+        _say(f"error: {e}")
         return EXIT_USAGE
     args.json = getattr(args, "json", False)
     if args.command in READS:
@@ -388,7 +407,7 @@ def main(argv: list[str] | None = None) -> int:
         global _answered
         _answered = True
     if not args.command:
-        print("prima-memory: error: a command is required (see prima-memory --help)", file=sys.stderr)
+        _say("error: a command is required (see prima-memory --help)")
         return EXIT_USAGE
     if args.command == "mcp":  # (normally a direct call, above; this is its safety net)
         # only the front end that runs: Claude Code waits for the hooks and the MCP server
@@ -404,14 +423,14 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return commands.run(args)
     except UsageError as e:
-        print(f"prima-memory: error: {e}", file=sys.stderr)
+        _say(f"error: {e}")
         return EXIT_USAGE
     except KeyboardInterrupt:
-        print("prima-memory: interrupted", file=sys.stderr)
+        _say("interrupted")
         return 130
     except Exception as e:  # the contract: one line, never a traceback
         msg = str(e) if isinstance(e, (PrimaError, OSError)) else f"{type(e).__name__}: {e}"
-        print(f"prima-memory: error: {' '.join(msg.split())}", file=sys.stderr)
+        _say(f"error: {' '.join(msg.split())}")
         from .settings import flag  # (not at the top: the hooks' fast paths never need it)
         if flag("PRIMA_DEBUG", default=False):
             raise

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import sys
 
-from . import api, jsontext
+from . import api, jsontext, terminal
 from . import workspace as wsmod
 from .errors import Failure, UsageError
 from .hints import cli, quote
@@ -48,12 +48,16 @@ MAKES_MEMORY = frozenset({"index", "quickstart"})
 
 
 def emit(args, data: dict, text: str) -> None:
+    """A command's answer on stdout: its text, or its data as one JSON document, through the one
+    neutraliser (a transcript's escape sequences must not act on the terminal)."""
     if args.json:
-        text = jsontext.dumps(data, indent=2, ensure_ascii=False)
-    # a path whose bytes are not UTF-8 holds surrogates, which no terminal or JSON reader takes
-    text = api.clean_text(text)
-    sys.stdout.write(text if text.endswith("\n") or not text else text + "\n")
-    sys.stdout.flush()
+        text = _json(data)
+    terminal.write(text, end="" if text.endswith("\n") or not text else "\n")
+
+
+def _json(data: dict) -> str:
+    """--json's document: the strings exact, every control character in them escaped."""
+    return terminal.neutral(jsontext.dumps(data, indent=2, ensure_ascii=False), json=True)
 
 
 def _progress(args, **kw):
@@ -64,9 +68,15 @@ def _progress(args, **kw):
     return Progress.for_terminal(**kw)
 
 
+def _one(text: str) -> str:
+    """A field that must stay on its line (a query, a branch, a path): a line end in it shown
+    as its escape, as terminal.neutral shows every control character."""
+    return terminal.neutral(text, multiline=False)
+
+
 def _printable(text: str) -> str:
-    """Text as typed or recorded (a query, a folder), with control characters shown as '?' so
-    they cannot act on a terminal."""
+    """The words /recall shows Claude (the hook's context, not a terminal's), control
+    characters as '?'."""
     return "".join(c if c.isprintable() else "?" for c in text)
 
 
@@ -88,18 +98,18 @@ def cmd_search(mem, args) -> int:
     lines = [f"warning: {w}" for w in data["warnings"]]
     if data.get("history"):
         lines.append("Session History Summaries")
-        lines += [f"- {e['date']}{' ' + e['time'] if e['time'] else ''}  {e['summary']}  "
-                  f"({e['file']})" for e in data["history"]]
+        lines += [f"- {e['date']}{' ' + e['time'] if e['time'] else ''}  {_one(e['summary'])}  "
+                  f"({_one(e['file'])})" for e in data["history"]]
     elif not data["results"]:
-        lines.append(f"No session matches \"{_printable(data['query'])}\".")
+        lines.append(f"No session matches \"{_one(data['query'])}\".")
     if data.get("scope") == "all" and data["results"]:
         lines.append(f"(searched {_n(data['projects'], 'project')})")
     for i, r in enumerate(data["results"], 1):
-        branch = f"  ({r['branch']})" if r["branch"] else ""
+        branch = f"  ({_one(r['branch'])})" if r["branch"] else ""
         lines.append(f"{i}. {r['label']} {r['title']}  [{score_text(r)}]")
         lines.append(f"   {span(r['started_at'], r['ended_at'])}{branch}  session {r['session_id']}")
         if "workspace" in r:
-            lines.append(f"   project {_printable(r['workspace'])}")
+            lines.append(f"   project {_one(r['workspace'])}")
         lines.append(f"   {_back(r)}")
         for m in r["matches"] or ([r["snippet"]] if r["snippet"] else []):
             lines.append(f"   > {m}")
@@ -114,12 +124,12 @@ def cmd_similar(mem, args) -> int:
     data = api.similar(mem, " ".join(args.query), limit=args.limit)
     lines = [f"warning: {w}" for w in data["warnings"]]
     if not data["results"]:
-        lines.append(f"No past exchange is like \"{_printable(data['query'])}\".")
+        lines.append(f"No past exchange is like \"{_one(data['query'])}\".")
     for i, r in enumerate(data["results"], 1):
         lines.append(f"{i}. {r['label']} {r['title']}  [match {100 * r['score']:.0f}%: similarity "
                      f"{r['similarity']:.2f}, recency {r['recency']:.2f}, {r['turns']} turns]")
         lines.append(f"   {span(r['started_at'], r['ended_at'])}  session {r['session_id']}"
-                     + (f"  project {_printable(r['workspace'])}" if "workspace" in r else ""))
+                     + (f"  project {_one(r['workspace'])}" if "workspace" in r else ""))
         if r["prompt"]:
             lines.append(f"   asked: {one_line(r['prompt'], 200)}")
         if r["reply"]:
@@ -227,10 +237,10 @@ def cmd_recent(mem, args) -> int:
     lines = [f"warning: {w}" for w in data["warnings"]]
     for d in data["sessions"]:
         lines.append(f"{span(d['started_at'], d['ended_at'])}  {other_agent(d['source'], d['label'])}"
-                     f"{d['title']}" + (f"  ({d['branch']})" if d["branch"] else "")
+                     f"{d['title']}" + (f"  ({_one(d['branch'])})" if d["branch"] else "")
                      + f"\n   session {d['session_id']}, {_n(d['message_count'], 'message')}, "
                        f"{_n(len(d['files_changed']), 'file')} changed"
-                     + (f"\n   project {_printable(d['workspace'])}" if "workspace" in d else "")
+                     + (f"\n   project {_one(d['workspace'])}" if "workspace" in d else "")
                      + f"\n   {_back(d)}")
         if d["last_user_message"]:
             lines.append(f"   last asked: {one_line(d['last_user_message'], 140)}")
@@ -242,14 +252,11 @@ def cmd_recent(mem, args) -> int:
 
 
 def cmd_show(mem, args) -> int:
-    # the documents' module, for its printable(): /recall's hook, which imports this one, never
-    # loads it
-    from .export import printable
     data = api.show(mem, args.session_id, args.range, args.detail, tools=not args.no_tools)
     d = data["session"]
     lines = [f"{d['title']}", f"session {d['session_id']}  {d['label']}  "
-             f"{span(d['started_at'], d['ended_at'])}  branch {d['branch'] or '—'}",
-             f"project {d['project'] or '—'}"]
+             f"{span(d['started_at'], d['ended_at'])}  branch {_one(d['branch'] or '—')}",
+             f"project {_one(d['project'] or '—')}"]
     if d.get("resume"):
         lines.append(f"resume  {d['resume']}")
     if d["origin"]:
@@ -266,7 +273,7 @@ def cmd_show(mem, args) -> int:
             from .session_view import stopped_line  # (a session's view: not a search's)
             lines.append(f"stopped at: {stopped_line(d['stopped_at'], 300)}")
         for c in d["files_changed"]:
-            lines.append(f"changed {c['relative']} ({c['tool']})"
+            lines.append(f"changed {_one(c['relative'])} ({c['tool']})"
                          + (f": {one_line(c['explanation'], 160)}" if c["explanation"] else ""))
         lines += [f"decision: {x}" for x in d["decisions"]]
         if d.get("tools_used"):
@@ -280,8 +287,7 @@ def cmd_show(mem, args) -> int:
         lines.append(m["text"])
         lines += [_call_line(c) for c in m.get("tool_calls", ())]
         lines.append("")
-    # (a transcript's escape sequences must not act on the terminal)
-    emit(args, data, printable("\n".join(lines)))
+    emit(args, data, "\n".join(lines))
     return 0
 
 
@@ -297,16 +303,14 @@ def cmd_export(mem, args) -> int:
     from . import export
     data = api.export(mem, args.session_id)
     for w in data["warnings"]:  # (not in the document)
-        print(f"prima-memory: warning: {w}", file=sys.stderr)
-    text = (jsontext.dumps(data, indent=2, ensure_ascii=False) + "\n" if args.json
-            else export.render(data, args.format))
+        terminal.write(f"prima-memory: warning: {w}", sys.stderr, multiline=False)
+    text = _json(data) + "\n" if args.json else export.render(data, args.format)
     if args.output in (None, "-"):
-        sys.stdout.write(api.clean_text(text))
-        sys.stdout.flush()
+        terminal.write(text, end="")
         return 0
-    n = export.write(args.output, api.clean_text(text))
-    print(api.clean_text(f"wrote {args.output} ({'JSON' if args.json else args.format}, "
-                         f"{n:,} bytes)"))
+    n = export.write(args.output, text)
+    terminal.write(f"wrote {args.output} ({'JSON' if args.json else args.format}, {n:,} bytes)",
+                   multiline=False)
     return 0
 
 
@@ -314,9 +318,9 @@ def cmd_files(mem, args) -> int:
     data = api.files(mem, args.path, args.skip, args.limit)
     lines = [f"warning: {w}" for w in data["warnings"]]
     for c in data["changes"]:
-        lines.append(f"{local_iso(c['at'])}  {c['tool'] or '':<12} {c['relative']}")
+        lines.append(f"{local_iso(c['at'])}  {c['tool'] or '':<12} {_one(c['relative'])}")
         lines.append(f"   {c['title']} (session {c['session_id']})"
-                     + (f"  project {_printable(c['workspace'])}" if "workspace" in c else ""))
+                     + (f"  project {_one(c['workspace'])}" if "workspace" in c else ""))
         if c["explanation"]:
             lines.append(f"   why: {one_line(c['explanation'], 160)}")
     if data["more"]:
@@ -339,7 +343,7 @@ def cmd_digest(mem, args) -> int:
         for d in day["sessions"]:
             lines.append(f"- {span(d['started_at'], d['ended_at'], dated=False)}  "
                          f"{other_agent(d['source'], d['label'])}{d['title']}"
-                         + (f"  ({d['branch']})" if d["branch"] else "")
+                         + (f"  ({_one(d['branch'])})" if d["branch"] else "")
                          + (f"  [{', '.join(d['tags'])}]" if d["tags"] else "")
                          + f"  session {d['session_id']}")
             if d["stopped_at"]:
@@ -349,7 +353,7 @@ def cmd_digest(mem, args) -> int:
                              f"{one_line(d['last_request'], 160)}")
     if data["files_most_changed"]:
         lines += ["", "## Files changed most"]
-        lines += [f"- {f['relative']} ({_n(f['sessions'], 'session')})"
+        lines += [f"- {_one(f['relative'])} ({_n(f['sessions'], 'session')})"
                   for f in data["files_most_changed"]]
     if data["decisions"]:
         lines += ["", "## Decisions"]
@@ -450,7 +454,7 @@ def render_projects(d: dict) -> str:
                 if p["sessions"] is not None else "not indexed yet")
         gone = "" if p["exists"] else " (folder gone)"
         where = "own" if p["own"] else "user-level"
-        lines.append(f"{_printable(p['folder'])}{gone}\n   {held}, {where} memory {p['memory']}"
+        lines.append(f"{_one(p['folder'])}{gone}\n   {held}, {where} memory {p['memory']}"
                      + (f"\n   problem: {p['problem']}" if p.get("problem") else ""))
     if not d["projects"]:
         lines.append("no project found: no Claude Code, Codex or VS Code history on this machine")
@@ -546,14 +550,14 @@ def cmd_forget(mem, args) -> int:
             emit(args, {**choice, "would_forget": rows}, listing)
             raise UsageError(f"not on a terminal: add --yes to forget {_n(len(rows), 'session')} "
                              "for good")
-        print(listing)
+        terminal.write(listing)
         try:
             answer = input(f"Forget {'this session' if len(rows) == 1 else f'these {len(rows)} sessions'}"
                            " for good? Their transcripts will never be read again. [y/N] ")
         except EOFError:
             answer = ""
         if answer.strip().lower() not in ("y", "yes"):
-            print("nothing forgotten")
+            terminal.write("nothing forgotten")
             return 1
     d = api.forget(mem, rows)
     lines = [f"forgotten: {r['session_id']}  {one_line(r['title'] or '', 70)}"

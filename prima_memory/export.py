@@ -8,7 +8,8 @@ message is written as literal text (every character that could start a construct
 its fenced code blocks fenced again by a fence longer than any backtick run inside; in HTML
 every text is escaped, replies are rendered from Markdown with raw HTML off (markdown-it-py,
 when installed; as plain text otherwise), and a Content-Security-Policy allows no script and no
-request. Control characters (a terminal escape) are shown as U+FFFD in both.
+request. Control characters (a terminal escape, a bidirectional override) are shown as their
+escapes in both (`\\x1b`, `\\u202e`: terminal.neutral), written to a file or printed.
 """
 from __future__ import annotations
 
@@ -17,23 +18,19 @@ import os
 import re
 import stat
 
+from . import terminal
 from .errors import Failure
 from .sources.registry import source_named
 from .timeparse import local_iso
 
 FORMATS = ("markdown", "html")
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # (tab and newline are text)
 
 
 def printable(text: str | None) -> str:
-    """Text whose control characters cannot act on a terminal or a reader (U+FFFD), and whose
-    lone surrogates (a name not UTF-8) UTF-8 can hold."""
-    text = _CONTROL.sub("\ufffd", (text or "").replace("\r\n", "\n"))
-    try:
-        text.encode("utf-8")
-        return text
-    except UnicodeEncodeError:
-        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    """The document's text as a terminal or a reader may show it: its control characters (a
+    terminal escape, a bidirectional override) as their escapes, its lone surrogates as U+FFFD
+    (terminal.neutral: the rule every text the command line prints follows)."""
+    return terminal.neutral(text or "")
 
 
 def _agent(d: dict) -> str:
@@ -337,7 +334,7 @@ def write(path: str, text: str) -> int:
         raise Failure(f"{path} is not a regular file: not written")
     if not os.path.isdir(folder):
         raise Failure(f"cannot write {path}: the folder {folder} does not exist")
-    # only a file written loads it (6 ms): `show`, which prints with printable(), never does
+    # only a file written loads it (6 ms)
     import tempfile
     try:
         fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(path)}.",

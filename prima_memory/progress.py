@@ -4,6 +4,8 @@ from __future__ import annotations
 import sys
 import time
 
+from . import terminal
+
 
 class Progress:
     def __init__(self, stream=None, label: str = "indexing", unit: str = "MB"):
@@ -29,14 +31,14 @@ class Progress:
         scale = 1e6 if self.unit == "MB" else 1
         rate = done / scale / (now - self.start)
         left = f"{(total - done) / scale / rate:,.0f}s left" if rate > 0 else "—"
-        self.stream.write(f"\r{self.label} [{bar:<30}] {frac * 100:5.1f}% "
-                          f"{done / scale:,.0f}/{total / scale:,.0f} {self.unit}, "
-                          f"{rate:,.1f}/s, {left}   ")
-        self.stream.flush()
+        # (the label may name a project: as any text printed; the "\r" is the bar's own)
+        terminal.write(f"{self.label} [{bar:<30}] {frac * 100:5.1f}% "
+                       f"{done / scale:,.0f}/{total / scale:,.0f} {self.unit}, "
+                       f"{rate:,.1f}/s, {left}   ", self.stream, multiline=False, start="\r",
+                       end="")
         self.shown = True
 
     def finish(self) -> None:
         if self.shown:
-            self.stream.write("\n")
-            self.stream.flush()
+            terminal.write("", self.stream)
             self.shown = False
