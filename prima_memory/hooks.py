@@ -142,7 +142,10 @@ def run(event: str, workspace: str | None = None) -> int:
 
 
 def _say(text: str) -> None:
-    """The hook's context block on stdout, whatever it holds (a lone surrogate becomes "?")."""
+    """The hook's context block on stdout, through the terminal's neutraliser (Claude Code can
+    show it: a transcript's escape sequences must not act there)."""
+    from .terminal import neutral  # (standard library only: a hook with nothing to say skips it)
+    text = neutral(text)
     try:
         sys.stdout.buffer.write((text if text.endswith("\n") else text + "\n")
                                 .encode("utf-8", "replace"))

@@ -23,6 +23,7 @@ import time
 
 from . import __version__, mcp_protocol as proto
 from .errors import PrimaError
+from .terminal import neutral
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
@@ -189,12 +190,10 @@ def fault(memory: ServedMemory, e: BaseException) -> str:
 # -- answers within a size -------------------------------------------------------------------------
 
 def dumps(data) -> str:
-    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
-    try:
-        text.encode("utf-8")
-        return text
-    except UnicodeEncodeError:  # a lone surrogate (a path not UTF-8) cannot be sent: U+FFFD
-        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    """An answer as the client gets it: JSON whose control characters (a transcript's ESC,
+    C1, bidirectional overrides) are escaped, since Claude Code shows tool results in its
+    terminal, and a lone surrogate (a path not UTF-8), which cannot be sent, as U+FFFD."""
+    return neutral(json.dumps(data, ensure_ascii=False, separators=(",", ":")), json=True)
 
 
 CLI_ONLY = ("show", "resume")  # how a person goes back to a session, from a shell

@@ -252,3 +252,22 @@ def test_every_write_to_a_terminal_goes_through_it():
         with open(os.path.join(root, name), encoding="utf-8") as f:
             found = [ln.strip() for ln in f if writes.search(ln)]
         assert found == [], f"{name} writes to a terminal itself: {found}"
+
+
+def test_the_hooks_and_the_mcp_server_pass_on_no_control_character(hostile):
+    """Claude Code shows a hook's context and a tool's result in its terminal: the briefing,
+    /recall's answer and an MCP answer carry every sequence inert, as the CLI shows it."""
+    from test_forget_hooks import prompt
+    from test_hooks import payload, run_hook
+    from test_mcp import call, serve
+    r = run_hook(hostile, "session-start", payload(hostile, "session-start", "ffff0000-1"))
+    assert r.rc == 0 and WORD in r.out and _raw_bytes(r.out.encode()) == []
+    r = prompt(hostile, "ffff0000-1", f"/prima-memory:recall {WORD}")
+    assert r.rc == 0 and WORD in r.out and _raw_bytes(r.out.encode()) == []
+
+    async def body(session):
+        return [await call(session, "search_sessions", query=WORD, mode="keyword"),
+                await call(session, "recall_session", session_id=SID, detail="full")]
+    for err, text in serve(hostile, body):
+        assert not err and WORD in text and _raw_bytes(text.encode()) == []
+        json.loads(text)  # (still JSON)
