@@ -845,6 +845,23 @@ def test_forget_this_inside_claude_code_forgets_the_session(cc):
     assert _bytes_hold("zqxtamarind", cc.ws / ".prima-memory") == []
 
 
+def test_forget_this_keeps_the_turns_after_it_out_of_a_fork(cc):
+    """(#36) `/prima-memory:forget this`, two more resumed turns, then `--resume ID
+    --fork-session`: the fork copies every turn, and neither later one is indexed under its id
+    (nor anywhere); the fork's own turn is."""
+    sid = cc.claude("Remember the zqxjuniper rollout order")["session_id"]
+    cc.claude("/prima-memory:forget this", resume=sid)
+    cc.claude("Add the zqxlaterone step", resume=sid)
+    cc.claude("And the zqxlatertwo step", resume=sid)
+    fork = cc.claude("Fork: list the zqxforkown steps", "--fork-session",
+                     resume=sid)["session_id"]
+    assert fork != sid
+    for word in ("zqxjuniper", "zqxlaterone", "zqxlatertwo"):
+        assert cc.search(word) == [], (word, cc.log_tail())
+        assert _bytes_hold(word, cc.ws / ".prima-memory") == [], word
+    assert cc.search("zqxforkown") == [fork], cc.log_tail()
+
+
 def test_a_session_started_with_prima_memory_off_is_not_briefed_nor_remembered(cc):
     off = dict(cc.env, PRIMA_MEMORY="off")
     cc.api.clear()
