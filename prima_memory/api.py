@@ -1000,14 +1000,13 @@ def forget(mem: Memory, sessions: list[dict], *, why: str = "forget") -> dict:
     store = mem.store()
     rows = [r for r in (store.session_by_session_id(s["session_id"], s["source"])
                         for s in sessions) if r is not None]
-    try:
-        done = mem.forget(rows, why=why, lock_timeout=LOCK_SECONDS)
-    except IndexBusy as e:
-        raise Failure(f"{e}; nothing forgotten; try again in a moment") from None
+    done = mem.forget(rows, why=why, lock_timeout=LOCK_SECONDS)
+    # pending: forgotten (tombstoned) now, its words removed by the process that holds the index
     return {"workspace": mem.ws,
             "forgotten": [{"session_id": r.session_id, "source": r.source, "title": r.title}
                           for r in rows],
-            "files_removed": done["files"], "log_emptied": done["log_emptied"]}
+            "files_removed": done["files"], "log_emptied": done["log_emptied"],
+            "pending": done.get("pending", False)}
 
 
 def forgotten_list(mem: Memory) -> dict:

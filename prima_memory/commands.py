@@ -563,7 +563,10 @@ def cmd_forget(mem, args) -> int:
     lines = [f"forgotten: {r['session_id']}  {one_line(r['title'] or '', 70)}"
              for r in d["forgotten"]]
     lines += [f"removed {p}" for p in d["files_removed"]]
-    if not d["log_emptied"]:
+    if d["pending"]:
+        lines.append("note: another process is updating the index; it removes their words "
+                     "before it goes on (until then, nothing reads them)")
+    elif not d["log_emptied"]:
         lines.append("note: another process was reading the index; its log is emptied by the "
                      "next index or forget")
     lines.append(f"Undo, while the transcripts exist: {cli()} forget --undo ID")
