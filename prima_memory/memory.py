@@ -28,7 +28,7 @@ ALL = registry.SOURCES  # every agent's sessions (a search, an index, the backgr
 OTHERS = registry.OTHERS  # all but the hooks' (the background embedder, after a hook's run)
 EXTRACTS = (registry.EXTRACTS,)  # prima-memory's own extracts, for a deep search
 REBUILD_KEY = "rebuild"  # meta: a running rebuild's state (background.rebuild_state)
-ASIDE_CHECKED = "forgotten_aside"  # meta: the forgotten sessions moved-aside indexes were checked for
+IDS_CLEARED = "forgotten_ids"  # meta: the forgotten sessions the folder's files were cleared of
 
 
 def _store_errors(fn):
@@ -604,7 +604,12 @@ class Memory:
         store = self.store()
         ids = {sid for _src, sid in tombs.sessions}
         held = store.sessions_holding(tombs.sessions)
-        paths = set(files_naming(self.dir, ids))
+        # The folder's files are looked through when the tombstones name a session they did not
+        # the last time: no extract, checkpoint or index moved aside names one after that.
+        import hashlib  # (as forgotten's: only where tombstones are)
+        mark = hashlib.sha256("\0".join(sorted(ids)).encode("utf-8", "surrogatepass")).hexdigest()
+        fresh = store.get_meta(IDS_CLEARED) != mark
+        paths = set(files_naming(self.dir, ids)) if fresh else set()
         for sid in held:
             row = store.session(sid)
             if row is not None and row.extract_path:
@@ -617,7 +622,8 @@ class Memory:
                 removed.append(p)
             except FileNotFoundError:
                 pass
-        removed += self._drop_copies_aside(store, ids)
+        if fresh:
+            removed += self._drop_copies_aside(ids)
         if held:
             with store.write():
                 store.forget(sorted(set(held)))
@@ -637,6 +643,7 @@ class Memory:
         with store.write():
             store.set_meta(forgotten.SCRUB_OWED, None)
             store.set_meta(forgotten.META, tombs.stamp)
+            store.set_meta(IDS_CLEARED, mark)
             # (until emptied, the file keeps the pages' old images: the next run tries again)
             store.set_meta(forgotten.LOG_OWED, None if clean else 1)
         if not clean:
@@ -644,15 +651,10 @@ class Memory:
                           "process read it: the next forget or index empties it")
         return {"sessions": len(set(held)), "files": removed, "log_emptied": clean}
 
-    def _drop_copies_aside(self, store: Store, ids: set[str]) -> list[str]:
+    def _drop_copies_aside(self, ids: set[str]) -> list[str]:
         """The indexes moved aside in the folder (damaged, not known to be this user's, of an
         older schema: kept for `index --recover-from`) that hold a forgotten session: deleted
-        whole, since one that may be damaged cannot be cleared row by row. Looked at again only
-        when the tombstones name a session they did not, the last time."""
-        import hashlib  # (as forgotten's: only where tombstones are)
-        mark = hashlib.sha256("\0".join(sorted(ids)).encode("utf-8", "surrogatepass")).hexdigest()
-        if store.get_meta(ASIDE_CHECKED) == mark:
-            return []
+        whole, since one that may be damaged cannot be cleared row by row."""
         wanted = [i.encode("utf-8", "surrogatepass") for i in ids if i]
         gone = []
         try:
@@ -672,8 +674,6 @@ class Memory:
                         pass
                 self.log.warn(f"{p}: deleted, since it held a forgotten session (an index moved "
                               "aside before the forget)")
-        with store.write():
-            store.set_meta(ASIDE_CHECKED, mark)
         return gone
 
     def _drop_vector_files(self) -> None:
