@@ -115,7 +115,7 @@ class Indexer:
         self.reload_tombs: Callable[[], forgotten.Tombstones] | None = None
         self.extend_tombs: Callable[[list], forgotten.Tombstones] | None = None
         self.dropped: set[str] = set()  # the keys of the file being read that _forgotten dropped
-        self._before: dict[tuple[str, str], str] = {}  # a session's last text read this run
+        self._before: dict[tuple[str, str], str] = {}  # a session's last text in this file
         self._grown: set[tuple[str, str]] = set()  # forgotten sessions read whole this run
         self.seen_unchanged = 0  # files of the sources sources_changed found unchanged
 
@@ -448,6 +448,7 @@ class Indexer:
             return 0
         replaces = offset == 0 and not src.spans_files
         self.dropped = set()
+        self._before.clear()  # (a session's texts before this file's are not this run's to hold)
         touched: set[int] = set()  # sessions this read wrote: never cleared again by it
         status, held, stop = "ok", False, False
         for deltas, end, state, read_problems in chunks:
