@@ -211,17 +211,19 @@ def refresh(mem: Memory, warnings: list[str], *, progress=None) -> None:
         warnings.append(f"{e}: answering from the index as it stands")
 
 
-# Seconds a search waits for the model to load beside it (0.3 s for the ONNX build, 6 s for
-# sentence-transformers, more on a busy machine) before it answers by keywords, saying so: a load
-# that hangs never hangs the search (#36). Tests make it short.
+# Seconds a search waits for the model to load beside it, from when it first needs it (the load
+# takes 0.3 s for the ONNX build, 6 s for sentence-transformers, more on a busy machine), before
+# it answers by keywords, saying so: a load that hangs never hangs the search (#36). Tests make
+# it short.
 MODEL_WAIT = 120.0
 
 
 class Early:
     """The model loaded on another thread while this one brings the index up to date (a
     cold process's combined search: onnxruntime makes its session without the GIL). Only for
-    one workspace's memory, once per process. Every wait for it ends by MODEL_WAIT seconds
-    after it started: a load not done by then is given up (the thread, a daemon, is left)."""
+    one workspace's memory, once per process. Its waits end MODEL_WAIT seconds after the first
+    of them began (not the load: a cold index beside it may take longer): a load not done by
+    then is given up, its thread (a daemon) left to end."""
 
     def __init__(self, brief: bool) -> None:
         import threading  # (only for a search by meaning)
@@ -229,7 +231,7 @@ class Early:
         self._result: list = []
         self._wants: tuple[str, int] | None = None  # the model's vector key and size, once known
         self._known = threading.Event()
-        self._until = time.monotonic() + MODEL_WAIT
+        self._until: float | None = None  # (see _left)
         self._thread = threading.Thread(target=self._load, name="model", daemon=True)
         self._thread.start()
 
@@ -254,6 +256,9 @@ class Early:
             self._result.append(e)
 
     def _left(self) -> float:
+        """Seconds left to wait for the load: MODEL_WAIT from the first wait."""
+        if self._until is None:
+            self._until = time.monotonic() + MODEL_WAIT
         return max(0.0, self._until - time.monotonic())
 
     def wait(self) -> bool:
