@@ -282,8 +282,10 @@ class Indexer:
             return None
         try:
             return _ReaderProcess(jobs, self.bulk, self.log)
-        except OSError as e:  # (no process can be started: out of them, or of memory)
-            self.log.warn(f"no reader process ({e}): this process reads the files itself")
+        except Exception as e:  # noqa: BLE001 - no process could start (out of them, or of
+            # memory): reading here is as good, only slower
+            self.log.warn(f"no reader process ({type(e).__name__}: {e}): this process reads "
+                          "the files itself")
             return None
 
     def _list(self, src, only_session: str | None, quick: bool) -> _Listing | None:

@@ -150,6 +150,7 @@ class Child:
         import select  # a cold index only, as this module
         import subprocess
         root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        data = pickle.dumps((bulk, batch, jobs), protocol=pickle.HIGHEST_PROTOCOL)
         self.stall = stall
         self.why: str | None = None  # why the items stopped, once they have
         self.proc = subprocess.Popen([sys.executable, "-c", _BOOT.format(root=root) + CHILD],
@@ -163,7 +164,6 @@ class Child:
         self._readable.register(self._in, select.POLLIN)
         self._writable = select.poll()
         self._writable.register(self._out, select.POLLOUT)
-        data = pickle.dumps((bulk, batch, jobs), protocol=pickle.HIGHEST_PROTOCOL)
         self._give(len(data).to_bytes(HEADER, "little") + data)
 
     def _give(self, data: bytes) -> None:

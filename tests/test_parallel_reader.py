@@ -112,6 +112,19 @@ def test_index_equals_a_one_process_index(history, monkeypatch, tmp_path, reader
         assert len(said) == 1 and FAULTS[reader] in said[0] and "reads the rest" in said[0]
 
 
+def test_an_index_goes_on_when_no_reader_process_can_start(history, monkeypatch, tmp_path):
+    env = history
+    monkeypatch.setattr(indexer, "_READER_PROCESS", False)
+    alone = _index(env, monkeypatch, env.ws)
+    for name in ("index.db", "index.db-wal", "index.db-shm", "prima-memory.log"):
+        (env.data / name).unlink(missing_ok=True)
+    monkeypatch.setattr(indexer, "_READER_PROCESS", True)
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "no such python"))
+    assert _index(env, monkeypatch, env.ws) == alone
+    said = (env.data / "prima-memory.log").read_text()
+    assert "no reader process (FileNotFoundError" in said and "reads the files itself" in said
+
+
 def test_only_records_cross():
     """The parent unpickles records and plain data: nothing that names another class or a
     function, so a reader (or whatever wrote to its pipe) can make it call nothing."""
