@@ -117,7 +117,7 @@ def phases(ws: Path, pdir: Path) -> dict:
         if getattr(mod, "redact", None) is real_redact and mod is not redact:
             mod.redact = redacting
     indexer.read_chunks = chunks
-    indexer._CAN_FORK = False
+    indexer._READER_PROCESS = False
     store.Store.__init__ = init
     from prima_memory import extract_writer
     extract_writer.write_unfinished = timed("extracts", extract_writer.write_unfinished)

@@ -211,10 +211,19 @@ def refresh(mem: Memory, warnings: list[str], *, progress=None) -> None:
         warnings.append(f"{e}: answering from the index as it stands")
 
 
+# Seconds a search waits for the model to load beside it, from when it first needs it (the load
+# takes 0.3 s for the ONNX build, 6 s for sentence-transformers, more on a busy machine), before
+# it answers by keywords, saying so: a load that hangs never hangs the search (#36). Tests make
+# it short.
+MODEL_WAIT = 120.0
+
+
 class Early:
     """The model loaded on another thread while this one brings the index up to date (a
     cold process's combined search: onnxruntime makes its session without the GIL). Only for
-    one workspace's memory, once per process."""
+    one workspace's memory, once per process. Its waits end MODEL_WAIT seconds after the first
+    of them began (not the load: a cold index beside it may take longer): a load not done by
+    then is given up, its thread (a daemon) left to end."""
 
     def __init__(self, brief: bool) -> None:
         import threading  # (only for a search by meaning)
@@ -222,6 +231,7 @@ class Early:
         self._result: list = []
         self._wants: tuple[str, int] | None = None  # the model's vector key and size, once known
         self._known = threading.Event()
+        self._until: float | None = None  # (see _left)
         self._thread = threading.Thread(target=self._load, name="model", daemon=True)
         self._thread.start()
 
@@ -245,14 +255,21 @@ class Early:
         except BaseException as e:  # noqa: BLE001 - given to the request's thread to raise
             self._result.append(e)
 
-    def wait(self) -> None:
-        self._thread.join()
+    def _left(self) -> float:
+        """Seconds left to wait for the load: MODEL_WAIT from the first wait."""
+        if self._until is None:
+            self._until = time.monotonic() + MODEL_WAIT
+        return max(0.0, self._until - time.monotonic())
+
+    def wait(self) -> bool:
+        """Whether the load has ended, waiting for it until the deadline at most."""
+        self._thread.join(self._left())
+        return bool(self._result)
 
     def prefetch(self, mems: list[Memory]) -> None:
         """The vectors the model will want, read on this thread while the other loads it: known
         from the files alone (embed.expected_build), so they are ready when the model is."""
-        self._known.wait()
-        if self._wants is None:
+        if not self._known.wait(self._left()) or self._wants is None:
             return
         from . import semantic  # (as above)
         for m in mems:
@@ -262,8 +279,11 @@ class Early:
                 m.log.info(f"vectors not read ahead: {type(e).__name__}: {e}")
 
     def __call__(self):
-        """The model, or the exception its load raised (see Memory.embedder's `load`)."""
-        self.wait()
+        """The model, or the exception its load raised (see Memory.embedder's `load`); one
+        that has not loaded by the deadline is unavailable to this search."""
+        if not self.wait():
+            from .embed import ModelUnavailable  # (loaded by the other thread already)
+            raise ModelUnavailable(f"the model did not load within {MODEL_WAIT:g}s")
         got = self._result[0]
         if isinstance(got, BaseException):
             raise got

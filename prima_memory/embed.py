@@ -229,15 +229,24 @@ def _set_env() -> None:
 
 
 _IMPORTING = _thread.allocate_lock()
+# Seconds at most that a step of the model's load waits for another thread (numpy's import, the
+# ONNX session made beside the tokenizer: tens of ms each): one stuck there fails the load, which
+# a search answers by keywords, rather than hanging it (#36). Tests make it short.
+THREAD_WAIT = 120.0
 
 
 def numpy():
     """numpy, imported by one thread at a time: two threads importing it at once (a search reads
     its vectors while another thread loads the model) can each meet the other's half-imported
     module and fail. Imported after the settings that its import reads (_set_env)."""
-    with _IMPORTING:
+    if not _IMPORTING.acquire(timeout=THREAD_WAIT):
+        raise ModelUnavailable(f"numpy's import by another thread did not end within "
+                               f"{THREAD_WAIT:g}s")
+    try:
         _set_env()
         import numpy as np  # optional, heavy (tens of ms): the semantic extra
+    finally:
+        _IMPORTING.release()
     return np
 
 
@@ -460,7 +469,7 @@ class SentenceTransformerEmbedder(Embedder):
 
 class _Beside:
     """fn() run on another thread, for work that lets go of the GIL; result() waits for it and
-    gives what it returned, or raises what it raised."""
+    gives what it returned, or raises what it raised (ModelUnavailable after THREAD_WAIT)."""
 
     def __init__(self, fn) -> None:
         import threading  # late: only where the model loads
@@ -475,7 +484,10 @@ class _Beside:
             self._out.append((False, e))
 
     def result(self):
-        self._thread.join()
+        self._thread.join(THREAD_WAIT)
+        if not self._out:
+            raise ModelUnavailable(f"a step of the model's load did not end within "
+                                   f"{THREAD_WAIT:g}s")
         ok, value = self._out[0]
         if not ok:
             raise value

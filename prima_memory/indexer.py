@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import stat
-import sys
 import time
 from collections import namedtuple
 
@@ -105,7 +104,6 @@ class Indexer:
         self._scopes: dict[tuple[str, str | None], bool] = {}
         self.bulk = False  # a big run: worth orjson's import time
         self.deadline: float | None = None
-        self.lock_fd: int | None = None  # the writer lock's descriptor, closed in a reader child
         self._mtime: int | None = None  # the time of the file being read (see _copies)
         self.handed: set[int] = set()  # sessions whose copies went to the one that had them first
         # the sessions a user forgot (forgotten.py): never indexed again, nor their copies
@@ -248,8 +246,7 @@ class Indexer:
         todo, notes, total = self._plan(src, listing, known, rewritten)
         self.bulk = total > BULK_BYTES
         jobs = [job for job, *_rest in todo]
-        feed = (_ReaderProcess(jobs, self.bulk, self.lock_fd)
-                if src.streamed and self.bulk and len(jobs) >= 8 and _CAN_FORK else None)
+        feed = self._reader(jobs) if src.streamed and self.bulk and len(jobs) >= 8 else None
         done = 0
         tick = (lambda n: self._tick(done + n, total)) if src.streamed else None
         try:
@@ -287,6 +284,18 @@ class Indexer:
                                jsontext.dumps(listing.problems[:20]) if listing.problems else None)
         if quick and src.streamed:
             self.quick_done(complete=not rep.pending_files)
+
+    def _reader(self, jobs) -> _ReaderProcess | None:
+        """A reader process for a cold run's files, or None where there can be none."""
+        if not _READER_PROCESS:
+            return None
+        try:
+            return _ReaderProcess(jobs, self.bulk, self.log)
+        except Exception as e:  # noqa: BLE001 - no process could start (out of them, or of
+            # memory): reading here is as good, only slower
+            self.log.warn(f"no reader process ({type(e).__name__}: {e}): this process reads "
+                          "the files itself")
+            return None
 
     def _list(self, src, only_session: str | None, quick: bool) -> _Listing | None:
         """The run's scope of a source. A streamed one's: what pending() looked at just before
@@ -1051,93 +1060,63 @@ def read_chunks(job: Job, bulk: bool):
                                   mtime=job.mtime, size=job.size, bulk=bulk)
 
 
-# A cold index parses in a second process while this one writes: two cores, half the time.
-# Linux only (fork is unsafe on macOS); multiprocessing is imported only for such a run.
-_CAN_FORK = sys.platform.startswith("linux")
-
-
-def _read_all(jobs, conn, bulk, lock_fd, parent_end) -> None:
-    parent_end.close()  # only the parent reads: once it is gone, sending fails at once
-    if lock_fd is not None:
-        os.close(lock_fd)  # the writer lock is the parent's alone: a killed parent frees it
-
-    def send(item) -> None:
-        try:
-            conn.send(item)
-        except OSError:  # a broken pipe: the parent died, so must this reader
-            os._exit(0)
-
-    for i, job in enumerate(jobs):
-        if job is not None:
-            try:
-                for chunk in read_chunks(job, bulk):
-                    send((i, chunk))
-            except OSError as e:
-                send((i, e))
-            except BaseException as e:  # noqa: BLE001 - the parent reads on by itself
-                send((i, RuntimeError(f"{type(e).__name__}: {e}")))
-                return
-        send((i, None))
+# A cold index parses in a second process while this one writes: two cores, half the time. A
+# process started afresh (reader_process.py), never a fork: this one may have threads. POSIX only
+# (its pipes are polled).
+_READER_PROCESS = os.name == "posix"
+# Seconds the reader process may go without a word, while it lives, before it is stopped and
+# this process reads on by itself (a healthy one sends every few hundred ms; tests make it short)
+READER_STALL = 60.0
 
 
 class _ReaderProcess:
-    """Parses the run's files, in order, in a forked process while the parent applies the chunks
-    (items arrive as (file number, chunk), each file closed by (number, None)). Only the parent
-    writes, so a kill still leaves what it committed consistent. If the reader fails or dies,
-    the parent reads the rest itself, from where the applied chunks ended.
+    """Parses the run's files, in order, in a second process while the parent applies the chunks
+    (items arrive as (file number, kind, payload), each file closed by an "end", "oserror" or
+    "failed" item: see reader_process). Only the parent writes, so a kill still leaves what it
+    committed consistent. If the reader fails, dies or stalls, the parent reads the rest itself,
+    from where the applied chunks ended, and logs why."""
 
-    A plain one-way pipe, not a multiprocessing.Queue: each end is held by one process only, so
-    a reader that dies mid-message is an end of file to the parent (not a read that waits
-    forever) and a dead parent breaks the reader's next send (no writer thread left waiting at
-    exit, holding the parent's stdout open)."""
-
-    def __init__(self, jobs, bulk: bool, lock_fd: int | None):
-        # a cold index only: 10+ ms of import
-        import multiprocessing
-        fork = multiprocessing.get_context("fork")
-        self.jobs, self.bulk = jobs, bulk
-        self.conn, child_end = fork.Pipe(duplex=False)
-        self.proc = fork.Process(target=_read_all,
-                                 args=(jobs, child_end, bulk, lock_fd, self.conn), daemon=True)
-        self.proc.start()
-        child_end.close()
+    def __init__(self, jobs, bulk: bool, log=None):
+        from . import reader_process  # a cold index only
+        self.jobs, self.bulk, self.log = jobs, bulk, log
+        self.child = reader_process.Child([None if j is None else tuple(j)[:7] for j in jobs],
+                                          bulk, BATCH_BYTES, READER_STALL)
+        self.proc = self.child.proc
         self.next = 0  # every item of the files before this one has been taken
         self.failed = False
 
     def _get(self):
-        """The reader's next (file number, item), noting where each file ends; None once the
-        reader is gone."""
-        while not self.failed:
-            try:
-                if not self.conn.poll(1):
-                    self.failed = not self.proc.is_alive()
-                    continue
-                j, item = self.conn.recv()
-            except (EOFError, OSError):  # the reader ended, or died mid-message
-                self.failed = True
-                continue
-            if item is None:
-                self.next = j + 1
-            return j, item
-        return None
+        """The reader's next (file number, kind, payload), noting where each file ends; None
+        once the reader is gone."""
+        if self.failed:
+            return None
+        got = self.child.get()
+        if got is None:
+            self.failed = True
+            if self.log is not None:
+                self.log.warn(f"the reader process {self.child.why}: it was stopped, and "
+                              "this process reads the rest of the files itself")
+            return None
+        if got[1] != "chunk":
+            self.next = got[0] + 1
+        return got
 
     def chunks(self, i: int):
         self._drain_to(i)
         job = self.jobs[i]
         while (got := self._get()) is not None:
-            item = got[1]
-            if item is None:
+            _i, kind, item = got
+            if kind == "end":
                 return
-            if isinstance(item, OSError):
-                raise item
-            if isinstance(item, RuntimeError):
-                self.failed = True
-                break
+            if kind == "oserror":
+                raise OSError(*item)
+            if kind == "failed":
+                break  # (this process's own read meets the error, and says it)
             job = job._replace(offset=item[1], state=item[2])  # resume point if the reader fails
             yield item
-        if job.offset < job.size:  # the reader is gone: go on from what was applied
+        if job.offset < job.size:  # go on from what was applied
             yield from read_chunks(job, self.bulk)
-        self.next = i + 1
+        self.next = max(self.next, i + 1)
 
     def skip(self, i: int) -> None:
         """Discard whatever is left of file i (and any before it)."""
@@ -1149,10 +1128,7 @@ class _ReaderProcess:
         self.next = max(self.next, i)
 
     def stop(self) -> None:
-        if self.proc.is_alive():
-            self.proc.terminate()
-        self.proc.join(timeout=5)
-        self.conn.close()
+        self.child.close()
 
 
 class _Session:

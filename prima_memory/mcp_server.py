@@ -22,7 +22,7 @@ import threading
 import time
 
 from . import __version__, mcp_protocol as proto
-from .errors import PrimaError
+from .errors import Failure, PrimaError
 from .terminal import neutral
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
@@ -36,6 +36,9 @@ IDLE_AFTER = 2.0  # seconds without a request before the idle work starts
 IDLE_STEP = 1.0  # seconds of embedding or linking per idle step, between which requests go first
 IDLE_SLEEP = 5.0  # seconds between idle checks when there was nothing to do
 MAX_LIMIT = 50  # results per search; an answer holds about 8,000 characters anyway
+# seconds a request waits for the idle work's step to end (a step indexes what the hooks left,
+# or loads the model: seconds) before it answers that the server is busy (tests make it short)
+CALL_WAIT = 300.0
 
 INSTRUCTIONS = (
     "prima-memory: this workspace's past Claude Code sessions, indexed (keywords and meaning). "
@@ -90,16 +93,20 @@ class ServedMemory:
         from . import api
         with self._counting:
             self.waiting += 1
-        with self.lock:
-            with self._counting:
-                self.waiting -= 1
-            try:
-                self._reopen_if_replaced()
-                if every:
-                    return self.every.guarded(lambda: fn(self.every))
-                return api.guarded(self.mem, fn)
-            finally:
-                self.last_request = time.monotonic()
+        got = self.lock.acquire(timeout=CALL_WAIT)  # (the idle work stops between its steps)
+        with self._counting:
+            self.waiting -= 1
+        if not got:
+            raise Failure(f"the server's background work has held the index for over "
+                          f"{CALL_WAIT:g}s: try again in a moment")
+        try:
+            self._reopen_if_replaced()
+            if every:
+                return self.every.guarded(lambda: fn(self.every))
+            return api.guarded(self.mem, fn)
+        finally:
+            self.last_request = time.monotonic()
+            self.lock.release()
 
     def _reopen_if_replaced(self) -> None:
         """Another process may have moved a damaged index aside and made a new one, or the

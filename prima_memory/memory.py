@@ -396,7 +396,6 @@ class Memory:
                     store.clear_live()
                 indexer = Indexer(self.ws, store, self.log, progress=progress)
                 self._watch_tombs(indexer, tombs)
-            indexer.lock_fd = self.lock().fd
             rep = indexer.run(todo, budget=budget, only_session=only_session, prune=prune,
                               quick=quick and not rebuild)
             # what changed in the tombstones meanwhile (a forget, an opt-out, or what this run
