@@ -282,8 +282,8 @@ class Early:
         """The model, or the exception its load raised (see Memory.embedder's `load`); one
         that has not loaded by the deadline is unavailable to this search."""
         if not self.wait():
-            from .embed import ModelUnavailable  # (loaded by the other thread already)
-            raise ModelUnavailable(f"the model did not load within {MODEL_WAIT:g}s")
+            from .embed import ModelLate  # (loaded by the other thread already)
+            raise ModelLate(f"the model did not load within {MODEL_WAIT:g}s")
         got = self._result[0]
         if isinstance(got, BaseException):
             raise got

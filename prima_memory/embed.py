@@ -37,6 +37,10 @@ class ModelUnavailable(Failure):
     """No embedding model can be loaded; str(e) is one line telling the user what to do."""
 
 
+class ModelLate(ModelUnavailable):
+    """The model did not load in time for this request: the next one tries again."""
+
+
 # ---------------------------------------------------------------------------------------------
 # Where the model and the ONNX build are
 

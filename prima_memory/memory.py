@@ -749,7 +749,8 @@ class Memory:
             try:
                 self._embedder = loaded or (load or embed.load)()
             except Exception as e:
-                self._no_model = e
+                if not isinstance(e, embed.ModelLate):  # (late is no reason to stop trying)
+                    self._no_model = e
                 raise
             if self._embedder.note:
                 self.log.warn(f"embeddings: {self._embedder.note}", once=True)

@@ -176,6 +176,36 @@ def test_a_model_that_never_loads_leaves_a_keyword_search(env, monkeypatch, stuc
             "keyword results") in out["warnings"]
 
 
+def test_a_model_late_once_is_tried_again_by_a_lasting_process(env, monkeypatch):
+    """The MCP server's memory lasts: a load that missed one search's deadline is no reason to
+    give up meaning for the server's life (a model that cannot load at all is)."""
+    pytest.importorskip("numpy")
+    from test_semantic import Fake
+
+    from prima_memory import api, embed
+    s = env.transcript("s1", start=time.time() - 3600)
+    s.exchange("how do we rotate the signing keys for the webhook relay?",
+               "Rotate them with the relay's keyring command, then restart the relay.")
+    for k, v in env.env.items():
+        monkeypatch.setenv(k, v)
+    class Loaded(Fake):
+        note = None
+    slow = threading.Event()
+    monkeypatch.setattr(embed, "load", lambda **_kw: slow.wait() and Loaded())
+    monkeypatch.setattr(api, "MODEL_WAIT", 0.5)
+    mem = api.open_memory(str(env.ws), lasting=True)
+    try:
+        first = _within(60, lambda: api.search(mem, "rotate the webhook signing keys"))
+        assert any("did not load within" in w for w in first["warnings"])
+        slow.set()
+        second = _within(60, lambda: api.search(mem, "rotate the webhook signing keys"))
+    finally:
+        slow.set()
+        mem.close()
+    assert not any("semantic search is unavailable" in w for w in second["warnings"]), second["warnings"]
+    assert second["results"] and second["results"][0]["score_kind"] != "points"
+
+
 def test_a_load_step_stuck_on_another_thread_fails_the_load(monkeypatch):
     """embed's own waits on its threads: the ONNX session made beside the tokenizer, numpy
     imported by one thread at a time."""
