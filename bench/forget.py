@@ -95,8 +95,10 @@ def measure(sides: list[Side], runs: int) -> dict:
             note(s, "forget one", s.cli("forget", s.victim.stem, "--yes"))
             note(s, "stop, 1 forgotten", s.stop(s.plain, 2 * r + 1))
             if s.name == "this":
-                note(s, "its first stop after", s.stop(s.victim, 2 * r))  # (reads it whole)
-                note(s, "its next stop", s.stop(s.victim, 2 * r + 1))
+                # (numbers of their own: an exchange appended under the same keys as another
+                # session's is a copy of it, and a copy of a forgotten line is deleted)
+                note(s, "its first stop after", s.stop(s.victim, 10**6 + 2 * r))  # (read whole)
+                note(s, "its next stop", s.stop(s.victim, 10**6 + 2 * r + 1))
                 s.cli("forget", *[p.stem for p in s.others], "--yes")
                 note(s, "stop, 200 forgotten", s.stop(s.plain, 10_000 + r))
     for s in sides:

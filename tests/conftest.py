@@ -269,3 +269,19 @@ def pytest_collection_modifyitems(items):
     sizes = {p: p.stat().st_size for p in {item.path for item in items}}
     items.sort(key=lambda item: (_unit(str(item.path)) != "install.sh", -sizes[item.path],
                                  str(item.path)))
+
+
+def within(seconds: int, run):
+    """run(), failing the test after `seconds` instead of hanging the whole suite (a wait with
+    no deadline of its own: a reader process, a model's load)."""
+    import signal
+
+    def stuck(_signum, _frame):
+        pytest.fail(f"still waiting after {seconds}s")
+    old = signal.signal(signal.SIGALRM, stuck)
+    signal.alarm(seconds)
+    try:
+        return run()
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)

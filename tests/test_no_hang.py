@@ -6,7 +6,6 @@ which the command goes on without it and says so.
 """
 from __future__ import annotations
 
-import signal
 import subprocess
 import sys
 import threading
@@ -15,6 +14,7 @@ import time
 import pytest
 
 from bench.synthetic import generate_history
+from conftest import within
 
 RUNS = 200
 
@@ -135,19 +135,6 @@ def test_the_reader_starts_safely_while_a_thread_imports(env):
 
 # -- the model's load, beside a search -------------------------------------------------------------
 
-def _within(seconds: int, run):
-    """A call that waits for ever fails the test instead of hanging the whole suite."""
-    def stuck(_signum, _frame):
-        pytest.fail(f"still waiting after {seconds}s")
-    old = signal.signal(signal.SIGALRM, stuck)
-    signal.alarm(seconds)
-    try:
-        return run()
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, old)
-
-
 @pytest.mark.parametrize("stuck_in", ["load", "files"])
 def test_a_model_that_never_loads_leaves_a_keyword_search(env, monkeypatch, stuck_in):
     """The model's load stuck (`load`), or stuck before it even knows the model's files
@@ -166,7 +153,7 @@ def test_a_model_that_never_loads_leaves_a_keyword_search(env, monkeypatch, stuc
     monkeypatch.setattr(api, "MODEL_WAIT", 1.0)
     mem = api.open_memory(str(env.ws))
     try:
-        out = _within(60, lambda: mem.guarded(
+        out = within(60, lambda: mem.guarded(
             lambda: api.search(mem, "rotate the webhook signing keys")))
     finally:
         never.set()  # (the thread ends)
@@ -195,10 +182,10 @@ def test_a_model_late_once_is_tried_again_by_a_lasting_process(env, monkeypatch)
     monkeypatch.setattr(api, "MODEL_WAIT", 0.5)
     mem = api.open_memory(str(env.ws), lasting=True)
     try:
-        first = _within(60, lambda: api.search(mem, "rotate the webhook signing keys"))
+        first = within(60, lambda: api.search(mem, "rotate the webhook signing keys"))
         assert any("did not load within" in w for w in first["warnings"])
         slow.set()
-        second = _within(60, lambda: api.search(mem, "rotate the webhook signing keys"))
+        second = within(60, lambda: api.search(mem, "rotate the webhook signing keys"))
     finally:
         slow.set()
         mem.close()
@@ -214,11 +201,11 @@ def test_a_load_step_stuck_on_another_thread_fails_the_load(monkeypatch):
     never = threading.Event()
     try:
         with pytest.raises(embed.ModelUnavailable, match="did not end within 0.2s"):
-            _within(30, embed._Beside(never.wait).result)
+            within(30, embed._Beside(never.wait).result)
         assert embed._IMPORTING.acquire(timeout=5)  # another thread importing numpy, stuck
         try:
             with pytest.raises(embed.ModelUnavailable, match="did not end within 0.2s"):
-                _within(30, embed.numpy)
+                within(30, embed.numpy)
         finally:
             embed._IMPORTING.release()
     finally:
@@ -237,7 +224,7 @@ def test_an_mcp_request_waits_for_the_idle_work_until_a_deadline(env, monkeypatc
     assert memory.lock.acquire(timeout=5)  # the idle work, stuck in its step
     try:
         with pytest.raises(mcp_protocol.ToolError, match="held the index for over 0.5s"):
-            _within(30, lambda: mcp_server.guarded_tool(memory, lambda mem: {}))
+            within(30, lambda: mcp_server.guarded_tool(memory, lambda mem: {}))
         assert memory.waiting == 0  # (the idle work is not kept waiting for it either)
     finally:
         memory.lock.release()

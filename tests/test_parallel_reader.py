@@ -11,6 +11,7 @@ import time
 import pytest
 
 import reader_faults
+from conftest import within
 from prima_memory import indexer, reader_process
 from prima_memory.logs import Log
 from prima_memory.memory import Memory
@@ -32,19 +33,6 @@ def _index(env, monkeypatch, ws) -> dict:
             "JOIN messages m ON m.session = s.id GROUP BY s.id")}
     finally:
         mem.close()
-
-
-def _within(seconds: int, run):
-    """A run stuck waiting on its reader fails the test instead of hanging the whole suite."""
-    def stuck(_signum, _frame):
-        pytest.fail(f"still waiting on the reader after {seconds}s")
-    old = signal.signal(signal.SIGALRM, stuck)
-    signal.alarm(seconds)
-    try:
-        return run()
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, old)
 
 
 @pytest.fixture
@@ -101,7 +89,7 @@ def test_index_equals_a_one_process_index(history, monkeypatch, tmp_path, reader
     real = indexer._ReaderProcess.__init__
     monkeypatch.setattr(indexer._ReaderProcess, "__init__",
                         lambda self, *a, **k: started.append(1) or real(self, *a, **k))
-    two = _within(60, lambda: _index(env, monkeypatch, env.ws))
+    two = within(60, lambda: _index(env, monkeypatch, env.ws))
     assert started and two == alone and len(alone) >= 12
     assert not marker.exists()  # what the reader sent ran nothing here
     said = [ln for ln in log.read_text().splitlines() if "reader process" in ln] \
