@@ -47,6 +47,9 @@ class Side:
                         XDG_CONFIG_HOME=str(out / "home" / ".config"), PYTHONPATH=str(root),
                         PRIMA_PYTHON=sys.executable, CLAUDE_PROJECT_DIR=str(self.ws),
                         PRIMA_BACKGROUND="0")
+        # each side's modules compiled beforehand: neither pays for compiling in a hook
+        subprocess.run([sys.executable, "-m", "compileall", "-q", str(root / "prima_memory")],
+                       check=True, stdout=subprocess.DEVNULL)
         self.data = self.ws / ".prima-memory"
         self.kept = out / f"kept-{n}-{name}"
         if not self.kept.is_dir():
