@@ -137,6 +137,20 @@ def _memory(env, monkeypatch):
     return Memory(str(env.ws))
 
 
+def _update_hung(mem, sources, path) -> bool:
+    """Whether an update hung (30 s) on the FIFO at path; if it did, a writer at the other end
+    lets it go, so that the test ends."""
+    import threading
+    done = threading.Thread(target=lambda: mem.update(sources=sources), daemon=True)
+    done.start()
+    done.join(30)
+    if not done.is_alive():
+        return False
+    os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))
+    done.join(30)
+    return True
+
+
 # ==================================================================================================
 # Crashes: one hostile file makes every command that refreshes the index fail
 # ==================================================================================================
@@ -868,7 +882,6 @@ def test_a_file_swapped_for_a_fifo_or_link_after_reading_is_not_opened(env, monk
     name again, following a link and waiting on a FIFO: a file swapped in between hung the
     indexer for good, or had a file outside the source folders read, its size recorded)"""
     import importlib
-    import threading
     outside = env.root / "outside.txt"
     outside.write_text("outside secret\n" * 400)
     path = {"codex": lambda: _rollout(env, "sw", [_meta("cx-sw", str(env.ws)),
@@ -899,15 +912,8 @@ def test_a_file_swapped_for_a_fifo_or_link_after_reading_is_not_opened(env, monk
             return got
         monkeypatch.setattr(module, "read", read)
     mem = _memory(env, monkeypatch)
-    done = threading.Thread(target=lambda: mem.update(sources=OTHERS), daemon=True)
-    done.start()
-    done.join(30)
-    hung = done.is_alive()
-    if hung:  # let it go: a writer at the other end
-        os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))
-        done.join(30)
     try:
-        assert not hung, "the indexer waited on a FIFO"
+        assert not _update_hung(mem, OTHERS, path), "the indexer waited on a FIFO"
         row = mem.store().files(source)[str(path)]
     finally:
         mem.close()
@@ -929,7 +935,6 @@ def test_a_file_swapped_for_a_fifo_or_link_before_reading_is_not_read(env, monke
     the file. Claude Code's transcripts may be links (read through on purpose): a FIFO only."""
     import importlib
     import stat
-    import threading
 
     from prima_memory import api
     from prima_memory.memory import ALL
@@ -968,15 +973,8 @@ def test_a_file_swapped_for_a_fifo_or_link_before_reading_is_not_read(env, monke
             return real(p, *args, **kw)
     monkeypatch.setattr(module, name, reading)
     mem = _memory(env, monkeypatch)
-    done = threading.Thread(target=lambda: mem.update(sources=ALL), daemon=True)
-    done.start()
-    done.join(30)
-    hung = done.is_alive()
-    if hung:  # let it go: a writer at the other end
-        os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))
-        done.join(30)
     try:
-        assert not hung, "the indexer waited on a FIFO"
+        assert not _update_hung(mem, ALL, path), "the indexer waited on a FIFO"
         texts = [r[0] for r in mem.store().db.execute("SELECT text FROM messages")]
         warnings = api.status(mem)["sources"]
     finally:
