@@ -333,7 +333,8 @@ def load_second():
     stats.update(python=sys.version.split()[0], digest=second.digest(sessions, forks))
     by_name = {s.name: s for s in sessions}
     for q in qset["questions"]:
-        q["kind"] = second.question_kind(q, by_name)
+        q["split"] = second.split(q["query"])
+        q["shares"] = second.shares(q, by_name)
         # the sessions keyword search matches today (every word, filler too, inside words)
         q["every_word"] = [s.name for s in sessions if second.every_word_in(q["query"], s.text())]
     return sessions, forks, qset, stats
@@ -429,7 +430,7 @@ def run_second(args, modes: list[str], variants: dict, out: Path) -> str:
 
 def report_second(results: dict, stats: dict, qset: dict, modes, variants) -> str:
     questions, nothing = qset["questions"], qset["nothing"]
-    n_ns = sum(q["kind"] == "no-shared" for q in questions)
+    n_ns = sum(not q["shares"] for q in questions)
     trapped = [q for q in questions if any(n.startswith("long:") for n in q["every_word"])]
     lines = ["# Retrieval evaluation, second set: /recall questions (bench/eval.py --set questions)",
              "",

@@ -14,10 +14,10 @@ like that, and three things that set cannot show go wrong in them:
 
 So this corpus has, in one workspace's Claude Code project folder:
 
-- 38 target sessions, one per question of questions.json: a problem told in a few short prompts
-  written here ("after signing in, the login redirect sends people straight back to the sign-in
-  page"), answered with the docstrings of the standard library code the problem is about
-  (urllib.request's redirect handler and http.cookiejar for that one);
+- 38 target sessions, one per sentence question of questions.json: a problem told in a few
+  short prompts written here ("after signing in, the login redirect sends people straight back
+  to the sign-in page"), answered with the docstrings of the standard library code the
+  problem is about (urllib.request's redirect handler and http.cookiejar for that one);
 - 120 long sessions (20 to 28 exchanges, over 20,000 characters each) and a few hundred short
   ones whose prompts are everyday chat ("ok, when did we last look at this? can you fix the
   thing we did before") and whose replies are prose people wrote: the comments of CPython's
@@ -38,9 +38,27 @@ does (another CPython, other packages installed, no fixtures), and the checks ru
 75 and 15 days before the fixed NOW (forks up to 4 days after their origin), so keyword search's
 recency points never apply.
 
-questions.json holds the questions (lower case, as people type into /recall) with their targets,
-and 20 queries that should find nothing: check_set() fails when one of their content words (or a
-form of it: the first set's prefix rule) occurs in any session.
+Each target's last exchange edits or writes a project file or two (TARGET_FILES), as Claude Code
+records it: a tool_use line (Edit or Write, with the absolute file_path) in the reply's turn and a
+user line with its tool_result; one in two chat sessions edits one of a few common files.
+
+questions.json holds the questions with their targets, each of a kind, and 20 queries that
+should find nothing. check_set() fails the set (and bench/eval.py stops) when a rule breaks:
+at least 100 questions and 20 of each kind; no two of one kind name one target; and per kind
+
+- "sentence": typed as people type into /recall ("when did we fix the login redirect");
+- "identifier": a name or an error string as written (`TimeoutExpired`, `TypeError: Object of
+  type datetime is not JSON serializable`, `-X importtime`), found in the target's text and in
+  no other session's (forks aside);
+- "paraphrase": shares no content word (corpus.py's rule: no stopword, no form of one another)
+  with any text of its target, file paths included: only meaning can find it;
+- "file": names a file ("when did we touch config.py", "the csv importer module": its name or
+  every word of its name), which the target records as edited or written and no other session
+  touches a file of that name;
+
+all but identifiers in lower case; and no content word of a nothing-query (or a form of it: the
+first set's prefix rule) occurs in any session. split() gives each query "dev" or "test" by a
+hash of its text.
 
     .venv/bin/python bench/eval/questions.py [OUT]  # print stats; with OUT, write the history there
 """
@@ -59,7 +77,7 @@ from pathlib import Path
 import corpus  # bench/eval/corpus.py (bench/eval.py puts this folder on sys.path)
 from corpus import NOW, content_words, encode, shared_words, stdlib_dir
 
-CORPUS_VERSION = 2  # bump when the sources, the layout or the line shapes change
+CORPUS_VERSION = 3  # bump when the sources, the layout or the line shapes change
 NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "https://github.com/prima-memory/bench/eval/questions")
 FIRST_DAY, LAST_DAY = 75, 15  # as in corpus.py
 REPLY_TARGET = 1500  # replies are grouped up to about this many characters
@@ -113,7 +131,8 @@ TARGETS: dict[str, tuple[list[str], list[str]]] = {
          "let's use one reentrant lock and a condition to hand the rows over"]),
     "unicode-customer-file": (
         ["codecs.py::open,EncodedFile,StreamReader,decode,BOM,lookup"],
-        ["reading the customer file blows up with a UnicodeDecodeError on some names",
+        ["reading the customer file blows up on some names: UnicodeDecodeError: 'utf-8' codec "
+         "can't decode byte 0xe9 in position 14: invalid continuation byte",
          "the file is latin-1, not utf-8, and some exports start with a byte order mark",
          "open it with the right encoding and replace what cannot be decoded"]),
     "zip-upload": (
@@ -143,12 +162,13 @@ TARGETS: dict[str, tuple[list[str], list[str]]] = {
          "add the pdf as an attachment part with a filename"]),
     "mail-server-auth": (
         ["smtplib.py"],
-        ["sending mail through the office server fails at authentication",
+        ["sending mail through the office server fails at authentication with "
+         "SMTPNotSupportedError: SMTP AUTH extension not supported by server",
          "the server wants starttls before it accepts the login",
          "ok, and close the connection properly when the send fails"]),
     "json-dates": (
         ["json/encoder.py", "json/__init__.py::dump,dumps,loads", "json/decoder.py"],
-        ["the api response fails with: Object of type datetime is not JSON serializable",
+        ["the api response fails with: TypeError: Object of type datetime is not JSON serializable",
          "let's teach the encoder to write dates as iso strings",
          "and read them back into dates when we load the response"]),
     "temp-files": (
@@ -172,12 +192,14 @@ TARGETS: dict[str, tuple[list[str], list[str]]] = {
          "switch the money amounts to Decimal and round half up to two places"]),
     "slow-startup": (
         ["cProfile.py", "pstats.py", "profile.py"],
-        ["the command line tool takes four seconds to start, let's profile it",
+        ["the command line tool takes four seconds to start, let's profile it with -X importtime "
+         "first",
          "sort the profile by cumulative time and show the top twenty",
          "most of it is imports we don't need at start-up"]),
     "pickle-rename": (
         ["pickle.py", "c:copyreg", "pickletools.py"],
-        ["the saved jobs from last month fail to load since we renamed the class",
+        ["the saved jobs from last month fail to load since we renamed the class: AttributeError: "
+         "Can't get attribute 'ExportJob' on <module 'app.jobs'>",
          "the old pickles still name the old module path",
          "let's map the old name to the new class when unpickling"]),
     "feed-namespaces": (
@@ -220,7 +242,7 @@ TARGETS: dict[str, tuple[list[str], list[str]]] = {
          "a side by side html table would be easier for the lawyers to read"]),
     "tree-copy-recursion": (
         ["copy.py", "c:sys::recursionlimit"],
-        ["copying the settings tree fails with maximum recursion depth exceeded",
+        ["copying the settings tree fails with RecursionError: maximum recursion depth exceeded",
          "the nodes point back at their parents, so copy has to remember what it copied"]),
     "tarball-extraction": (
         ["tarfile.py"],
@@ -228,7 +250,8 @@ TARGETS: dict[str, tuple[list[str], list[str]]] = {
          "check each member's name before extracting, and skip links"]),
     "bank-date-format": (
         ["_strptime.py", "c:time::strptime,strftime,struct_time"],
-        ["dates from the bank statement are read as month/day instead of day/month",
+        ["dates from the bank statement are read as month/day instead of day/month, and some fail "
+         "with ValueError: time data '13/02/2024' does not match format '%m/%d/%Y'",
          "parse them with an explicit format string instead of guessing"]),
     "password-hashing": (
         ["hashlib.py", "hmac.py", "secrets.py", "c:_hashlib::pbkdf2,scrypt,compare"],
@@ -240,7 +263,8 @@ TARGETS: dict[str, tuple[list[str], list[str]]] = {
          "log the whole traceback, with the chained causes"]),
     "stuck-download-task": (
         ["asyncio/tasks.py", "asyncio/queues.py"],
-        ["the download task never finishes and the app waits forever at shutdown",
+        ["the download task never finishes and the app waits forever at shutdown, then logs "
+         "ERROR:asyncio:Task was destroyed but it is pending!",
          "cancel the pending tasks with a timeout and wait for them to end"]),
     "report-line-wrapping": (
         ["textwrap.py"],
@@ -255,6 +279,57 @@ TARGETS: dict[str, tuple[list[str], list[str]]] = {
         ["the price lookups return stale values after an update, the cache never clears",
          "clear the lru cache when prices change, and cap its size"]),
 }
+
+# The project files each target's last exchange edits (Edit) or creates (Write), recorded as
+# Claude Code records them: an assistant tool_use line whose input has the absolute file_path,
+# then the user line carrying its tool_result. "file" questions ask about these; no other
+# session touches a file of the same name.
+TARGET_FILES: dict[str, list[tuple[str, str]]] = {
+    "login-redirect": [("Edit", "app/auth/login.py"), ("Edit", "app/http/opener.py")],
+    "memory-leak": [("Edit", "app/jobs/runner.py")],
+    "flaky-timezone-test": [("Edit", "tests/test_timezones.py")],
+    "websocket-reconnect": [("Edit", "app/realtime/ws_client.py")],
+    "log-rotation": [("Edit", "config/logging.ini"), ("Edit", "app/logging_setup.py")],
+    "export-deadlock": [("Edit", "app/export/exporter.py")],
+    "unicode-customer-file": [("Edit", "app/importers/customer_reader.py")],
+    "zip-upload": [("Write", "app/uploads/zip_check.py"), ("Edit", "app/uploads/handlers.py")],
+    "config-defaults": [("Edit", "app/config.py"), ("Write", "config/defaults.ini")],
+    "csv-semicolons": [("Edit", "app/importers/csv_importer.py")],
+    "dry-run-flag": [("Edit", "scripts/export_cli.py")],
+    "email-attachments": [("Edit", "app/reports/mailer.py")],
+    "mail-server-auth": [("Edit", "app/notify/smtp_client.py")],
+    "json-dates": [("Edit", "app/api/serializers.py")],
+    "temp-files": [("Edit", "app/jobs/scratch.py")],
+    "git-output-hang": [("Edit", "tools/git_history.py")],
+    "certificate-verify": [("Edit", "app/clients/internal_api.py"),
+                           ("Write", "certs/ca-bundle.pem")],
+    "invoice-rounding": [("Edit", "app/billing/invoice.py")],
+    "slow-startup": [("Edit", "app/cli.py")],
+    "pickle-rename": [("Edit", "app/jobs/store.py")],
+    "feed-namespaces": [("Edit", "app/feeds/rss_parser.py")],
+    "mock-network": [("Edit", "tests/test_shipping.py")],
+    "windows-paths": [("Edit", "scripts/backup.py")],
+    "truncated-gzip": [("Edit", "app/export/gzip_writer.py")],
+    "nightly-cleanup": [("Write", "app/cleanup/scheduler.py")],
+    "dev-server-keepalive": [("Edit", "tools/devserver.py")],
+    "repeatable-simulation": [("Edit", "sim/simulate.py")],
+    "search-link-encoding": [("Edit", "app/web/search_links.py")],
+    "contract-diff": [("Write", "tools/contract_diff.py")],
+    "tree-copy-recursion": [("Edit", "app/settings_tree.py")],
+    "tarball-extraction": [("Edit", "deploy/unpack_release.py")],
+    "bank-date-format": [("Edit", "app/importers/bank_statement.py")],
+    "password-hashing": [("Edit", "app/auth/passwords.py")],
+    "swallowed-exception": [("Edit", "app/worker.py")],
+    "stuck-download-task": [("Edit", "app/downloader.py")],
+    "report-line-wrapping": [("Edit", "app/reports/plain_text.py")],
+    "slow-regex": [("Edit", "app/logs/log_scanner.py")],
+    "stale-price-cache": [("Edit", "app/pricing/lookup.py")],
+}
+# Files the long and short sessions touch (one in two of them, in one exchange), so that a
+# recorded edit alone does not point at a target.
+CHAT_FILES = ["README.md", "app/main.py", "app/utils.py", "app/models.py", "tests/conftest.py",
+              "setup.cfg", "Makefile", "docs/notes.md", "app/views.py", "pyproject.toml",
+              ".github/workflows/ci.yml", "app/__init__.py"]
 
 # Everyday prompts for the long and short sessions: filler words everywhere, no target's topic.
 CHAT_PROMPTS = [
@@ -295,14 +370,22 @@ _SKIP_DIRS = {"site-packages", "__pycache__", "encodings"}
 
 
 class Session:
-    def __init__(self, name: str, kind: str, exchanges: list[tuple[str, str]]):
+    def __init__(self, name: str, kind: str, exchanges: list[tuple[str, str]],
+                 ops: dict[int, list[tuple[str, str]]] | None = None):
         self.name = name
         self.kind = kind  # target, long, short, doc, manual
         self.session_id = str(uuid.uuid5(NAMESPACE, name))
         self.exchanges = exchanges
+        self.ops = ops or {}  # exchange index -> [(tool, path relative to the workspace)]
 
-    def text(self) -> str:
-        return "\n".join(p + "\n" + r for p, r in self.exchanges)
+    def text(self, upto: int | None = None) -> str:
+        """The prompts, replies and file operations (as "Edit app/config.py": what a search of
+        the paths can match) of the first `upto` exchanges (all by default)."""
+        return "\n".join(p + "\n" + r + "".join(f"\n{t} {f}" for t, f in self.ops.get(i, ()))
+                         for i, (p, r) in enumerate(self.exchanges[:upto]))
+
+    def files(self) -> set[str]:
+        return {f for ops in self.ops.values() for _t, f in ops}
 
     def chars(self) -> int:
         return sum(len(p) + len(r) for p, r in self.exchanges)
@@ -322,7 +405,7 @@ class Fork:
         self.session_id = str(uuid.uuid5(NAMESPACE, name))
 
     def text(self) -> str:
-        return "\n".join(p + "\n" + r for p, r in self.origin.exchanges[:self.copied] + self.own)
+        return "\n".join([self.origin.text(self.copied)] + [p + "\n" + r for p, r in self.own])
 
 
 # --- the sources -----------------------------------------------------------------------------
@@ -391,7 +474,9 @@ def build_target(name: str) -> tuple[Session, list[str]]:
     replies = _group([p for s in sources for p in _source_docs(s)])
     if len(replies) < len(prompts):
         raise SystemExit(f"target {name}: {len(replies)} replies for {len(prompts)} prompts")
-    return Session(f"target:{name}", "target", list(zip(prompts, replies))), replies[len(prompts):]
+    ops = {len(prompts) - 1: TARGET_FILES[name]}  # the fix lands in the last exchange
+    return (Session(f"target:{name}", "target", list(zip(prompts, replies)), ops),
+            replies[len(prompts):])
 
 
 def comment_blocks(path: Path) -> list[str]:
@@ -584,6 +669,12 @@ def _chat(chunks: list[str], prompts: list[str], name: str, n: int, pos: int) ->
     return out
 
 
+def _chat_ops(name: str, n: int) -> dict[int, list[tuple[str, str]]]:
+    """One in two chat sessions edits one of CHAT_FILES in one of its exchanges."""
+    h = _h(name, "ops")
+    return {} if h % 2 else {h // 2 % n: [("Edit", CHAT_FILES[h // 64 % len(CHAT_FILES)])]}
+
+
 def build() -> tuple[list[Session], list[Fork]]:
     """Every session and every fork, in a fixed order."""
     targets, reserve = [], {}
@@ -603,7 +694,7 @@ def build() -> tuple[list[Session], list[Fork]]:
         while sum(len(p) + len(r) for p, r in ex) < LONG_MIN_CHARS:  # top up a thin one
             ex += _chat(chunks, real_prompts, name + "+", 1, pos)
             pos += 1
-        longs.append(Session(name, "long", ex))
+        longs.append(Session(name, "long", ex, _chat_ops(name, len(ex))))
     sessions += longs
     i = 0
     lo, hi = SHORT_EXCHANGES
@@ -612,7 +703,8 @@ def build() -> tuple[list[Session], list[Fork]]:
         n = lo + _h(name) % (hi - lo + 1)
         if pos + n > len(chunks):
             break
-        sessions.append(Session(name, "short", _chat(chunks, real_prompts, name, n, pos)))
+        sessions.append(Session(name, "short", _chat(chunks, real_prompts, name, n, pos),
+                                _chat_ops(name, n)))
         pos += n
         i += 1
     sessions += doc_sessions(target_files())
@@ -652,52 +744,80 @@ def start(name: str) -> float:
     return NOW - FIRST_DAY * 86400 + _h(name, "start") % span
 
 
+def _said(msg_id: str, block: dict) -> dict:
+    """An assistant line's message: one content block of the turn `msg_id`."""
+    return {"model": "claude-sonnet-4-5", "id": msg_id, "type": "message", "role": "assistant",
+            "content": [block], "stop_reason": None,
+            "usage": {"input_tokens": 3, "output_tokens": 2}}
+
+
 def _lines(session_id: str, exchanges, cwd: str, t: float, parent: str | None = None,
-           n: int = 0, id_prefix: str | None = None) -> list[dict]:
-    """Line dicts for the exchanges, uuids and message ids from id_prefix (the session's own
-    by default), numbered on from n, the first user line's parent `parent`."""
-    pre = (id_prefix or session_id)[:8]
+           n: int = 0, ops: dict | None = None) -> list[list[dict]]:
+    """Line dicts for the exchanges, one list per exchange, numbered on from n, the first user
+    line's parent `parent`. An exchange with file operations (`ops`: index -> [(tool, path)])
+    goes on as Claude Code writes it: the reply's turn continues on a line of its own per
+    tool_use (the same message.id and requestId), each answered by a user line carrying the
+    tool_result."""
+    pre = session_id[:8]
     out = []
-    for prompt, reply in exchanges:
-        for kind in ("user", "assistant"):
-            n += 1
-            t += 90.0 if kind == "user" else 5.0 + len(reply) / 200
-            u = f"{pre}-main-{n:06d}"
-            d = {"parentUuid": parent, "isSidechain": False, "userType": "external", "cwd": cwd,
-                 "sessionId": session_id, "version": "2.1.100", "gitBranch": "main",
-                 "type": kind, "uuid": u, "timestamp": _ts(t)}
-            if kind == "user":
-                d["message"] = {"role": "user", "content": prompt}
-            else:
-                msg_id = f"msg_{pre[:6]}{n:05d}"
-                d["requestId"] = "req_" + msg_id[4:]
-                d["message"] = {"model": "claude-sonnet-4-5", "id": msg_id, "type": "message",
-                                "role": "assistant", "content": [{"type": "text", "text": reply}],
-                                "stop_reason": None,
-                                "usage": {"input_tokens": 3, "output_tokens": 2}}
-            parent = u
-            out.append(d)
+
+    def line(kind: str, message: dict, **extra) -> dict:
+        nonlocal n, parent
+        n += 1
+        u = f"{pre}-main-{n:06d}"
+        d = {"parentUuid": parent, "isSidechain": False, "userType": "external", "cwd": cwd,
+             "sessionId": session_id, "version": "2.1.100", "gitBranch": "main",
+             "type": kind, "message": message, "uuid": u, "timestamp": _ts(t), **extra}
+        parent = u
+        return d
+
+    for i, (prompt, reply) in enumerate(exchanges):
+        t += 90.0
+        group = [line("user", {"role": "user", "content": prompt})]
+        t += 5.0 + len(reply) / 200
+        msg_id = f"msg_{pre[:6]}{n + 1:05d}"
+        group.append(line("assistant", _said(msg_id, {"type": "text", "text": reply}),
+                          requestId="req_" + msg_id[4:]))
+        for tool, rel in (ops or {}).get(i, ()):
+            path = f"{cwd}/{rel}"
+            call = f"toolu_{pre[:6]}{n + 1:05d}"
+            # the inputs' text is not what this set measures: a line each, the same for all
+            inp = ({"file_path": path, "old_string": "# before", "new_string": "# after",
+                    "replace_all": False} if tool == "Edit"
+                   else {"file_path": path, "content": "# written here\n"})
+            t += 3.0
+            group.append(line("assistant", _said(msg_id, {"type": "tool_use", "id": call,
+                                                          "name": tool, "input": inp}),
+                              requestId="req_" + msg_id[4:]))
+            result = (f"The file {path} has been updated successfully." if tool == "Edit"
+                      else f"File created successfully at: {path}")
+            group.append(line("user", {"role": "user", "content": [
+                {"tool_use_id": call, "type": "tool_result", "content": result}]},
+                toolUseResult={"filePath": path}))
+        out.append(group)
     return out
 
 
-def session_lines(s: Session, cwd: str) -> list[dict]:
-    return _lines(s.session_id, s.exchanges, cwd, start(s.name))
+def session_lines(s: Session, cwd: str, upto: int | None = None) -> list[dict]:
+    """The session's lines, of its first `upto` exchanges (all by default)."""
+    groups = _lines(s.session_id, s.exchanges, cwd, start(s.name), ops=s.ops)
+    return [d for g in groups[:upto] for d in g]
 
 
 def fork_lines(f: Fork, cwd: str) -> list[dict]:
     """The origin's first lines as they are, under the fork's sessionId (same uuid, parentUuid,
     timestamp, message.id), then the fork's own exchanges, chained on."""
-    copied = [dict(d, sessionId=f.session_id)
-              for d in session_lines(f.origin, cwd)[:2 * f.copied]]
+    copied = [dict(d, sessionId=f.session_id) for d in session_lines(f.origin, cwd, f.copied)]
     own = _lines(f.session_id, f.own, cwd, start(f.origin.name) + f.delay,
-                 parent=copied[-1]["uuid"], n=2 * f.copied)
-    return copied + own
+                 parent=copied[-1]["uuid"], n=len(copied))
+    return copied + [d for g in own for d in g]
 
 
 def digest(sessions: list[Session], forks: list[Fork]) -> str:
     h = hashlib.sha256(f"questions {CORPUS_VERSION}".encode())
     for s in sessions:
-        h.update(json.dumps([s.name, s.session_id, start(s.name), s.exchanges]).encode())
+        h.update(json.dumps([s.name, s.session_id, start(s.name), s.exchanges,
+                             sorted(s.ops.items())]).encode())
     for f in forks:
         h.update(json.dumps([f.name, f.session_id, f.origin.name, f.copied, f.own,
                              f.delay]).encode())
@@ -772,6 +892,65 @@ def every_word_in(query: str, text: str) -> bool:
     return all(w in low for w in fold(query).split())
 
 
+KINDS = ("sentence", "identifier", "paraphrase", "file")
+MIN_QUESTIONS, MIN_PER_KIND = 100, 20
+# what marks an identifier or an error string: a character no English word has, or capitals
+# inside a word (TimeoutExpired, HtmlDiff, JSON)
+_IDENT = re.compile(r"[_.:()'/%-]|[a-z][A-Z]|[A-Z]{2}")
+
+
+def split(query: str) -> str:
+    """"dev" or "test", about half each, by a stable hash of the query's text: tune on dev,
+    report test."""
+    return ("dev", "test")[int(hashlib.sha256(fold(query).encode()).hexdigest()[:8], 16) % 2]
+
+
+def _names_file(query: str, path: str) -> bool:
+    """The query names the file: its name ("config.py"), or every word of the name's stem
+    (csv_importer.py: "the csv importer module"; a word may be a form of another: importers)."""
+    name = Path(path).name.lower()
+    if name in query.lower():
+        return True
+    words = set(re.split(r"[^a-z0-9]+", query.lower()))
+    return all(shared_words(w, words) for w in re.split(r"[^a-z0-9]+", Path(name).stem) if w)
+
+
+def check_question(q: dict, target: Session, others: list[Session]) -> list[str]:
+    """What breaks the rules of the question's kind. `others`: every session but the target
+    (its forks are copies of it, so they are not there)."""
+    text, kind = q["query"], q.get("kind")
+    if kind not in KINDS:
+        return [f"kind {kind!r} is not one of {', '.join(KINDS)}"]
+    if kind != "identifier" and text != text.lower():  # typed as people type into /recall
+        return ["not lower case"]
+    if kind == "identifier":
+        # typed as it is written, found in the target's text and in no other session's
+        low = text.lower()
+        if not _IDENT.search(text):
+            return ["does not look like an identifier or an error string"]
+        if low not in target.text().lower():
+            return [f"does not occur in {target.name}"]
+        holders = [s.name for s in others if low in s.text().lower()]
+        if holders:
+            return [f"occurs in {len(holders)} other sessions too ({', '.join(holders[:3])})"]
+    if kind == "paraphrase":
+        # only meaning can find it: no content word in common with any text of the target
+        shared = shared_words(text, content_words(target.text()))
+        if shared:
+            return [f"a paraphrase shares {', '.join(shared)} with {target.name}"]
+    if kind == "file":
+        path = q.get("file", "")
+        if path not in target.files():
+            return [f"{target.name} does not record {path!r} as edited or written"]
+        name = Path(path).name
+        holders = [s.name for s in others if any(Path(f).name == name for f in s.files())]
+        if holders:
+            return [f"{name} is touched by other sessions too ({', '.join(holders[:3])})"]
+        if not _names_file(text, path):
+            return [f"does not name {path}"]
+    return []
+
+
 def check_set(qset: dict, sessions: list[Session], forks: list[Fork]) -> list[str]:
     """What breaks the set's rules (empty when they all hold)."""
     errors = []
@@ -783,16 +962,18 @@ def check_set(qset: dict, sessions: list[Session], forks: list[Fork]) -> list[st
         errors.append(f"{sum(map(is_long, sessions))} long sessions, fewer than 100")
     if len({f.origin.name for f in forks if f.origin.kind == "target"}) < 10:
         errors.append("fewer than 10 targets have forks")
-    if len(questions) < 30:
-        errors.append(f"{len(questions)} questions, fewer than 30")
+    if len(questions) < MIN_QUESTIONS:
+        errors.append(f"{len(questions)} questions, fewer than {MIN_QUESTIONS}")
+    for kind in KINDS:
+        n = sum(q.get("kind") == kind for q in questions)
+        if n < MIN_PER_KIND:
+            errors.append(f"{n} {kind} questions, fewer than {MIN_PER_KIND}")
     if len(nothing) != 20:
         errors.append(f"{len(nothing)} nothing-queries, not 20")
-    seen = set()
+    seen, asked = set(), set()
     for i, q in enumerate(questions, 1):
         text, target = q.get("query", ""), q.get("target")
         where = f"question {i} {text!r}"
-        if text != text.lower():
-            errors.append(f"{where}: not lower case")
         if not content_words(text):
             errors.append(f"{where}: no content word")
         if fold(text) in seen:
@@ -800,8 +981,12 @@ def check_set(qset: dict, sessions: list[Session], forks: list[Fork]) -> list[st
         seen.add(fold(text))
         if by_name.get(target, None) is None or by_name[target].kind != "target":
             errors.append(f"{where}: target {target!r} is not a target session")
-    if len({q.get("target") for q in questions}) != len(questions):
-        errors.append("two questions name the same target")
+            continue
+        if (q.get("kind"), target) in asked:
+            errors.append(f"{where}: another {q.get('kind')} question names {target}")
+        asked.add((q.get("kind"), target))
+        others = [s for s in sessions if s.name != target]
+        errors += [f"{where}: {e}" for e in check_question(q, by_name[target], others)]
     vocab: set[str] = set()
     texts = []
     for s in [*sessions, *forks]:
@@ -824,10 +1009,9 @@ def check_set(qset: dict, sessions: list[Session], forks: list[Fork]) -> list[st
     return errors
 
 
-def question_kind(q: dict, by_name: dict[str, Session]) -> str:
-    """"shared" when the question shares a content word with its target, else "no-shared"."""
-    return "shared" if shared_words(q["query"], content_words(by_name[q["target"]].text())) \
-        else "no-shared"
+def shares(q: dict, by_name: dict[str, Session]) -> bool:
+    """Whether the question shares a content word with its target (a paraphrase never does)."""
+    return bool(shared_words(q["query"], content_words(by_name[q["target"]].text())))
 
 
 if __name__ == "__main__":
