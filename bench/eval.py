@@ -43,27 +43,37 @@ The full results go to OUT/eval-results.json; the report (markdown) to stdout.
 The second set: /recall questions over a big history (bench/eval/questions.py, questions.json).
 Over 500 sessions in one workspace, built at run time from text people wrote, as the first set
 is: 38 target sessions (a problem told in a few short prompts written here, answered with the
-docstrings of the stdlib code it is about), 120 long sessions (20 to 28 exchanges, over 20,000
-characters) and about 150 short ones of everyday chat prompts ("ok, when did we last look at
-this? can you fix the thing we did before") answered with prose (the comments of CPython's
-standard library and tests, IDLE's NEWS, the READMEs and Debian changelogs under /usr/share/doc,
-the fixtures' real transcripts), a session per other stdlib module and per section of the
-reference manual; and forks: 1 to 3 copies of 13 targets and of 8 long sessions, each a new
-sessionId whose first lines are the origin's (the same uuid and message.id), then lines of its
-own. questions.json holds 38 questions typed as people type into /recall ("when did we fix the
-login redirect", "how did i mock the shipping api in the tests"), each naming its target, and
-20 nothing-queries, none of whose content words occurs anywhere in the corpus, even inside a
-word (the run stops if one does; and if there are fewer than 500 sessions, 100 long ones, 30
-questions or 10 forked targets). Each query runs through the CLI as above, in its own history
-and index under OUT/questions/VARIANT. Reported per variant and mode: R@1, R@5 and MRR on the
-questions (a fork of the target is not the target), how many nothing-queries return an empty
-result list, and forks in the top 10: over all questions, the results that are a fork of a
-conversation already listed above them (before #20 they matched on the copies of its messages;
-since, a fork holds only its own new messages and is listed when those match); and the MRR with
-forks folded into their origin (each conversation counted once, at its best place).
-For each question, the long sessions that hold
-every word of it (what keyword search wants today, filler included) show which ones filler
-can win. Full results: OUT/questions/eval-results.json.
+docstrings of the stdlib code it is about, the last reply editing a project file or two as
+Claude Code records it: a tool_use Edit or Write with its file_path), 120 long sessions (20 to
+28 exchanges, over 20,000 characters) and about 150 short ones of everyday chat prompts ("ok,
+when did we last look at this? can you fix the thing we did before") answered with prose (the
+comments of CPython's standard library and tests, IDLE's NEWS, the READMEs and Debian
+changelogs under /usr/share/doc, the fixtures' real transcripts), a session per other stdlib
+module and per section of the reference manual; and forks: 1 to 3 copies of 13 targets and of
+8 long sessions, each a new sessionId whose first lines are the origin's (the same uuid and
+message.id), then lines of its own. questions.json holds at least 100 questions, each naming
+its target, of four kinds (at least 20 each): "sentence", typed as people type into /recall
+("when did we fix the login redirect"); "identifier", a name or an error string as written
+(`TimeoutExpired`, `TypeError: Object of type datetime is not JSON serializable`), found in the
+target and in no other session; "paraphrase", sharing no content word with any text of its
+target; "file", naming a file the target edited ("when did we touch config.py"); and 20
+nothing-queries, none of whose content words occurs anywhere in the corpus, even inside a word.
+The run stops when a rule breaks (questions.py's check_set says which), and if there are fewer
+than 500 sessions, 100 long ones or 10 forked targets. Each query has a split, "dev" or "test"
+(a hash of its text): tune on dev, judge on test.
+
+Each query runs through the CLI as above, in its own history and index under
+OUT/questions/VARIANT; the variants default to production and seed-exact (the seed's search, the
+reference through the CLI). Beside them, in the same run, "bm25": bench/bm25.py in-process over
+the first variant's written history, one document per session or fork (its user and assistant
+text, read back from the transcripts), scored by the same rules. Reported for dev and for test
+apart: per kind, variant and mode, hit@1, hit@5, hit@10 (the target within the first k; a fork
+of the target is not the target) and MRR over the top 10; how many nothing-queries return an
+empty result list; the median time per query. Then, over both: forks in the top 10 (results that
+are a fork of a conversation already listed above them) and the MRR with forks folded into their
+origin; the questions not first in combined mode with BM25's rank beside them, and for each the
+long sessions that hold every word of it (what keyword search wants today, filler included).
+Full results: OUT/questions/eval-results.json.
 """
 from __future__ import annotations
 
@@ -364,7 +374,8 @@ def score_question(q: dict, out: dict, name_of: dict, conv: dict) -> dict:
     names = [name_of.get(r.get("session_id"), f"?{r.get('session_id')}") for r in out["results"]]
     rank = names.index(q["target"]) + 1 if q["target"] in names else None
     folded = list(dict.fromkeys(conv.get(n, n) for n in names))  # copies folded into origins
-    return {"query": q["query"], "target": q["target"], "kind": q["kind"], "rank": rank,
+    return {"query": q["query"], "target": q["target"], "kind": q["kind"], "split": q["split"],
+            "rank": rank,
             "rank_folded": folded.index(q["target"]) + 1 if q["target"] in folded else None,
             "first_is_copy_of_target": bool(names) and names[0] != q["target"]
             and conv.get(names[0]) == q["target"],
@@ -375,11 +386,53 @@ def score_question(q: dict, out: dict, name_of: dict, conv: dict) -> dict:
 
 def score_nothing(query: str, out: dict, name_of: dict, conv: dict) -> dict:
     names = [name_of.get(r.get("session_id"), f"?{r.get('session_id')}") for r in out["results"]]
-    return {"query": query, "empty": not out["results"] and not out["error"],
+    return {"query": query, "split": second.split(query),
+            "empty": not out["results"] and not out["error"],
             "hits": len(names), "copies": copies(names, conv),
             "top": [{"session": n, "score": r.get("score")}
                     for n, r in zip(names[:3], out["results"])],
             "warnings": out["warnings"], "error": out["error"], "ms": round(out["ms"], 1)}
+
+
+def transcript_texts(root: Path, manifest: dict) -> dict[str, str]:
+    """name -> the text of its user and assistant messages, read back from the transcripts as
+    written (forks included; tool_use and tool_result blocks left out): BM25's documents."""
+    folder = root / "claude" / "projects" / corpus.encode(manifest["workspace"])
+    ids = {**manifest["sessions"], **{n: f["session"] for n, f in manifest["forks"].items()}}
+    texts = {}
+    for name, sid in ids.items():
+        parts = []
+        for line in (folder / f"{sid}.jsonl").read_text(encoding="utf-8").splitlines():
+            d = json.loads(line)
+            content = (d.get("message") or {}).get("content") if d.get("type") in (
+                "user", "assistant") else None
+            if isinstance(content, str):
+                parts.append(content)
+            elif isinstance(content, list):
+                parts += [b["text"] for b in content if b.get("type") == "text"]
+        texts[name] = "\n".join(parts)
+    return texts
+
+
+def run_bm25(root: Path, manifest: dict, questions: list[dict], nothing: list[str]) -> dict:
+    """The plain BM25 reference (bench/bm25.py), in-process, over the history a variant wrote:
+    each query's top 10 scored as a CLI search's are."""
+    from bm25 import BM25  # bench/bm25.py (the script's folder): only this run needs it
+    t = time.perf_counter()
+    index = BM25(transcript_texts(root, manifest))
+    built = round(time.perf_counter() - t, 2)
+    name_of, conv = conversations(manifest)
+    sid = {n: s for s, n in name_of.items()}
+
+    def search(query: str) -> dict:
+        t = time.perf_counter()
+        ranked = index.rank(query, LIMIT)
+        return {"ms": (time.perf_counter() - t) * 1000, "error": None, "warnings": [],
+                "results": [{"session_id": sid[n], "score": round(s, 3)} for s, n in ranked]}
+
+    return {"build_seconds": built,
+            "questions": [score_question(q, search(q["query"]), name_of, conv) for q in questions],
+            "nothing": [score_nothing(q, search(q), name_of, conv) for q in nothing]}
 
 
 def run_second(args, modes: list[str], variants: dict, out: Path) -> str:
@@ -393,6 +446,9 @@ def run_second(args, modes: list[str], variants: dict, out: Path) -> str:
         t0 = time.perf_counter()
         manifest = prepare(root, (sessions, forks), stats["digest"], args.fresh, mod=second)
         written = round(time.perf_counter() - t0, 2)
+        if "bm25" not in results:  # every variant writes the same history: one reference
+            results["bm25"] = run_bm25(root, manifest, questions, nothing)
+            results["bm25"]["history"] = name
         name_of, conv = conversations(manifest)
         ws = manifest["workspace"]
         env = variant_env(root, extra)
@@ -416,9 +472,9 @@ def run_second(args, modes: list[str], variants: dict, out: Path) -> str:
                                      run_search(ws, env, q, mode), nothing))
                 var["nothing"][mode] = [score_nothing(q, o, name_of, conv)
                                         for q, o in zip(nothing, outs)]
-                f = figures(var["modes"][mode])
+                f = hits(var["modes"][mode])
                 empty = sum(r["empty"] for r in var["nothing"][mode])
-                print(f"questions {name} {mode}: R@1 {f['r1']:.3f} R@5 {f['r5']:.3f} "
+                print(f"questions {name} {mode}: hit@1 {f['h1']:.3f} hit@10 {f['h10']:.3f} "
                       f"MRR {f['mrr']:.3f}, nothing {empty}/{len(nothing)} "
                       f"({time.perf_counter() - t:.1f} s)", file=sys.stderr)
     base.mkdir(parents=True, exist_ok=True)
@@ -428,10 +484,26 @@ def run_second(args, modes: list[str], variants: dict, out: Path) -> str:
         f"\n\nfull results: {base / 'eval-results.json'}"
 
 
+def hits(rows: list[dict]) -> dict:
+    """hit@1, @5, @10 (the target within the first k) and MRR over the top 10."""
+    n = len(rows)
+    ranks = [r["rank"] for r in rows]
+    return {"n": n, "mrr": sum(1 / r for r in ranks if r and r <= LIMIT) / max(1, n),
+            **{f"h{k}": sum(r is not None and r <= k for r in ranks) / max(1, n)
+               for k in (1, 5, 10)}}
+
+
 def report_second(results: dict, stats: dict, qset: dict, modes, variants) -> str:
     questions, nothing = qset["questions"], qset["nothing"]
-    n_ns = sum(not q["shares"] for q in questions)
-    trapped = [q for q in questions if any(n.startswith("long:") for n in q["every_word"])]
+    kinds = second.KINDS
+    count = {(k, s): sum(q["kind"] == k and q["split"] == s for q in questions)
+             for k in kinds for s in ("dev", "test")}
+    # (label, mode, question rows, nothing rows): each variant's modes through the CLI, then
+    # the in-process BM25 reference
+    runs = [(v, m, results["variants"][v]["modes"][m], results["variants"][v]["nothing"][m])
+            for v in variants for m in modes]
+    bm = results["bm25"]
+    runs.append(("bm25", "-", bm["questions"], bm["nothing"]))
     lines = ["# Retrieval evaluation, second set: /recall questions (bench/eval.py --set questions)",
              "",
              f"Corpus: {stats['sessions']} sessions ({', '.join(f'{v} {k}' for k, v in stats['kinds'].items())}; "
@@ -440,30 +512,44 @@ def report_second(results: dict, stats: dict, qset: dict, modes, variants) -> st
              f"{stats['exchanges']:,} exchanges, {stats['characters']:,} characters; "
              f"CPython {stats['python']}, fixtures {'read' if stats['fixtures'] else 'absent'}, "
              f"digest {stats['digest']}.",
-             f"Questions: {len(questions)} ({len(questions) - n_ns} share a content word with "
-             f"their target, {n_ns} do not); {len(trapped)} have every word (what keyword search "
-             f"wants today, filler included) in at least one long session. Nothing-queries: "
-             f"{len(nothing)}. Limit {LIMIT}; a rank not in the top {LIMIT} counts 0; a fork of "
-             "the target is not the target.", "",
-             "| variant | mode | R@1 | R@5 | MRR | MRR, forks folded | nothing-queries returning nothing "
-             "| forks in top 10 below their origin | questions with one | first result a fork of "
-             "the target | median ms | errors | warnings |",
-             "|---|---|" + "---:|" * 10 + "---|"]
-    for v in variants:
-        for m in modes:
-            rows = results["variants"][v]["modes"][m]
-            nrows = results["variants"][v]["nothing"][m]
-            a = figures(rows)
-            folded = figures([{"rank": r["rank_folded"]} for r in rows])
-            warns = sorted({w for r in rows + nrows for w in r["warnings"]})
-            errs = sum(bool(r["error"]) for r in rows + nrows)
-            med = statistics.median(r["ms"] for r in rows + nrows)
-            lines.append(
-                f"| {v} | {m} | {a['r1']:.3f} | {a['r5']:.3f} | {a['mrr']:.3f} "
-                f"| {folded['mrr']:.3f} | {sum(r['empty'] for r in nrows)} of {len(nrows)} "
-                f"| {sum(r['copies'] for r in rows)} | {sum(r['copies'] > 0 for r in rows)} "
-                f"| {sum(r['first_is_copy_of_target'] for r in rows)} | {med:.0f} | {errs} "
-                f"| {'; '.join(warns)[:160] or '-'} |")
+             f"Questions: {len(questions)} ("
+             + ", ".join(f"{count[k, 'dev'] + count[k, 'test']} {k} "
+                         f"({count[k, 'dev']} dev, {count[k, 'test']} test)" for k in kinds)
+             + f"); {sum(q['shares'] for q in questions)} share a content word with their target. "
+             f"Nothing-queries: {len(nothing)}. hit@k: the target within the first k; MRR over "
+             f"the top {LIMIT}; a fork of the target is not the target. Rows: each variant's "
+             "searches through the CLI; bm25: bench/bm25.py in-process over the same written "
+             f"history (its time is a ranking in memory, not a CLI run).", ""]
+    for sp in ("dev", "test"):
+        lines += [f"## {sp}: {sum(count[k, sp] for k in kinds)} questions, "
+                  f"{sum(second.split(q) == sp for q in nothing)} nothing-queries", "",
+                  "| kind | variant | mode | n | hit@1 | hit@5 | hit@10 | MRR |",
+                  "|---|---|---|---:|---:|---:|---:|---:|"]
+        for k in (*kinds, "all"):
+            for v, m, rows, _n in runs:
+                f = hits([r for r in rows if r["split"] == sp and k in ("all", r["kind"])])
+                lines.append(f"| {k} | {v} | {m} | {f['n']} | {f['h1']:.3f} | {f['h5']:.3f} "
+                             f"| {f['h10']:.3f} | {f['mrr']:.3f} |")
+        lines += ["", "| variant | mode | nothing-queries returning nothing | median ms per query "
+                  "| errors |", "|---|---|---:|---:|---:|"]
+        for v, m, rows, nrows in runs:
+            rows = [r for r in rows + nrows if r["split"] == sp]
+            nr = [r for r in nrows if r["split"] == sp]
+            lines.append(f"| {v} | {m} | {sum(r['empty'] for r in nr)} of {len(nr)} "
+                         f"| {statistics.median(r['ms'] for r in rows):.1f} "
+                         f"| {sum(bool(r['error']) for r in rows)} |")
+        lines.append("")
+    lines += ["## Forks, dev and test together", "",
+              "| variant | mode | MRR | MRR, forks folded | forks in top 10 below their origin "
+              "| questions with one | first result a fork of the target | warnings |",
+              "|---|---|---:|---:|---:|---:|---:|---|"]
+    for v, m, rows, nrows in runs:
+        folded = hits([{"rank": r["rank_folded"]} for r in rows])
+        warns = sorted({w for r in rows + nrows for w in r["warnings"]})
+        lines.append(f"| {v} | {m} | {hits(rows)['mrr']:.3f} | {folded['mrr']:.3f} "
+                     f"| {sum(r['copies'] for r in rows)} | {sum(r['copies'] > 0 for r in rows)} "
+                     f"| {sum(r['first_is_copy_of_target'] for r in rows)} "
+                     f"| {'; '.join(warns)[:160] or '-'} |")
     lines.append("")
     for v in variants:
         var = results["variants"][v]
@@ -472,35 +558,37 @@ def report_second(results: dict, stats: dict, qset: dict, modes, variants) -> st
                      f"{var['history_seconds']} s, index {var['index']['seconds']} s, exit "
                      f"{var['index']['exit']}" + (f"; embed {emb['seconds']} s, exit {emb['exit']}"
                                                   if emb else ""))
+    lines.append(f"- bm25: over {bm['history']}'s history, built in {bm['build_seconds']} s")
     every = {q["query"]: q["every_word"] for q in questions}
+    bm_rank = {r["query"]: r["rank"] for r in bm["questions"]}
     for m in (["combined"] if "combined" in modes else modes):
         for v in variants:
             rows = results["variants"][v]["modes"][m]
             misses = [r for r in rows if r["rank"] != 1]
             lines += ["", f"## Questions not first: {v}, {m} ({len(misses)} of {len(rows)})", "",
-                      "| question | target | rank | first result (score) | target's score "
-                      "| long sessions with every word |", "|---|---|---|---|---:|---:|"]
+                      "| question | kind | split | target | rank | bm25 rank | first result (score) "
+                      "| target's score | long sessions with every word |",
+                      "|---|---|---|---|---|---:|---|---:|---:|"]
             for r in misses:
                 first = (f"{r['top'][0]['session']} ({r['top'][0]['score']})"
                          + (" fork of the target" if r["first_is_copy_of_target"] else "")
                          if r["top"] else "(no result)")
                 tscore = next((t["score"] for t in r["top"] if t["session"] == r["target"]), "-")
                 longs = sum(n.startswith("long:") for n in every[r["query"]])
-                lines.append(f"| {r['query']} | {r['target']} "
-                             f"| {r['rank'] or f'not in top {LIMIT}'} | {first} | {tscore} "
-                             f"| {longs} |")
-    for m in modes:
-        for v in variants:
-            found = [r for r in results["variants"][v]["nothing"][m] if not r["empty"]]
-            if not found:
-                continue
-            lines += ["", f"## Nothing-queries that returned something: {v}, {m} "
-                      f"({len(found)} of {len(nothing)})", "",
-                      "| query | results | first result (score) |", "|---|---:|---|"]
-            for r in found:
-                first = (f"{r['top'][0]['session']} ({r['top'][0]['score']})" if r["top"]
-                         else f"error: {r['error']}")
-                lines.append(f"| {r['query']} | {r['hits']} | {first} |")
+                lines.append(f"| {r['query']} | {r['kind']} | {r['split']} | {r['target']} "
+                             f"| {r['rank'] or f'not in top {LIMIT}'} "
+                             f"| {bm_rank[r['query']] or '-'} | {first} | {tscore} | {longs} |")
+    for v, m, _rows, nrows in runs:
+        found = [r for r in nrows if not r["empty"]]
+        if not found:
+            continue
+        lines += ["", f"## Nothing-queries that returned something: {v}, {m} "
+                  f"({len(found)} of {len(nothing)})", "",
+                  "| query | results | first result (score) |", "|---|---:|---|"]
+        for r in found:
+            first = (f"{r['top'][0]['session']} ({r['top'][0]['score']})" if r["top"]
+                     else f"error: {r['error']}")
+            lines.append(f"| {r['query']} | {r['hits']} | {first} |")
     return "\n".join(lines)
 
 
@@ -557,9 +645,10 @@ def main() -> int:
                          "questions, nothing-queries, forks) or both; --check alone checks both")
     ap.add_argument("--out", default=str(REPO / "bench" / "out" / "eval"))
     ap.add_argument("--modes", default="keyword,semantic,combined")
-    ap.add_argument("--variants", default="production,reference",
+    ap.add_argument("--variants", default=None,
                     help="names (production, reference, seed-exact) or NAME:K=V,K=V; "
-                         "separate several custom ones with ';'")
+                         "separate several custom ones with ';' (default: production,reference "
+                         "for the first set, production,seed-exact for the second)")
     ap.add_argument("--jobs", type=int, default=2, help="searches run at once")
     ap.add_argument("--fresh", action="store_true",
                     help="rewrite the history and start each index anew")
@@ -585,12 +674,14 @@ def main() -> int:
         return 0
 
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
-    variants = parse_variants(args.variants)
     out = Path(args.out).resolve()
     reports = []
     if which in ("first", "all"):
+        variants = parse_variants(args.variants or "production,reference")
         reports.append(run_first(args, modes, variants, out, sessions, queries, stats))
     if which in ("questions", "all"):
+        # the seed's exact search beside production: the second set's reference through the CLI
+        variants = parse_variants(args.variants or "production,seed-exact")
         reports.append(run_second(args, modes, variants, out))
     print("\n\n".join(reports))
     return 0
