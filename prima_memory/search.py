@@ -17,8 +17,10 @@ from __future__ import annotations
 import heapq
 import time
 
+from . import ranking
 from .settings import flag
 from .store import SHIFT, SessionRow, Store, fold, index_text, is_corruption
+from .timeparse import question_dates
 
 TYPE_CHECKING = False  # (typing's own import, for the type checker alone)
 if TYPE_CHECKING:
@@ -77,7 +79,24 @@ me my myself no not now of on once one or our out over please remind same she sh
 something still tell than that the their them then there these they thing things this those
 time to tried try up us use used using very was way we we'd we're we've were what when where
 which while who why will with work worked working would yes yet you your
-""".split())
+""".split()) | frozenset("""
+aber als am an auch auf aus bei bis das dass dem den der des doch du ein eine einem
+einen einer für gemacht haben hatte hatten ich ihr im in ist ja kann mit nach nicht
+noch nun oder sich sie sind so über um und uns von vor waren warum was weil welche wenn wer
+wie wieder wir wo zu zum zur
+au aux avec ce ces comment dans de des du elle en est et été fait il ils je les leur mais
+me mon ne nous on ou où pas pour quand que quel quelle qui sa se ses ta toi tu un
+une vous
+al cómo como cuál cuando cuándo de del donde dónde el en esta está fue hemos hicimos
+las los me mi nos para pero por qué que se sus un una uno y yo
+ao às como com das de do dos e foi fizemos isso mas na nas no nos o os para pelo pela por
+quando que se um uma você
+che del della di dove è gli il in ma nel non perché quando
+sono un una
+de een en hoe ik in is je niet of voor waarom wanneer wat we wij
+zijn
+""".split())  # German, French, Spanish, Portuguese, Italian, Dutch: words that are also
+# English or code (die, bin, war, es, op, con) are left to count for how rare they are
 
 _EDGE_PUNCT = "?!.,;:\"'()[]{}“”‘’«»"
 
@@ -295,6 +314,7 @@ class Part:
         self._facts: list[tuple] | None = None
         self._counts: list[dict[int, int]] | None = None
         self._matches: list[tuple[str | None, bool]] | None = None
+        self._lengths: dict[int, int] | None = None
 
     @property
     def facts(self) -> list[tuple]:
@@ -336,6 +356,17 @@ class Part:
 
     def sessions(self) -> int:
         return self.store.count_sessions() - len(self.exclude)
+
+    def lengths(self) -> dict[int, int]:
+        """session -> its messages, of every session it holds (ranking's length and rarity)."""
+        if self._lengths is None:
+            got = self.store.message_counts()
+            self._lengths = {k: n for k, n in got.items() if k not in self.exclude}
+        return self._lengths
+
+    def word_counts(self, words: list[str]):
+        """ranking.WordCounts of the words, in the sessions it may return."""
+        return ranking.WordCounts(self.store, words, {f[0] for f in self.facts})
 
 
 def _rows(parts: list[Part], keys) -> dict[tuple[int, int], SessionRow]:
@@ -500,39 +531,10 @@ def combine(keyword_scored, meaning) -> list:
     return out
 
 
-WORDS = 0.3  # what a session's words can add to its similarity, at most (see word_strength)
-
-
-def word_strength(counts: list[dict], sessions: int) -> dict:
-    """session -> 0..1: the share of the query's words it holds, each weighted by how rare it
-    is among the `sessions` searched (a word in one session weighs 1, one in every session
-    next to nothing). A session holding fewer than half of the words gets nothing: one word of
-    a paraphrase found in a session about something else says nothing of it."""
-    if not counts:
-        return {}
-    n = max(1, sessions)
-    import math  # (a search by meaning's)
-    weights = [math.log1p(n / len(c)) / math.log1p(n) if c and n > 1 else 1.0 for c in counts]
-    total = sum(weights)
-    out: dict = {}
-    held: dict = {}
-    for w, c in zip(weights, counts):
-        for sid in c:
-            out[sid] = out.get(sid, 0.0) + w / total
-            held[sid] = held.get(sid, 0) + 1
-    return {sid: v for sid, v in out.items() if 2 * held[sid] >= len(counts)}
-
-
-def relevance(similarity: float, strength: float) -> float:
-    """A combined score a person can read, 0..100: the similarity, with what the words add."""
-    return round(100 * (max(0.0, similarity) + WORDS * strength) / (1 + WORDS), 1)
-
-
 def combined(store: Store, embedder, query: str, *, limit: int = 10,
              filters: Filters | None = None, now: float | None = None,
              floor: float | None = None, deep: bool = False) -> list[Hit]:
-    """Sessions by meaning and words (the module's docstring): those whose meaning stands out
-    from the query's background, and those that hold every word (keyword search's)."""
+    """Sessions by meaning, words and dates (the module's docstring)."""
     return combined_many([Part(store, filters, deep)], embedder, query, limit=limit, now=now,
                          floor=floor)
 
@@ -541,39 +543,47 @@ def combined_many(parts: list[Part], embedder, query: str, *, limit: int = 10,
                   now: float | None = None, floor: float | None = None) -> list[Hit]:
     """combined() over several parts as over one index holding them all: one background for
     meaning, and each word's rarity among every part's sessions, so a small project's sessions
-    are not lifted for being few."""
+    are not lifted for being few. Its candidates: the sessions whose meaning stands out from the
+    query's background, those holding any of its words, and those of the dates it names; each
+    scored by ranking.score."""
     if seed_exact():
         return _seed_combined(parts, embedder, query, limit=limit, now=now, floor=floor)
-    words = normalize_query(query)[1]
-    counts = [p.counts(words) for p in parts]
-    found = [{sid for _p, sid in keyword_scores(p.store, query, now=now, facts=p.facts,
-                                                counts=counts[i])} for i, p in enumerate(parts)]
-    scoreds, answers = _scored(parts, embedder, query, floor, lambda: counts)
+    asked = question_dates(query, now)
+    words = normalize_query(asked.text)[1] if asked.text.strip() else []
+    counts = [p.word_counts(words) for p in parts]
+    said = ranking.word_scores(counts, [p.lengths() for p in parts])
+    dated = {(i, f[0]): ranking.time_affinity(asked.windows, f[1], f[2])
+             for i, p in enumerate(parts) for f in p.facts} if asked.windows else {}
+    near = {k for k, a in dated.items() if a >= NEAR_DATE}
     best: dict[tuple[int, int], Match] = {}
-    for i, (p, scored) in enumerate(zip(parts, scoreds)):
-        admitted = {r[0] for r in p.facts}
-        mine = {m.session: m for m in scored.matches(max(limit * 5, 50), admitted.__contains__)
-                } if answers else {}
-        mine.update(scored.best(found[i] - mine.keys()))
-        best.update({(i, sid): m for sid, m in mine.items()})
-    kw_ids = {(i, sid) for i, got in enumerate(found) for sid in got}
-    strength = word_strength(_merged(counts), sum(len(p.facts) for p in parts))
-    ranked = [(relevance(best[k].rank if k in best else 0.0, strength.get(k, 0.0)), k)
-              for k in best.keys() | kw_ids]
+    if words:
+        scoreds, answers = _scored(parts, embedder, asked.text, floor,
+                                   lambda: [c.sessions for c in counts])
+        for i, (p, scored) in enumerate(zip(parts, scoreds)):
+            mine = {m.session: m for m in scored.matches(
+                max(limit * 5, 50), {f[0] for f in p.facts}.__contains__)} if answers else {}
+            wanted = {sid for j, sid in said.keys() | near if j == i}
+            mine.update(scored.best(wanted - mine.keys()))
+            best.update({(i, sid): m for sid, m in mine.items()})
+    ranked = [(ranking.score(best[k].rank if k in best else 0.0, said.get(k, 0.0),
+                             dated.get(k, 0.0)), k) for k in best.keys() | said.keys() | near]
     rows = _rows(parts, [k for _s, k in ranked])
     ranked = [x for x in ranked if x[1] in rows]  # a session pruned meanwhile is gone
     ranked.sort(key=lambda x: (-x[0], -(rows[x[1]].ended_at or 0), x[1]))
     hits = []
     for score, (i, sid) in ranked[:limit]:
         row = rows[(i, sid)]
-        hit = Hit(row, score, row.title, part=i)
+        hit = Hit(row, ranking.relevance(score), row.title, part=i)
         hit.kind = "relevance"
-        if (i, sid) in kw_ids:  # the lines holding the words say most at a glance
-            _decorate(parts[i], hit, words)
-        else:
+        if (i, sid) in best and (i, sid) not in said:
             _meaning_hit(parts[i].store, hit, best[(i, sid)], embedder)
+        else:  # the lines holding the words say most at a glance
+            _decorate(parts[i], hit, words)
         hits.append(hit)
     return hits
+
+
+NEAR_DATE = 0.5  # a session this near a date the question names is a candidate (ranking.DAYS)
 
 
 def _seed_combined(parts: list[Part], embedder, query: str, *, limit: int,

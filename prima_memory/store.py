@@ -833,6 +833,12 @@ class Store:
         out = [r[0] for r in rows]
         return None if len(out) > limit else out
 
+    def terms_starting(self, stem: str, limit: int) -> list[str]:
+        """Index terms that start with `stem`, at most `limit` (the shortest first)."""
+        return [r[0] for r in self.db.execute(
+            "SELECT term FROM terms WHERE term >= ? AND term < ? ORDER BY length(term) LIMIT ?",
+            (stem, stem + "\U0010ffff", limit))]
+
     # -- writing -----------------------------------------------------------------------------
 
     def session_for(self, source: str, session_id: str, label: str) -> SessionRow:
@@ -1408,6 +1414,12 @@ class Store:
         """The conversations held (the extracts' records apart)."""
         return self.db.execute(f"SELECT count(*) FROM sessions WHERE started_at IS NOT NULL "
                                f"AND source != 'extract' AND {_OWN}").get
+
+    def message_counts(self) -> dict[int, int]:
+        """session -> its messages, of the conversations held (a session's length, as ranking
+        weighs it)."""
+        return dict(self.db.execute(f"SELECT id, message_count FROM sessions WHERE started_at "
+                                    f"IS NOT NULL AND {_OWN}"))
 
     def recent_sessions(self, n: int) -> list[SessionRow]:
         """The latest conversations (prima-memory's own extracts are not among them)."""

@@ -185,3 +185,157 @@ def _epoch(t: float | str | None) -> float | None:
         except ValueError:
             return None
     return t
+
+
+# --- time in a question ----------------------------------------------------------------------
+# "when did we fix it in March", "what did Nate do on 25 May, 2022", "last week": the dates a
+# question names are read off it, and rank the sessions of that time first (search.py); the
+# words that said them are no longer searched for. English dates only, for now.
+
+_MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august",
+           "september", "october", "november", "december")
+_MONTH = r"(jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|" \
+         r"sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
+_DAY = r"(\d{1,2})(?:st|nd|rd|th)?"
+_YEAR = r"((?:19|20)\d\d)"
+_PREP = r"(?:on|in|during|since|after|before|from|around|of|by|until)\s+(?:the\s+)?"
+_ON = rf"(?:{_PREP})?"
+# each pattern, most precise first: (regex, what it names); the preposition before it is
+# taken too ("before" and "after" open the window on that side)
+_QUESTION_DATES = (
+    (rf"{_ON}{_YEAR}-(\d\d)-(\d\d)\b", "ymd"),
+    (rf"{_ON}{_DAY}(?:\s+of)?\s+{_MONTH}\.?,?\s+{_YEAR}\b", "dmy"),
+    (rf"{_ON}{_MONTH}\.?\s+{_DAY},?\s+{_YEAR}\b", "mdy"),
+    (rf"{_ON}{_MONTH}\.?,?\s+{_YEAR}\b", "my"),
+    # without a year, a preposition first: "may 2 people" names no day
+    (rf"{_PREP}{_DAY}(?:\s+of)?\s+{_MONTH}\b", "dm"),
+    (rf"{_PREP}{_MONTH}\s+{_DAY}\b", "md"),
+    (rf"{_PREP}{_MONTH}\b", "m"),
+    (r"(?:in|during|since|after|before|from|around|by|until)\s+((?:19|20)\d\d)\b(?!-\d)", "y"),
+    (r"\b(?:(?:since|from)\s+)?(yesterday|today|this\s+(?:week|month|year)|"
+     r"last\s+(?:week|month|year|monday|tuesday|wednesday|thursday|friday|saturday|sunday)|"
+     r"(?:a|an|one|two|three|four|five|six|\d+)\s+(?:day|week|month|year)s?\s+ago)\b",
+     "spoken"),
+)
+_COUNTS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6}
+
+
+class Asked:
+    """A question read for time: its text without the dates, and the times they name, each a
+    window (start, end) in epoch seconds (an end of None: up to now; a start of None: since
+    ever)."""
+
+    def __init__(self, text: str, windows: list[tuple[float | None, float | None]]):
+        self.text, self.windows = text, windows
+
+
+def question_dates(text: str, now: float | None = None) -> Asked:
+    """The dates a question names, read off it (see above); a question naming none comes back
+    as it was."""
+    if not any(c.isdigit() for c in text) and not _month_or_spoken(text.lower()):
+        return Asked(text, [])  # (most questions: re's import spared)
+    import re  # (see above)
+    now = time.time() if now is None else now
+    windows: list[tuple[float | None, float | None]] = []
+    for pattern, kind in _QUESTION_DATES:
+        def taken(m, kind=kind) -> str:
+            got = _window(kind, m, now)
+            if not got:
+                return m.group(0)
+            word = m.group(0).split()[0].lower()
+            for start, end in got:
+                windows.append((None, start) if word == "before" else (end, None)
+                               if word == "after" else (start, None)
+                               if word in ("since", "from") else (start, end))
+            return " "
+        text = re.sub(r"\b" + pattern, taken, text, flags=re.I)
+    return Asked(" ".join(text.split()), windows)
+
+
+def _month_or_spoken(low: str) -> bool:
+    return any(m[:3] in low for m in _MONTHS) or any(
+        w in low for w in ("yesterday", "today", "this ", "last ", " ago"))
+
+
+def _window(kind: str, m, now: float) -> list[tuple[float, float]]:
+    """The windows a match names: a day, a month or a year, local time; a day or month named
+    without its year, that day or month of each of the last ten years; none when the numbers
+    name no date."""
+    g = [x for x in m.groups() if x is not None]
+    today = time.localtime(now)
+    try:
+        if kind == "spoken":
+            got = _spoken_window(" ".join(g[0].lower().split()), now)
+            return [got] if got else []
+        if kind == "y":
+            return [_span(int(g[0]), 1, 1, (int(g[0]) + 1, 1, 1))]
+        month = _month_number(g[0] if kind in ("md", "my", "m", "mdy") else g[1]) \
+            if kind != "ymd" else int(g[1])
+        if kind == "ymd":
+            year, day = int(g[0]), int(g[2])
+        elif kind == "dmy":
+            day, year = int(g[0]), int(g[2])
+        elif kind == "mdy":
+            day, year = int(g[1]), int(g[2])
+        elif kind == "my":
+            return [_span(int(g[1]), month, 1, _next_month(int(g[1]), month))]
+        else:  # no year: the latest ten such days or months, up to today's
+            day = int(g[1] if kind == "md" else g[0]) if kind != "m" else 1
+            if not 1 <= day <= 31:
+                return []
+            latest = today.tm_year - ((month, day) > (today.tm_mon, today.tm_mday))
+            return [_span(y, month, 1, _next_month(y, month)) if kind == "m" else
+                    _span(y, month, day, None) for y in range(latest, latest - 10, -1)
+                    if day <= _days_in(y, month)]
+        if not 1 <= day <= _days_in(year, month):
+            return []
+        return [_span(year, month, day, None)]
+    except (ValueError, OverflowError):
+        return []
+
+
+def _month_number(name: str) -> int:
+    low = name.lower()
+    return next(i for i, m in enumerate(_MONTHS, 1) if m.startswith(low[:3]))
+
+
+def _next_month(year: int, month: int) -> tuple[int, int, int]:
+    return (year + 1, 1, 1) if month == 12 else (year, month + 1, 1)
+
+
+def _span(year: int, month: int, day: int, end: tuple[int, int, int] | None
+          ) -> tuple[float, float]:
+    """From that day's local midnight to the next day's, or to `end`'s."""
+    start = time.mktime((year, month, day, 0, 0, 0, 0, 0, -1))
+    if end is None:
+        return start, start + 86400
+    return start, time.mktime((*end, 0, 0, 0, 0, 0, -1))
+
+
+def _spoken_window(s: str, now: float) -> tuple[float, float] | None:
+    if s in ("today", "yesterday") or s.startswith(("this ", "last ")) and \
+            s.split()[1] in _WEEKDAYS:
+        day = _day(s, now)
+        if day is None:
+            return None
+        start = time.mktime((day.year, day.month, day.day, 0, 0, 0, 0, 0, -1))
+        return start, start + 86400
+    if s.startswith("this "):
+        day = _day(s, now)
+        return (time.mktime((day.year, day.month, day.day, 0, 0, 0, 0, 0, -1)), now) \
+            if day else None
+    if s.startswith("last "):
+        unit = s.split()[1]
+        back = {"week": 7 * 86400}.get(unit)
+        start = now - back if back else _months_before(now, 12 if unit == "year" else 1)
+        return start, now
+    count, unit = s.split()[:2]
+    n = _COUNTS.get(count) or int(count)
+    unit = unit.rstrip("s")
+    if unit in ("day", "week"):
+        t = now - n * _SECONDS[unit]
+        width = _SECONDS[unit]
+    else:
+        t = _months_before(now, n * (12 if unit == "year" else 1))
+        width = 30 * 86400 * (12 if unit == "year" else 1)
+    return t - width / 2, t + width / 2

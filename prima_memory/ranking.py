@@ -1,0 +1,138 @@
+"""What a question's words and dates add to a session's similarity, in the default search.
+
+Words count as BM25 counts them, over the history searched: each word weighs by how rare it is
+among the sessions (a name said in every session weighs next to nothing), a session's count of
+messages holding it saturates (k1), and a long session is not ahead for its length (b). A word
+matches the index terms that are its forms (`paint` finds painted, painting: see ENDINGS).
+Beside the session's whole, its best turn: the weight of the query words said in one message
+and its neighbours, so the session where they are said together wins over one where they are
+strewn about.
+
+Dates a question names ("in March", "on 25 May, 2022", "last week": timeparse.question_dates)
+rank the sessions of that time first: one in the window gets TIME, one outside gets less the
+further away it is (halving each DAYS days or so).
+
+The constants were chosen on LoCoMo's development split and the coding questions' (bench/locomo.py,
+bench/eval.py --set questions); docs/evaluation.md gives both splits' figures.
+"""
+from __future__ import annotations
+
+import math
+
+from .store import SHIFT, Store
+
+K1 = 1.2
+B = 0.4  # (0.75 is BM25's usual: sessions vary more in length than documents, and a long
+#          session's extra messages are mostly about other things)
+TURN = 1.0  # the best turn's weight beside the session's
+NEAR = 1  # a turn's neighbours on each side, in messages: a question and its answer
+WORDS = 0.1  # what the words' score counts beside a similarity (0..1)
+TIME = 1.0  # a session inside a date the question names
+DAYS = 7.0
+TURN_IDS_MAX = 20000  # a word in more messages than this adds to the session's score alone
+
+
+# A word matches the terms made of its stem and one of these endings: "paint" finds painted and
+# paints, "adopt" adoption, "games" game; but "back" not backup, nor "art" party.
+ENDINGS = ("", "s", "es", "e", "ed", "d", "ing", "er", "ers", "ion", "ions", "ation", "ations",
+           "ly", "ment", "ments", "y", "ies", "ied", "al", "ness", "ity", "ful")
+STEM_MIN = 4
+FORMS_MAX = 64
+
+
+def stem(token: str) -> str:
+    """A token less its longest ENDING that leaves STEM_MIN characters or more."""
+    for end in sorted(ENDINGS, key=len, reverse=True):
+        if end and token.endswith(end) and len(token) - len(end) >= STEM_MIN:
+            return token[:-len(end)]
+    return token
+
+
+def forms_expr(store: Store, word: str) -> str | None:
+    """An FTS5 expression for the messages holding each of a word's tokens in one of its forms
+    (its stem and an ENDING); None when it has no token, "" when the index holds no form."""
+    parts = []
+    for tok in dict.fromkeys(store.token_list(word)):
+        base = stem(tok)
+        forms = [t for t in store.terms_starting(base, FORMS_MAX) if t[len(base):] in ENDINGS]
+        if not forms:
+            return ""
+        parts.append("(" + " OR ".join('"' + t.replace('"', '""') + '"' for t in forms) + ")")
+    return " AND ".join(parts) if parts else None
+
+
+class WordCounts:
+    """One index's counts of a query's words: for each word, session -> its messages holding
+    it, and (for a word not too common) the ids of those messages."""
+
+    def __init__(self, store: Store, words: list[str], admitted: set[int]):
+        self.sessions: list[dict[int, int]] = []
+        self.turns: list[set[int] | None] = []
+        for w in words:
+            expr = forms_expr(store, w)
+            counts = {s: n for s, n in store.count_matching(expr).items() if s in admitted} \
+                if expr else {}
+            self.sessions.append(counts)
+            self.turns.append(store.message_ids_matching(expr) if expr and counts and
+                              sum(counts.values()) <= TURN_IDS_MAX else None)
+
+
+def word_scores(parts: list[WordCounts], lengths: list[dict[int, int]]) -> dict:
+    """(part, session) -> what the words say of it (BM25 over every part as one history, plus
+    TURN x its best turn's weight), for each session holding one of them."""
+    if not parts or not parts[0].sessions:
+        return {}
+    n = sum(len(x) for x in lengths) or 1
+    avg = sum(sum(x.values()) for x in lengths) / n or 1.0
+    words = len(parts[0].sessions)
+    idf = []
+    for w in range(words):
+        df = sum(len(p.sessions[w]) for p in parts)
+        idf.append(math.log(1 + (n - df + 0.5) / (df + 0.5)) if df else 0.0)
+    out: dict = {}
+    for i, (p, length) in enumerate(zip(parts, lengths)):
+        for w, counts in enumerate(p.sessions):
+            for sid, tf in counts.items():
+                norm = K1 * (1 - B + B * max(1, length.get(sid, 1)) / avg)
+                out[(i, sid)] = out.get((i, sid), 0.0) + idf[w] * tf * (K1 + 1) / (tf + norm)
+        for sid, best in _best_turns(p, idf).items():
+            if (i, sid) in out:
+                out[(i, sid)] += TURN * best
+    return out
+
+
+def _best_turns(p: WordCounts, idf: list[float]) -> dict[int, float]:
+    """session -> the most weight of query words said in one message and its NEAR neighbours."""
+    held: dict[int, set[int]] = {}
+    for w, ids in enumerate(p.turns):
+        for m in ids or ():
+            for near in range(m - NEAR, m + NEAR + 1):
+                if near >> SHIFT == m >> SHIFT:
+                    held.setdefault(near, set()).add(w)
+    out: dict[int, float] = {}
+    for m, ws in held.items():
+        weight = sum(idf[w] for w in ws)
+        s = m >> SHIFT
+        if weight > out.get(s, 0.0):
+            out[s] = weight
+    return out
+
+
+def time_affinity(windows, started: float | None, ended: float | None) -> float:
+    """0..1: 1 for a session overlapping one of the windows, less the further it is from the
+    nearest (none named: 0)."""
+    if not windows or started is None:
+        return 0.0
+    end = ended if ended is not None else started
+    gap = min(max(0.0, (s if s is not None else -math.inf) - end,
+                  started - (e if e is not None else math.inf)) for s, e in windows)
+    return math.exp(-gap / (DAYS * 86400))
+
+
+def score(similarity: float, words: float, affinity: float) -> float:
+    return similarity + WORDS * words + TIME * affinity
+
+
+def relevance(raw: float) -> float:
+    """The score as a person reads it, 0..100, in the same order."""
+    return round(100 * max(0.0, raw) / (1 + max(0.0, raw)), 1)
