@@ -1,0 +1,153 @@
+"""The default search's ranking (issue #37): each word weighs by how rare it is in the history
+searched, a long session does not win by volume, a session holding some of the words is listed,
+filler counts for nothing in the languages people type, and dates in a question rank the
+sessions of that time first. Through the real CLI, with the real model; `--mode keyword` keeps
+the seed's literal rules (tests/test_points.py, tests/test_keyword_top.py)."""
+from __future__ import annotations
+
+import time
+
+from prima_memory import timeparse
+
+DAY = 86400
+NOW = time.time()
+
+
+def _sid(n: int) -> str:
+    return f"{n:08x}-0000-4000-8000-{n:012x}"
+
+
+WORDS_ONLY = {"PRIMA_SEMANTIC_FLOOR": "0.99"}  # no match by meaning: what the words do alone
+
+
+def _ids(env, query: str, *extra, env_extra: dict | None = None) -> list[str]:
+    got = env.json("search", query, *extra, env=env_extra)
+    assert got["mode"] == "combined" and got["warnings"] == [], got
+    return [r["session_id"] for r in got["results"]]
+
+
+def _chat(env, n: int, start: float, exchanges: list[tuple[str, str]]):
+    t = env.transcript(_sid(n), start=start)
+    for prompt, reply in exchanges:
+        t.exchange(prompt, reply)
+    return t
+
+
+def test_a_name_said_in_every_session_decides_nothing(env):
+    """(the issue's own example: "What did Melanie paint recently?" put three sessions that
+    only say the two names often above the painting session)"""
+    for n in range(1, 6):
+        _chat(env, n, NOW - (40 - n) * DAY, [
+            (f"Melanie, Caroline here. Melanie, how was the week {n}?",
+             f"Caroline! Melanie says the kids and the garden kept Melanie busy, Caroline. {n}")] * 6)
+    _chat(env, 9, NOW - 50 * DAY, [
+        ("Caroline: anything new?", "Melanie: I painted a lake at sunrise last weekend."),
+        ("Caroline: how is the family?", "Melanie: all well, thanks.")])
+    for meaning in ({}, WORDS_ONLY):
+        assert _ids(env, "What did Melanie paint recently?", env_extra=meaning)[0] == _sid(9)
+
+
+def test_a_long_session_does_not_win_by_volume(env):
+    filler = [(f"step {i}: rename the variables in module {i}", f"Renamed them in module {i}.")
+              for i in range(60)]
+    _chat(env, 1, NOW - 30 * DAY, filler[:30] + [
+        ("also check the retry budget", "The retry budget is fine."),
+        ("what about the retry budget for uploads", "The uploads keep the retry budget.")]
+        + filler[30:])
+    _chat(env, 2, NOW - 31 * DAY, [
+        ("the upload retry budget runs out on slow links",
+         "Raised the upload retry budget and made it back off exponentially.")])
+    for meaning in ({}, WORDS_ONLY):
+        assert _ids(env, "how did we fix the upload retry budget", env_extra=meaning)[0] == _sid(2)
+
+
+def test_a_session_holding_some_of_the_words_is_listed(env):
+    """(a bug: every word was required of a session the words found; one holding "zorblat"
+    alone, or "quuxify" alone, was listed only if its meaning stood out)"""
+    _chat(env, 1, NOW - 9 * DAY, [("zorblat keeps timing out", "Raised the zorblat timeout.")])
+    _chat(env, 2, NOW - 8 * DAY, [("quuxify the nightly report", "The report is quuxified.")])
+    _chat(env, 3, NOW - 7 * DAY, [("write the README", "Done.")])
+    assert set(_ids(env, "zorblat quuxify", env_extra=WORDS_ONLY)) == {_sid(1), _sid(2)}
+
+
+def test_a_question_in_german_counts_its_filler_for_nothing(env):
+    _chat(env, 1, NOW - 20 * DAY, [
+        ("Wie haben wir das gemacht? Wir haben den Plan nicht, wie immer.",
+         "Wir haben den Plan wieder nicht. Wie gesagt, wir haben den Termin im Kalender.")] * 4)
+    _chat(env, 2, NOW - 21 * DAY, [
+        ("Das Speicherleck im Worker", "Das Speicherleck im Worker ist behoben: der Cache wächst "
+                                       "nicht mehr.")])
+    for meaning in ({}, WORDS_ONLY):
+        assert _ids(env, "Wie haben wir den Speicherleck im Worker behoben?",
+                    env_extra=meaning)[0] == _sid(2)
+
+
+def _local(y: int, m: int, d: int) -> float:
+    return time.mktime((y, m, d, 10, 0, 0, 0, 0, -1))
+
+
+def test_a_date_in_a_question_ranks_that_time_first(env):
+    """(a bug: "March" and "2025" were words to find: the session that said "March" won over
+    the one held in March)"""
+    _chat(env, 1, _local(2025, 3, 12), [
+        ("the deploy script fails on the staging host", "Fixed the deploy script's ssh options.")])
+    _chat(env, 2, _local(2025, 6, 3), [
+        ("the deploy script again: we planned this back in March 2025",
+         "Rewrote the deploy script's retry loop, as planned in March 2025.")])
+    assert _ids(env, "what did we change in the deploy script in March 2025?")[0] == _sid(1)
+    assert _ids(env, "what did we change in the deploy script in June 2025?")[0] == _sid(2)
+
+
+def test_last_week_ranks_last_weeks_session_first(env):
+    _chat(env, 1, NOW - 40 * DAY, [("the flaky checkout test", "The flaky checkout test waited on "
+                                    "a timer: the flaky test now polls. Flaky checkout fixed.")])
+    _chat(env, 2, NOW - 3 * DAY, [("checkout test is flaky again", "Pinned the clock in it.")])
+    assert _ids(env, "how did we fix the flaky checkout test last week")[0] == _sid(2)
+
+
+def test_all_projects_ranks_as_one_project_does(env):
+    env.run("index")  # (a memory in the first project, so --all-projects lists it)
+    _chat(env, 1, _local(2025, 3, 12), [
+        ("the deploy script fails on the staging host", "Fixed the deploy script's ssh options.")])
+    _chat(env, 2, _local(2025, 6, 3), [
+        ("the deploy script again: we planned this back in March 2025",
+         "Rewrote the deploy script's retry loop, as planned in March 2025.")])
+    assert _ids(env, "the deploy script in March 2025", "--all-projects")[0] == _sid(1)
+
+
+def test_a_query_matching_nothing_still_gets_nothing(env):
+    _chat(env, 1, NOW - 9 * DAY, [("zorblat keeps timing out", "Raised the zorblat timeout.")])
+    assert _ids(env, "qwxplonk vrezzt") == []
+
+
+# --- dates read off a question -------------------------------------------------------------
+
+AT = _local(2026, 12, 6)
+
+
+def _days(text: str) -> tuple[str, list[tuple[str | None, str | None]]]:
+    asked = timeparse.question_dates(text, AT)
+    day = "%Y-%m-%d"
+    return asked.text, [(time.strftime(day, time.localtime(a)) if a is not None else None,
+                         time.strftime(day, time.localtime(b - 1)) if b is not None else None)
+                        for a, b in asked.windows]
+
+
+def test_question_dates_read_as_people_write_them():
+    assert _days("What did Nate do for Joanna on 25 May, 2022?") == (
+        "What did Nate do for Joanna ?", [("2022-05-25", "2022-05-25")])
+    assert _days("what broke in April 2022") == ("what broke", [("2022-04-01", "2022-04-30")])
+    assert _days("the fix from 2026-11-02") == ("the fix", [("2026-11-02", None)])
+    assert _days("what did we ship before March 3, 2026") == ("what did we ship",
+                                                              [(None, "2026-03-02")])
+    assert _days("what did I do in 2024")[1] == [("2024-01-01", "2024-12-31")]
+    text, windows = _days("when did we go camping in July?")
+    assert text == "when did we go camping ?" and windows[0] == ("2026-07-01", "2026-07-31")
+    assert len(windows) == 10  # a month without its year: that month of the last ten years
+    assert _days("what did we fix last week")[1] == [("2026-11-29", "2026-12-06")]
+
+
+def test_words_that_only_look_like_dates_stay_words():
+    for text in ("may i ask about the mayor", "may 2 people join", "the march of progress",
+                 "2024 items in the queue", "error 2025-13-45 in the log", "after 2026-02-30"):
+        assert timeparse.question_dates(text, AT).windows == [], text
