@@ -10,10 +10,10 @@ strewn about.
 
 Dates a question names ("in March", "on 25 May, 2022", "last week": timeparse.question_dates)
 rank the sessions of that time first: one in the window gets TIME, one outside gets less the
-further away it is (halving each DAYS days or so).
+further away it is (exp(-gap / DAYS): half at about five days).
 
-The constants were chosen on LoCoMo's development split and the coding questions' (bench/locomo.py,
-bench/eval.py --set questions); docs/evaluation.md gives both splits' figures.
+The constants were chosen on LoCoMo's development split (bench/locomo.py); docs/evaluation.md
+gives the development and held-out figures of every set.
 """
 from __future__ import annotations
 

@@ -5,12 +5,13 @@ contains the whole query 10; each message containing a query word, 2 per word it
 recency up to 10, falling to 0 at seven days; 1 per changed file, up to 5. Matching ignores case
 and finds words inside longer words.
 
-A query is read as a person types it: filler words ("when did we", "the") and the punctuation
-around words are not required to match, unless the query holds nothing else. Combined search
-ranks by meaning first, a session's similarity to the query, and adds what its words say, each
-word counting for how rare it is in the history: a long session that matches on common words no
-longer outranks the one the question means. `PRIMA_SEED_EXACT=1` keeps the seed's arithmetic
-exactly: every word as typed, keyword points rescaled so the best is 100 (docs/evaluation.md).
+A query is read as a person types it: filler words ("when did we", "the", "wie haben wir") and
+the punctuation around words are not required to match, unless the query holds nothing else.
+Combined search (the default) adds to a session's similarity what the words and the dates of the
+question say of it (ranking.py): each word by how rare it is in the history, a long session not
+ahead for its length, and the sessions of a date the question names first. `PRIMA_SEED_EXACT=1`
+keeps the seed's arithmetic exactly: every word as typed, keyword points rescaled so the best is
+100 (docs/evaluation.md).
 """
 from __future__ import annotations
 
@@ -377,13 +378,6 @@ def _rows(parts: list[Part], keys) -> dict[tuple[int, int], SessionRow]:
         wanted.setdefault(i, []).append(sid)
     return {(i, r.id): r for i, ids in wanted.items()
             for r in parts[i].store.sessions_by_id(ids)}
-
-
-def _merged(counts: list[list[dict[int, int]]]) -> list[dict[tuple[int, int], int]]:
-    """Each word's counts in every part, keyed (part, session): as one index would count them."""
-    words = len(counts[0]) if counts else 0
-    return [{(i, sid): n for i, c in enumerate(counts) for sid, n in c[w].items()}
-            for w in range(words)]
 
 
 def keyword(store: Store, query: str, *, limit: int = 10, filters: Filters | None = None,
