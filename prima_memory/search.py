@@ -556,11 +556,16 @@ def combined_many(parts: list[Part], embedder, query: str, *, limit: int = 10,
         for i, (p, scored) in enumerate(zip(parts, scoreds)):
             mine = {m.session: m for m in scored.matches(
                 max(limit * 5, 50), {f[0] for f in p.facts}.__contains__)} if answers else {}
-            wanted = {sid for j, sid in said.keys() | near if j == i}
+            wanted = {sid for j, sid in heapq.nlargest(WORD_CANDIDATES, said, key=said.__getitem__)
+                      if j == i} | {sid for j, sid in near if j == i}
             mine.update(scored.best(wanted - mine.keys()))
             best.update({(i, sid): m for sid, m in mine.items()})
-    ranked = [(ranking.score(best[k].rank if k in best else 0.0, said.get(k, 0.0),
-                             dated.get(k, 0.0)), k) for k in best.keys() | said.keys() | near]
+    ranked = sorted(((ranking.score(best[k].rank if k in best else 0.0, said.get(k, 0.0),
+                                    dated.get(k, 0.0)), k) for k in best.keys() | said.keys() | near),
+                    reverse=True)
+    # the rows of the best, and of any tied with the last of them (the latest to end goes first)
+    cut = ranked[min(len(ranked), 2 * limit) - 1][0] if ranked else 0.0
+    ranked = [x for x in ranked if x[0] >= cut]
     rows = _rows(parts, [k for _s, k in ranked])
     ranked = [x for x in ranked if x[1] in rows]  # a session pruned meanwhile is gone
     ranked.sort(key=lambda x: (-x[0], -(rows[x[1]].ended_at or 0), x[1]))
@@ -578,6 +583,7 @@ def combined_many(parts: list[Part], embedder, query: str, *, limit: int = 10,
 
 
 NEAR_DATE = 0.5  # a session this near a date the question names is a candidate (ranking.DAYS)
+WORD_CANDIDATES = 200  # the sessions the words rank best, whose similarity is looked up
 
 
 def _seed_combined(parts: list[Part], embedder, query: str, *, limit: int,
