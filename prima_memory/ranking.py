@@ -2,18 +2,21 @@
 
 Words count as BM25 counts them, over the history searched: each word weighs by how rare it is
 among the sessions (a name said in every session weighs next to nothing), a session's count of
-messages holding it saturates (k1), and a long session is not ahead for its length (b). A word
+messages holding it saturates (K1), and a long session is not ahead for its length (B). A word
 matches the index terms that are its forms (`paint` finds painted, painting: see ENDINGS).
 Beside the session's whole, its best turn: the weight of the query words said in one message
 and its neighbours, so the session where they are said together wins over one where they are
-strewn about.
+strewn about. All of it is taken over the weight of every word of the query, a word the history
+never holds weighing most; and a session holding under HALF of that weight gets little: the
+words of a paraphrase, found in sessions about something else, then say little of them.
 
 Dates a question names ("in March", "on 25 May, 2022", "last week": timeparse.question_dates)
 rank the sessions of that time first: one in the window gets TIME, one outside gets less the
 further away it is (exp(-gap / DAYS): half at about five days).
 
-The constants were chosen on LoCoMo's development split (bench/locomo.py); docs/evaluation.md
-gives the development and held-out figures of every set.
+The constants were chosen on the development splits of LoCoMo and of the two coding sets
+(bench/locomo.py, bench/eval.py); docs/evaluation.md gives every set's development and held-out
+figures.
 """
 from __future__ import annotations
 
@@ -26,7 +29,9 @@ B = 0.4  # (0.75 is BM25's usual: sessions vary more in length than documents, a
 #          session's extra messages are mostly about other things)
 TURN = 1.0  # the best turn's weight beside the session's
 NEAR = 1  # a turn's neighbours on each side, in messages: a question and its answer
-WORDS = 0.1  # what the words' score counts beside a similarity (0..1)
+WORDS = 0.15  # what the words' score (0..2 or so) counts beside a similarity (0..1)
+HALF = 0.5  # a session holding less of the query words' weight than this gets only
+STEEP = 4  # (its share / HALF) ** STEEP of what they say
 TIME = 1.0  # a session inside a date the question names
 DAYS = 7.0
 TURN_IDS_MAX = 20000  # a word in more messages than this adds to the session's score alone
@@ -78,8 +83,11 @@ class WordCounts:
 
 
 def word_scores(parts: list[WordCounts], lengths: list[dict[int, int]]) -> dict:
-    """(part, session) -> what the words say of it (BM25 over every part as one history, plus
-    TURN x its best turn's weight), for each session holding one of them."""
+    """(part, session) -> what the words say of it, for each session holding one of them: BM25
+    over every part as one history, plus TURN x its best turn's weight, over the weight of all
+    the query's words (a word the history never holds weighs most: a paraphrase's words found
+    in a session about something else then say little); a session holding less than HALF of
+    that weight gets its share of it."""
     if not parts or not parts[0].sessions:
         return {}
     n = sum(len(x) for x in lengths) or 1
@@ -88,17 +96,20 @@ def word_scores(parts: list[WordCounts], lengths: list[dict[int, int]]) -> dict:
     idf = []
     for w in range(words):
         df = sum(len(p.sessions[w]) for p in parts)
-        idf.append(math.log(1 + (n - df + 0.5) / (df + 0.5)) if df else 0.0)
+        idf.append(math.log(1 + (n - df + 0.5) / (df + 0.5)))
+    total = sum(idf)
     out: dict = {}
+    held: dict = {}
     for i, (p, length) in enumerate(zip(parts, lengths)):
         for w, counts in enumerate(p.sessions):
             for sid, tf in counts.items():
                 norm = K1 * (1 - B + B * max(1, length.get(sid, 1)) / avg)
                 out[(i, sid)] = out.get((i, sid), 0.0) + idf[w] * tf * (K1 + 1) / (tf + norm)
+                held[(i, sid)] = held.get((i, sid), 0.0) + idf[w]
         for sid, best in _best_turns(p, idf).items():
             if (i, sid) in out:
                 out[(i, sid)] += TURN * best
-    return out
+    return {k: v / total * min(1.0, held[k] / total / HALF) ** STEEP for k, v in out.items()}
 
 
 def _best_turns(p: WordCounts, idf: list[float]) -> dict[int, float]:
