@@ -136,6 +136,36 @@ def test_an_opted_out_turn_that_ended_without_a_stop_stays_out_of_a_resumed_copy
     assert [r["session_id"] for r in env.search("zqxforkword")] == [resumed.session_id]
 
 
+@pytest.mark.parametrize("how", ["PRIMA_MEMORY=off", "forget this"])
+def test_a_fork_kept_out_leaves_its_origin_the_lines_it_copied(env, how):
+    """A resume or a fork kept out (PRIMA_MEMORY=off, or `/prima-memory:forget this` in it):
+    what it said is forgotten, and a copy of that stays out; the lines of its origin that it
+    copied stay the origin's, through every later read of either file and a --rebuild."""
+    p = env.transcript("aaaa7777-0000-0000-0000-000000000007", start=T0)
+    p.exchange("the zqxparentword question about caching", "the zqxparentword answer about caching")
+    env.run("index")
+    fork = _fork(env, p)
+    if how == "forget this":
+        env.run("index")
+        assert prompt(env, fork.session_id, "/prima-memory:forget this").rc == 0
+    else:
+        assert run_hook(env, "session-start", payload(env, "session-start", fork.session_id),
+                        extra_env={"PRIMA_MEMORY": "off"}).rc == 0
+    for args in (["index"], ["index"], ["index", "--rebuild"]):
+        env.run(*args)
+        fork.exchange("and the zqxforkmoreword part", "the zqxforkmoreword reply")
+        env.run(*args)
+        assert [r["session_id"] for r in env.search("zqxparentword")] == [p.session_id], args
+        assert [(r["session_id"], r["message_count"]) for r in env.json("recent")["sessions"]] \
+            == [(p.session_id, 2)], args
+        _gone(env, "zqxforkword", "zqxforkmoreword")
+    copy = _fork(env, fork, "eeee5555-0000-0000-0000-000000000005", start=T0 + 99000)
+    env.run("index")  # (a resume of the fork: what the fork said stays out, the copy's own in)
+    _gone(env, "zqxforkmoreword")
+    assert [r["session_id"] for r in env.search("zqxforkword")] == [copy.session_id]
+    assert [r["session_id"] for r in env.search("zqxparentword")] == [p.session_id]
+
+
 # -- whatever order processes run in (3, 14) ----------------------------------------------------
 
 def test_an_opt_out_is_kept_while_another_process_holds_the_index(env):
