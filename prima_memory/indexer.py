@@ -115,6 +115,7 @@ class Indexer:
         self.dropped: set[str] = set()  # the keys of the file being read that _forgotten dropped
         self._before: dict[tuple[str, str], str] = {}  # a session's last text in this file
         self._grown: set[tuple[str, str]] = set()  # forgotten sessions read whole this run
+        self.forgot: set[int] = set()  # the sessions _recheck removed (their row ids)
         # when a forgotten session had its messages (see _order_of), found once a run
         self._orders: dict[tuple[str, str], tuple[float, float] | None] = {}
         # (source, session id) -> the forgotten sessions that copied lines it had first
@@ -472,6 +473,9 @@ class Indexer:
             prior, before = before, state
             applied: set[int] = set()
             self._recheck()
+            if session in self.forgot:  # (forgotten meanwhile: this file is noted as its own)
+                session = None
+                rep.sessions_touched -= self.forgot
             with store.write():  # (a savepoint of the steps: a step that fails leaves nothing)
                 if replaces:
                     stale = {sid for sid in (session, *(store.session_with_messages(
@@ -817,6 +821,7 @@ class Indexer:
                 self.store.forget(held)
                 self.store.set_meta(forgotten.SCRUB_OWED, 1)
             self._sessions.clear()
+            self.forgot.update(held)
 
     def _grow(self, d) -> None:
         """A forgotten session's lines read (it went on after a `forget this` or under

@@ -452,6 +452,39 @@ def test_a_fork_takes_no_forgotten_title(env):
     _gone(env, "zqxtitleword")
 
 
+def test_a_forget_made_while_its_file_is_read_keeps_none_of_its_text(env, monkeypatch):
+    """Another process forgets a session while a run is partway through its transcript (read
+    a step at a time): the run drops what it read, and the file is noted as forgotten, its
+    parser state (which keeps the tail of the last reply read) holding none of its text."""
+    from prima_memory import forgotten
+    from prima_memory import indexer as ix
+    from prima_memory.memory import Memory
+    s, _k = _history(env)
+    monkeypatch.setattr(ix, "BATCH_BYTES", 1500)
+    mem = Memory(str(env.ws))
+    recheck = ix.Indexer._recheck
+
+    def forgotten_meanwhile(self):
+        row = self.store.session_by_session_id(s.session_id, "claude-code")
+        if row is not None and self.store.has_messages(row.id) and not self.forgotten:
+            mem._write_tombs([forgotten.entry("claude-code", s.session_id, "forget")], 5)
+        return recheck(self)
+    monkeypatch.setattr(ix.Indexer, "_recheck", forgotten_meanwhile)
+    try:
+        mem.update()
+        rows = {os.path.basename(p): (status, state) for p, status, state in
+                mem.store().db.execute("SELECT path, status, state FROM files")}
+    finally:
+        mem.close()
+    status, state = rows[os.path.basename(s.path)]
+    assert status == "forgotten" and SECRET not in (state or "")
+    monkeypatch.undo()
+    _gone(env, SECRET)
+    s.exchange(f"later {SECRET} question", f"later {SECRET} answer")
+    env.run("index")
+    _gone(env, SECRET)
+
+
 # -- vectors of a forget made while the embedder runs (7) -----------------------------------------
 
 def test_an_embedder_running_through_a_forget_leaves_no_vector_of_it(tmp_path):
