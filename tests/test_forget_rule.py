@@ -9,6 +9,7 @@ import hashlib
 import hmac
 import json
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -164,6 +165,28 @@ def test_a_fork_kept_out_leaves_its_origin_the_lines_it_copied(env, how):
     _gone(env, "zqxforkmoreword")
     assert [r["session_id"] for r in env.search("zqxforkword")] == [copy.session_id]
     assert [r["session_id"] for r in env.search("zqxparentword")] == [p.session_id]
+
+
+def test_a_copy_deleted_from_a_fork_takes_the_title_tags_and_decisions_it_gave(env):
+    """A fork read before the opted-out session it copies (its tombstone named no line yet):
+    it is titled by that session's first prompt and holds its decision lines and tags. When the
+    opted-out transcript is read its lines are deleted from the fork, and what they made of the
+    fork's summary goes with them: its title is its own first prompt again."""
+    off = env.transcript("dddd4444-0000-0000-0000-000000000004", start=T0 + 20000)
+    assert run_hook(env, "session-start", payload(env, "session-start", off.session_id),
+                    extra_env={"PRIMA_MEMORY": "off"}).rc == 0
+    off.exchange("the zqxoptedoutword draft for P777", "we decided to use the zqxdecisionword cache")
+    fork = _fork(env, off)
+    now = time.time()
+    os.utime(off.path, (now - 100, now - 100))  # (the fork, written last, is read first)
+    os.utime(fork.path, (now, now))
+    env.run("index")
+    got = env.json("recent")["sessions"]
+    assert [(r["session_id"], r["title"]) for r in got] \
+        == [(fork.session_id, "The fork's own question about zqxforkword")]
+    assert "project:P777" not in got[0]["tags"] and "decision" not in got[0]["tags"]
+    _gone(env, "zqxoptedoutword", "zqxdecisionword")
+    assert env.search("draft for") == []
 
 
 # -- whatever order processes run in (3, 14) ----------------------------------------------------
