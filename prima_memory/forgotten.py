@@ -115,8 +115,14 @@ class Tombstones:
                             for k in e.get("keys", ())}
         return self._owners.get(key_hash(source, key))
 
-    def drops_title(self, title: str | None) -> bool:
-        return bool(title and self.titles) and title_hash(title or "") in self.titles
+    def drops_title(self, title: str | None, skip=()) -> bool:
+        """Whether a title is a forgotten session's; not `skip`'s (sessions whose tombstones
+        may hold the reader's own titles, copied: see Indexer._had_first)."""
+        if not (title and self.titles) or title_hash(title) not in self.titles:
+            return False
+        h = title_hash(title)
+        return not skip or any(h in e.get("titles", ()) for pair, e in self.sessions.items()
+                               if pair not in skip)
 
     def with_entries(self, new: list[dict]) -> Tombstones:
         """These tombstones and `new` (one entry per session: what either saw stays forgotten)."""

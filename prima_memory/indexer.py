@@ -115,6 +115,11 @@ class Indexer:
         self.dropped: set[str] = set()  # the keys of the file being read that _forgotten dropped
         self._before: dict[tuple[str, str], str] = {}  # a session's last text in this file
         self._grown: set[tuple[str, str]] = set()  # forgotten sessions read whole this run
+        self.forgot: set[int] = set()  # the sessions _recheck removed (their row ids)
+        # when a forgotten session had its messages (see _order_of), found once a run
+        self._orders: dict[tuple[str, str], tuple[float, float] | None] = {}
+        # (source, session id) -> the forgotten sessions that copied lines it had first
+        self._copied_from: dict[tuple[str, str], set[tuple[str, str]]] = {}
         self.seen_unchanged = 0  # files of the sources sources_changed found unchanged
 
     # -- public ----------------------------------------------------------------------------------
@@ -468,6 +473,9 @@ class Indexer:
             prior, before = before, state
             applied: set[int] = set()
             self._recheck()
+            if session in self.forgot:  # (forgotten meanwhile: this file is noted as its own)
+                session = None
+                rep.sessions_touched -= self.forgot
             with store.write():  # (a savepoint of the steps: a step that fails leaves nothing)
                 if replaces:
                     stale = {sid for sid in (session, *(store.session_with_messages(
@@ -744,6 +752,8 @@ class Indexer:
         if said:
             self._before[where] = said[-1][1]
         keys = forgotten.copies(gone, d.source, said, before, by_key=d.shared_keys)
+        if keys and d.shared_keys:
+            keys -= self._had_first(d, keys)
         if keys:
             d.copies_forgotten = True
             self.dropped |= keys
@@ -752,11 +762,49 @@ class Indexer:
             d.file_changes = [c for c in d.file_changes if c.message_key not in keys]
             d.tool_calls = [c for c in d.tool_calls if c.message_key not in keys]
         if gone.titles:  # (a fork copies its origin's title records too)
-            if gone.drops_title(d.custom_title):
+            forks = self._copied_from.get(where, ())  # (their tombstones may hold its titles)
+            if gone.drops_title(d.custom_title, forks):
                 d.custom_title = None
-            if gone.drops_title(d.summary_title):
+            if gone.drops_title(d.summary_title, forks):
                 d.summary_title = None
         return False
+
+    def _had_first(self, d, keys: set[str]) -> set[str]:
+        """Of the keys of a delta that a forgotten session's tombstone names, those its own
+        session had first (_order, as Indexer._copies decides which session holds a message):
+        its own lines, which the forgotten one copied as a fork or a resume does (its tombstone
+        was written while the index did not hold them yet). They stay, and so do its titles."""
+        gone = self.forgotten
+        by: dict[tuple[str, str], list[str]] = {}
+        for k in keys:
+            owner = gone.owner(d.source, k)
+            if owner is not None:
+                by.setdefault(owner, []).append(k)
+        if not by:
+            return set()
+        store = self.store
+        row = store.session_by_session_id(d.session_id, d.source)
+        start, mtime = store.precedence(row.id) if row is not None else (None, None)
+        firsts = [t for t in (start, d.first_ts) if t is not None]
+        mine = _order(min(firsts) if firsts else None, mtime if mtime is not None else self._mtime)
+        own: set[str] = set()
+        for owner, ks in by.items():
+            theirs = self._order_of(*owner)
+            # (one whose files are gone, or say no time: its tombstone is taken at its word)
+            if theirs is not None and mine < theirs:
+                own.update(ks)
+                self._copied_from.setdefault((d.source, d.session_id), set()).add(owner)
+        return own
+
+    def _order_of(self, source: str, session_id: str) -> tuple[float, float] | None:
+        """_order of a session the index does not hold (a forgotten one), from its files as
+        they are now, once a run; None when it has none to read."""
+        where = (source, session_id)
+        if where not in self._orders:
+            src = registry.source_named(source)
+            self._orders[where] = file_order(src, self.ws, session_id) \
+                if src is not None and hasattr(src, "session_files") else None
+        return self._orders[where]
 
     def _recheck(self) -> None:
         """The tombstones read again if they changed since (another process forgot a session,
@@ -773,6 +821,7 @@ class Indexer:
                 self.store.forget(held)
                 self.store.set_meta(forgotten.SCRUB_OWED, 1)
             self._sessions.clear()
+            self.forgot.update(held)
 
     def _grow(self, d) -> None:
         """A forgotten session's lines read (it went on after a `forget this` or under
@@ -784,10 +833,8 @@ class Indexer:
         before = self._before.get(where)
         if said:
             self._before[where] = said[-1][1]
-        self._add_marks(d.source, d.session_id, [k for k, _t in said],
-                        *forgotten.marks([t for _k, t in said],
-                                         (d.custom_title, d.summary_title), before),
-                        shared=d.shared_keys)
+        self._add_marks(d.source, d.session_id, said, (d.custom_title, d.summary_title),
+                        before, shared=d.shared_keys)
 
     def _grow_origins(self, d) -> None:
         """Before a fork of a forgotten session is read in: what that session said since it was
@@ -799,14 +846,21 @@ class Indexer:
         for origin in sorted(origins):
             self._grown.add(origin)
             if src is not None and hasattr(src, "session_files"):
-                keys, texts, titles = read_marks(src, self.ws, origin[1])
-                self._add_marks(origin[0], origin[1], keys, texts, titles, shared=True)
+                said, titles = read_marks(src, self.ws, origin[1])
+                self._add_marks(origin[0], origin[1], said, titles, shared=True)
 
-    def _add_marks(self, source: str, session_id: str, keys, texts, titles, *,
-                   shared: bool) -> None:
-        keys = [k for k in keys if not k.startswith(LOCAL)]
+    def _add_marks(self, source: str, session_id: str, said, titles, before: str | None = None,
+                   *, shared: bool) -> None:
+        """What a forgotten session's lines `said` [(key, text)] and `titles` hold, added to
+        its tombstone (`before`: the text of its message before these), and where keys are
+        shared, any copy of them another session holds deleted. Not those another session in
+        the index had first (own_marks): a fork's or a resume's copies of its origin's lines
+        are the origin's, forgotten only with it."""
+        keys, texts, named = own_marks(
+            self.store, source, session_id, said, titles, before,
+            (lambda: self._order_of(source, session_id)) if shared else None)
         new = [forgotten.entry(source, session_id, "", {forgotten.key_hash(source, k)
-                                                        for k in keys}, texts, titles)]
+                                                        for k in keys}, texts, named)]
         if self.extend_tombs is not None and self.forgotten.adds(new):
             self.forgotten = self.extend_tombs(new)
         if shared and keys:
@@ -974,9 +1028,9 @@ def _said(d) -> list[tuple[str, str]]:
     return [(k, "\n".join(t) if len(t) < 2 else _scrub("\n".join(t))) for k, t in texts.items()]
 
 
-def read_marks(src, ws: str, session_id: str) -> tuple[list[str], set[str], set[str]]:
-    """What a session's files hold, for its tombstone: its message keys, and the hashes of its
-    texts and titles (forgotten.marks), read from the files as they are now."""
+def read_marks(src, ws: str, session_id: str) -> tuple[list[tuple[str, str]], list[str]]:
+    """What a session's files hold, for its tombstone: its messages [(key, text)] as the index
+    would store them, in order, and its titles, read from the files as they are now."""
     keys: dict[str, str] = {}
     titles: list[str] = []
     for sf in src.session_files(ws, session_id):
@@ -987,14 +1041,69 @@ def read_marks(src, ws: str, session_id: str) -> tuple[list[str], set[str], set[
                 for k, t in _said(d):
                     keys[k] = f"{keys[k]}\n{t}" if keys.get(k) and t else (keys.get(k) or t)
                 titles += [t for t in (d.custom_title, d.summary_title) if t]
-    texts, named = forgotten.marks(list(keys.values()), titles)
-    return list(keys), texts, named
+    return list(keys.items()), titles
 
 
-def session_marks(src, ws: str, session_id: str) -> tuple[set[str], set[str], set[str]]:
-    """read_marks, hashed: a tombstone entry's keys, texts and titles."""
-    keys, texts, titles = read_marks(src, ws, session_id)
-    return {forgotten.key_hash(src.name, k) for k in keys}, texts, titles
+def file_order(src, ws: str, session_id: str) -> tuple[float, float] | None:
+    """_order of a session from its main file as it is now (its first message's time, the
+    file's time): for one the index does not hold. None when it has no main file."""
+    for sf in src.session_files(ws, session_id):
+        if sf.sidechain:
+            continue
+        try:
+            mtime = os.stat(sf.path).st_mtime_ns
+        except OSError:
+            continue
+        start = None
+        for deltas, _end, _state, _problems in src.read_chunks(sf.path, sf, 0, None, BATCH_BYTES):
+            firsts = [d.first_ts for d in deltas
+                      if d.session_id == session_id and d.first_ts is not None]
+            if firsts:
+                start = min(firsts)  # (the first lines of a file are its earliest)
+                break
+        return _order(start, mtime)
+    return None
+
+
+def own_marks(store, source: str, session_id: str, said, titles, before: str | None = None,
+              order=None) -> tuple[list[str], set[str], set[str]]:
+    """A forgotten session's message keys, and the hashes of its texts and titles
+    (forgotten.marks), less what another session in the index had first: the lines of its
+    origin that a fork or a resume copies (under the same keys) are the origin's, and so are
+    its origin's titles it copied. `order()`: the forgotten session's _order (None: unknown);
+    None: its keys are not shared, nothing is another's."""
+    keys = [k for k, _t in said if not k.startswith(LOCAL)]
+    theirs: dict[str, int] = {}
+    if order is not None and keys:
+        row = store.session_by_session_id(session_id, source)
+        held = store.holders(source, row.id if row is not None else 0, keys)
+        mine = order() if held else None
+        if mine is not None:
+            first: dict[int, bool] = {}
+            for k, holder in held.items():
+                if holder not in first:  # (as Indexer._copies: the holder keeps a tie)
+                    first[holder] = not mine < _order(*store.precedence(holder))
+                if first[holder]:
+                    theirs[k] = holder
+    texts: set[str] = set()
+    for k, text in said:
+        if k not in theirs:
+            texts |= forgotten.marks([text], (), before)[0]
+        before = text
+    named = forgotten.marks((), titles)[1]
+    if theirs:
+        for row in store.sessions_by_id(set(theirs.values())):
+            named -= forgotten.marks((), (row.title_custom, row.title_summary))[1]
+    return [k for k in keys if k not in theirs], texts, named
+
+
+def session_marks(src, ws: str, session_id: str, store) -> tuple[set[str], set[str], set[str]]:
+    """A tombstone entry's keys, texts and titles, from what the session's files hold now
+    (read_marks), less its copies of another session's lines (own_marks)."""
+    said, titles = read_marks(src, ws, session_id)
+    keys, texts, named = own_marks(store, src.name, session_id, said, titles, None,
+                                   lambda: file_order(src, ws, session_id))
+    return {forgotten.key_hash(src.name, k) for k in keys}, texts, named
 
 
 def _call_rows(sid: int, calls) -> list[tuple]:

@@ -546,6 +546,9 @@ class Memory:
             keys.update(forgotten.key_hash(row.source, k) for k, _t in said)
             more, named = forgotten.marks([t or "" for _k, t in said],
                                           [row.title_custom, row.title_summary])
+            origin = store.origins([row.id]).get(row.id)
+            if origin is not None:  # (a fork copies its origin's title: the origin's still)
+                named -= forgotten.marks((), (origin.title_custom, origin.title_summary))[1]
             texts |= more
             titles |= named
         new = [forgotten.entry(src, sid, why, *hashes) for (src, sid), hashes in found.items()]
@@ -569,7 +572,8 @@ class Memory:
         src = registry.CLAUDE_CODE
         row = self.store().session_by_session_id(session_id, src.name)
         return self.forget([row] if row is not None else [], why=why, lock_timeout=lock_timeout,
-                           also={(src.name, session_id): session_marks(src, self.ws, session_id)})
+                           also={(src.name, session_id): session_marks(src, self.ws, session_id,
+                                                                       self.store())})
 
     @_store_errors
     def remember_again(self, pairs, *, lock_timeout: float = 10.0) -> int:

@@ -1139,7 +1139,9 @@ class Store:
     def drop_keyed(self, source: str, keys) -> int:
         """In the caller's write transaction: the messages of `source`'s sessions under these
         keys (a forgotten session's lines that a fork copied before its tombstone named them),
-        with the changes and calls they made, deleted as `forget` deletes. How many went."""
+        with the changes and calls they made, deleted as `forget` deletes, and what they made of
+        their sessions' summaries made again from what is left (summarize_again). How many
+        went."""
         self._settled()
         self.db.execute("PRAGMA secure_delete = ON")
         keys = list(keys)
@@ -1150,6 +1152,7 @@ class Store:
             return 0
         n = 0
         for sid in sorted(hit):
+            first = self.first_prompt(sid)
             for table, column in (("messages", "key"), ("file_changes", "message_key"),
                                   ("tool_calls", "message_key")):
                 for part in range(0, len(keys), 500):
@@ -1158,7 +1161,29 @@ class Store:
                                     f"({','.join('?' * len(chunk))})", (sid, *chunk))
                     n += self.db.changes() if table == "messages" else 0
             self.refresh_counts(sid)
+            self.summarize_again(sid, retitle=self.first_prompt(sid) != first)
         return n
+
+    def summarize_again(self, session: int, *, retitle: bool) -> None:
+        """A session's tags and decision lines made again from the messages and changes it
+        holds now, and (`retitle`: its first prompt changed) its title from its first prompt,
+        none when it has none: after messages were deleted from it (drop_keyed), nothing of
+        theirs stays in its summary (the title index follows: see _TITLES_STAGED)."""
+        from . import tagging, titles  # (only where a forgotten session's copies are deleted)
+        db = self.db
+        joined = "\n".join(t for (t,) in db.execute(
+            "SELECT text FROM messages WHERE session = ? AND text != '' ORDER BY id", (session,)))
+        decisions = "\n".join(tagging.decision_lines(joined))[-20000:] if joined else ""
+        tags = tagging.text_tags(joined, self.tokens(joined)) if joined else set()
+        tags.update(filter(None, (tagging.language_tag(p) for (p,) in db.execute(
+            "SELECT DISTINCT path FROM file_changes WHERE session = ?", (session,)))))
+        if decisions:
+            tags.add("decision")
+        db.execute("UPDATE sessions SET tags = ?, decisions = ? WHERE id = ?",
+                   (" ".join(sorted(tags)), decisions, session))
+        if retitle:
+            first = self.first_prompt(session)
+            self.set_first_title(session, titles.clean_first_prompt(first) if first else None)
 
     def scrub_words(self) -> None:
         """In the caller's write transaction, after a forget's deletes: vectors no exchange

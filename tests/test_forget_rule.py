@@ -9,6 +9,7 @@ import hashlib
 import hmac
 import json
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -134,6 +135,58 @@ def test_an_opted_out_turn_that_ended_without_a_stop_stays_out_of_a_resumed_copy
     env.run("index")
     _gone(env, "zqxoptedoutword", "zqxnostopword")
     assert [r["session_id"] for r in env.search("zqxforkword")] == [resumed.session_id]
+
+
+@pytest.mark.parametrize("how", ["PRIMA_MEMORY=off", "forget this"])
+def test_a_fork_kept_out_leaves_its_origin_the_lines_it_copied(env, how):
+    """A resume or a fork kept out (PRIMA_MEMORY=off, or `/prima-memory:forget this` in it):
+    what it said is forgotten, and a copy of that stays out; the lines of its origin that it
+    copied stay the origin's, through every later read of either file and a --rebuild."""
+    p = env.transcript("aaaa7777-0000-0000-0000-000000000007", start=T0)
+    p.exchange("the zqxparentword question about caching", "the zqxparentword answer about caching")
+    env.run("index")
+    fork = _fork(env, p)
+    if how == "forget this":
+        env.run("index")
+        assert prompt(env, fork.session_id, "/prima-memory:forget this").rc == 0
+    else:
+        assert run_hook(env, "session-start", payload(env, "session-start", fork.session_id),
+                        extra_env={"PRIMA_MEMORY": "off"}).rc == 0
+    for args in (["index"], ["index"], ["index", "--rebuild"]):
+        env.run(*args)
+        fork.exchange("and the zqxforkmoreword part", "the zqxforkmoreword reply")
+        env.run(*args)
+        assert [r["session_id"] for r in env.search("zqxparentword")] == [p.session_id], args
+        assert [(r["session_id"], r["message_count"]) for r in env.json("recent")["sessions"]] \
+            == [(p.session_id, 2)], args
+        _gone(env, "zqxforkword", "zqxforkmoreword")
+    copy = _fork(env, fork, "eeee5555-0000-0000-0000-000000000005", start=T0 + 99000)
+    env.run("index")  # (a resume of the fork: what the fork said stays out, the copy's own in)
+    _gone(env, "zqxforkmoreword")
+    assert [r["session_id"] for r in env.search("zqxforkword")] == [copy.session_id]
+    assert [r["session_id"] for r in env.search("zqxparentword")] == [p.session_id]
+
+
+def test_a_copy_deleted_from_a_fork_takes_the_title_tags_and_decisions_it_gave(env):
+    """A fork read before the opted-out session it copies (its tombstone named no line yet):
+    it is titled by that session's first prompt and holds its decision lines and tags. When the
+    opted-out transcript is read its lines are deleted from the fork, and what they made of the
+    fork's summary goes with them: its title is its own first prompt again."""
+    off = env.transcript("dddd4444-0000-0000-0000-000000000004", start=T0 + 20000)
+    assert run_hook(env, "session-start", payload(env, "session-start", off.session_id),
+                    extra_env={"PRIMA_MEMORY": "off"}).rc == 0
+    off.exchange("the zqxoptedoutword draft for P777", "we decided to use the zqxdecisionword cache")
+    fork = _fork(env, off)
+    now = time.time()
+    os.utime(off.path, (now - 100, now - 100))  # (the fork, written last, is read first)
+    os.utime(fork.path, (now, now))
+    env.run("index")
+    got = env.json("recent")["sessions"]
+    assert [(r["session_id"], r["title"]) for r in got] \
+        == [(fork.session_id, "The fork's own question about zqxforkword")]
+    assert "project:P777" not in got[0]["tags"] and "decision" not in got[0]["tags"]
+    _gone(env, "zqxoptedoutword", "zqxdecisionword")
+    assert env.search("draft for") == []
 
 
 # -- whatever order processes run in (3, 14) ----------------------------------------------------
@@ -420,6 +473,39 @@ def test_a_fork_takes_no_forgotten_title(env):
     assert not any("zqxtitleword" in (t or "") for t in titles), titles
     assert fork.session_id in [r["session_id"] for r in env.json("recent")["sessions"]]
     _gone(env, "zqxtitleword")
+
+
+def test_a_forget_made_while_its_file_is_read_keeps_none_of_its_text(env, monkeypatch):
+    """Another process forgets a session while a run is partway through its transcript (read
+    a step at a time): the run drops what it read, and the file is noted as forgotten, its
+    parser state (which keeps the tail of the last reply read) holding none of its text."""
+    from prima_memory import forgotten
+    from prima_memory import indexer as ix
+    from prima_memory.memory import Memory
+    s, _k = _history(env)
+    monkeypatch.setattr(ix, "BATCH_BYTES", 1500)
+    mem = Memory(str(env.ws))
+    recheck = ix.Indexer._recheck
+
+    def forgotten_meanwhile(self):
+        row = self.store.session_by_session_id(s.session_id, "claude-code")
+        if row is not None and self.store.has_messages(row.id) and not self.forgotten:
+            mem._write_tombs([forgotten.entry("claude-code", s.session_id, "forget")], 5)
+        return recheck(self)
+    monkeypatch.setattr(ix.Indexer, "_recheck", forgotten_meanwhile)
+    try:
+        mem.update()
+        rows = {os.path.basename(p): (status, state) for p, status, state in
+                mem.store().db.execute("SELECT path, status, state FROM files")}
+    finally:
+        mem.close()
+    status, state = rows[os.path.basename(s.path)]
+    assert status == "forgotten" and SECRET not in (state or "")
+    monkeypatch.undo()
+    _gone(env, SECRET)
+    s.exchange(f"later {SECRET} question", f"later {SECRET} answer")
+    env.run("index")
+    _gone(env, SECRET)
 
 
 # -- vectors of a forget made while the embedder runs (7) -----------------------------------------
