@@ -575,24 +575,31 @@ class Memory:
     def remember_again(self, pairs, *, lock_timeout: float = 10.0) -> int:
         """Take these (source, session id) out of the tombstones; their files are read again by
         the next run (those of sessions still forgotten are set aside again). Returns how many
-        were there."""
+        were there. All under the writer lock, taken first: when it does not come within
+        `lock_timeout` (IndexBusy) nothing has changed, and the same undo can be tried again.
+        The files are let go before the tombstones are changed, so that a kill between the two
+        leaves the sessions forgotten (the next run sets their files aside again), not their
+        files set aside with no tombstone left to undo."""
         store = self.store()
         if store.readonly:
             raise IndexReadOnly(self.db_path, store.readonly_why)
-        there: list = []
+        self._take_lock(lock_timeout)
+        try:
+            tombs = self.tombstones()
+            if not any(tombs.holds(*p) for p in pairs):
+                return 0
+            with store.write():
+                store.unset_aside()
+            there: list = []
 
-        def take_out(tombs):
-            there.extend(p for p in pairs if tombs.holds(*p))
-            return tombs.without(there) if there else None
-        forgotten.change(self.dir, take_out, wait=lock_timeout)
-        if there:
-            self._take_lock(lock_timeout)
-            try:
-                with store.write():
-                    store.unset_aside()
-            finally:
-                self.lock().release()
-        return len(there)
+            def take_out(tombs):
+                there.extend(p for p in pairs if tombs.holds(*p))
+                return tombs.without(there) if there else None
+            forgotten.change(self.dir, take_out, wait=lock_timeout,
+                             warn=lambda m: self.log.warn(m, once=True))
+            return len(there)
+        finally:
+            self.lock().release()
 
     def _bury(self, tombs) -> dict:
         """Under the writer lock: what the index and the folder still hold of the tombstoned
