@@ -224,6 +224,41 @@ def test_a_reader_that_cannot_finish_a_forget_reads_nothing(env):
     _gone(env, SECRET)
 
 
+def test_an_open_memory_never_answers_with_a_session_forgotten_since(env, monkeypatch):
+    """A memory held open (the MCP server's) that read the index before a forget another process
+    could not finish (the index held elsewhere): each read after it notices the tombstone, and
+    answers nothing from an index still holding the session (one line); once the index is free,
+    the next read finishes the forget."""
+    from prima_memory import api
+    from prima_memory.memory import ForgetPending
+    s, _k = _history(env)
+    env.run("index")
+    monkeypatch.setattr(api, "LOCK_SECONDS", 0.3)
+    mem = api.open_memory(str(env.ws), lasting=True)
+    mem.settle_wait = 0.3
+    reads = {"search": lambda: [r["session_id"] for r in
+                                api.search(mem, SECRET, mode="keyword")["results"]],
+             "recent": lambda: [r["session_id"] for r in api.recent(mem, 10)["sessions"]]}
+    try:
+        assert s.session_id in reads["search"]() and s.session_id in reads["recent"]()
+        held = _Held(env)
+        try:
+            _pending_forget(env, s.session_id)
+            for name, read in reads.items():
+                try:
+                    got = api.guarded(mem, lambda _m, read=read: read())
+                except ForgetPending as e:
+                    assert len(str(e).splitlines()) == 1
+                else:
+                    assert s.session_id not in got, name
+        finally:
+            held.release()
+        assert reads["search"]() == [] and s.session_id not in reads["recent"]()
+    finally:
+        mem.close()
+    _gone(env, SECRET)
+
+
 def test_an_undo_while_the_index_is_busy_loses_nothing(env, monkeypatch):
     """`forget --undo` while another process holds the index: one line saying so, and the session
     still forgotten (listed, its file set aside), so that the same undo, tried again, brings it
