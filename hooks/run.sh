@@ -11,10 +11,23 @@
 # may start with the command; any other prompt costs this shell alone. (A NUL byte, which Claude
 # Code's JSON never holds, is dropped.) It is read up to a byte past the 16 MB Python reads
 # (hooks.MAX_INPUT), which then refuses it: a longer input, or one that never ends, is not held.
+# And for 2 seconds at most (as Python's own read), by `timeout` or else perl's alarm where either
+# exists: an input whose end never comes is not waited for, and Python, told so, logs it and
+# exits 0 (what head had read by then is lost with it).
 if [ "${1:-}" = hook ] && [ "${2:-}" = user-prompt-submit ]; then
-  { input="$(head -c 16777217)"; } 2>/dev/null
-  ours='"prompt"[[:space:]]*:[[:space:]]*"(\\)?/prima-memory:(recall|forget)'
-  [[ $input =~ $ours ]] || exit 0
+  if command -v timeout >/dev/null 2>&1; then
+    { input="$(timeout 2 head -c 16777217)"; } 2>/dev/null
+  elif command -v perl >/dev/null 2>&1; then
+    { input="$(perl -e 'alarm shift; exec @ARGV' 2 head -c 16777217)"; } 2>/dev/null
+  else
+    { input="$(head -c 16777217)"; } 2>/dev/null
+  fi
+  case $? in
+    124|142) export PRIMA_HOOK_INPUT_LATE=2 ;;  # (timeout's status; SIGALRM's)
+    *)
+      ours='"prompt"[[:space:]]*:[[:space:]]*"(\\)?/prima-memory:(recall|forget)'
+      [[ $input =~ $ours ]] || exit 0 ;;
+  esac
   exec <<<"$input"  # Python reads the JSON from here
 fi
 

@@ -1055,13 +1055,18 @@ def undo_forget(mem: Memory, ids: list[str]) -> dict:
         pairs += found
     try:
         mem.remember_again(pairs, lock_timeout=LOCK_SECONDS)
-        rep = mem.update(sources=ALL, lock_timeout=LOCK_SECONDS)
-    except IndexBusy as e:
-        raise Failure(f"{e}; try again in a moment") from None
+    except IndexBusy as e:  # (nothing changed: still forgotten, and the undo can be run again)
+        raise Failure(f"{e}; nothing was changed: try again in a moment") from None
+    warnings: list[str] = []
+    try:
+        files_read = mem.update(sources=ALL, lock_timeout=LOCK_SECONDS).files_read
+    except IndexBusy as e:  # (undone all the same: the next run reads their transcripts)
+        warnings.append(f"{e}: their transcripts are read again by the next index or search")
+        files_read = 0
     store = mem.store()
     back = [sid for src, sid in pairs if store.session_by_session_id(sid, src) is not None]
     return {"workspace": mem.ws, "remembered": [sid for _s, sid in pairs], "back": back,
-            "files_read": rep.files_read}
+            "files_read": files_read, "pending": bool(warnings), "warnings": warnings}
 
 
 def logged(mem, what: str, fn):

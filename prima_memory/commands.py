@@ -526,8 +526,10 @@ def cmd_forget(mem, args) -> int:
         gone = [s for s in d["remembered"] if s not in d["back"]]
         emit(args, d, "\n".join(
             [f"remembered again: {s}" for s in d["back"]]
-            + [f"no longer forgotten, but its transcript is gone: nothing came back for {s}"
-               for s in gone]))
+            + ([f"no longer forgotten: {s}" for s in gone] + [f"note: {w}" for w in d["warnings"]]
+               if d["pending"] else
+               [f"no longer forgotten, but its transcript is gone: nothing came back for {s}"
+                for s in gone])))
         return 0
     if not (args.session_ids or args.before or args.match):
         raise UsageError("name what to forget: session IDs, --before WHEN or --match WORDS "

@@ -244,8 +244,8 @@ def numpy():
     its vectors while another thread loads the model) can each meet the other's half-imported
     module and fail. Imported after the settings that its import reads (_set_env)."""
     if not _IMPORTING.acquire(timeout=THREAD_WAIT):
-        raise ModelUnavailable(f"numpy's import by another thread did not end within "
-                               f"{THREAD_WAIT:g}s")
+        raise ModelLate(f"numpy's import by another thread did not end within "
+                        f"{THREAD_WAIT:g}s")
     try:
         _set_env()
         import numpy as np  # optional, heavy (tens of ms): the semantic extra
@@ -473,7 +473,7 @@ class SentenceTransformerEmbedder(Embedder):
 
 class _Beside:
     """fn() run on another thread, for work that lets go of the GIL; result() waits for it and
-    gives what it returned, or raises what it raised (ModelUnavailable after THREAD_WAIT)."""
+    gives what it returned, or raises what it raised (ModelLate after THREAD_WAIT)."""
 
     def __init__(self, fn) -> None:
         import threading  # late: only where the model loads
@@ -490,8 +490,8 @@ class _Beside:
     def result(self):
         self._thread.join(THREAD_WAIT)
         if not self._out:
-            raise ModelUnavailable(f"a step of the model's load did not end within "
-                                   f"{THREAD_WAIT:g}s")
+            raise ModelLate(f"a step of the model's load did not end within "
+                            f"{THREAD_WAIT:g}s")
         ok, value = self._out[0]
         if not ok:
             raise value
@@ -549,6 +549,8 @@ def load(backend: str | None = None, *, brief: bool = False) -> Embedder:
     if choice == "auto":
         try:
             return load_onnx(mdir, brief=brief)
+        except ModelLate:  # (the build is there, only slow now: the next load uses it)
+            raise
         except ModelUnavailable as e:
             note = f"using sentence-transformers: {e}"
     else:

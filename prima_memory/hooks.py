@@ -33,6 +33,9 @@ class _Deadline(BaseException):
 # it; 16 MB is twice that again. A longer input, or a stream that does not end, is not read on
 # nor parsed: the hook goes on without it (as with any bad input), and logs why.
 MAX_INPUT = 16 << 20
+# Set by the launcher (hooks/run.sh) when UserPromptSubmit's input did not end within its wait:
+# the hook goes on without it, and logs why.
+LATE_INPUT = "PRIMA_HOOK_INPUT_LATE"
 
 
 def read_input(timeout: float = 2.0) -> tuple[dict, str | None]:
@@ -86,7 +89,10 @@ def run(event: str, workspace: str | None = None) -> int:
     forgetting = False  # (or why /forget did not: said in its own words, not /recall's)
     try:
         data, problem = read_input()
-        if event == "user-prompt-submit" and recall_words(data.get("prompt")) is None \
+        late = os.environ.pop(LATE_INPUT, "")
+        if late:  # (its launcher stopped waiting for the input's end: see hooks/run.sh)
+            data, problem = {}, f"hook input did not end within {late[:8]}s, not read"
+        elif event == "user-prompt-submit" and recall_words(data.get("prompt")) is None \
                 and forget_words(data.get("prompt")) is None:
             return 0  # every prompt the user types comes here: all but ours cost nothing
         forgetting = event == "user-prompt-submit" and recall_words(data.get("prompt")) is None

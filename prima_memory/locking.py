@@ -70,6 +70,11 @@ class WriterLock:
         return True
 
     @property
+    def held(self) -> bool:
+        """Whether this lock is held through this object now."""
+        return self._fd is not None or (self._other is not None and self._other.is_locked)
+
+    @property
     def fd(self) -> int | None:
         """The descriptor holding the lock (fcntl only): a forked child must close its copy."""
         return self._fd

@@ -25,6 +25,8 @@ import signal
 import sys
 import threading
 
+from .terminal import neutral  # (standard library only, as this module)
+
 # Versions reachable through the initialize handshake, oldest first.
 VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 # A longer request is refused unread. The longest a client sends is a tool call, whose
@@ -183,7 +185,8 @@ class Server:
                 quit_now()
 
     def _error(self, rid, code: int, message: str) -> None:
-        self.send({"jsonrpc": "2.0", "id": rid, "error": {"code": code, "message": message}})
+        self.send({"jsonrpc": "2.0", "id": rid, "error": {
+            "code": code, "message": neutral(message, multiline=False)}})
 
     def serve(self) -> None:
         """Read requests until stdin ends; then the process ends, at once."""
@@ -279,7 +282,10 @@ class Server:
             self.send({"jsonrpc": "2.0", "id": rid, "result": result})
 
     def call(self, name, arguments) -> dict:
-        """One tools/call as its result: the tool's text, or isError with one line."""
+        """One tools/call as its result: the tool's text, or isError with one line. The line
+        goes through the terminal's neutraliser, as a result does (mcp_server.dumps): Claude
+        Code shows it in its terminal, and it may name a path or quote a title that holds
+        control characters."""
         tool = self.tools.get(name) if isinstance(name, str) else None
         try:
             if tool is None:
@@ -289,6 +295,8 @@ class Server:
             text, error = str(e), True
         except Exception as e:  # noqa: BLE001 - a fault of ours: said in one line, server goes on
             text, error = (self.on_fault(e) if self.on_fault else f"{type(e).__name__}: {e}"), True
+        if error:
+            text = neutral(text, multiline=False)
         return {"content": [{"type": "text", "text": text}], "isError": error}
 
 

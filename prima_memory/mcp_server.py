@@ -163,8 +163,9 @@ class ServedMemory:
             try:
                 mem.embedder()
             except Exception as e:  # noqa: BLE001 - searches say so; keyword still answers
+                from .embed import ModelLate  # (loaded by the load that failed)
                 mem.log.warn(f"mcp: the embedding model cannot load: {e}", once=True)
-                self.no_model = True
+                self.no_model = not isinstance(e, ModelLate)  # (late: tried again next time)
                 return False
             # (None: another process, the background embedder, is at it)
             got = background.step(mem, IDLE_STEP, stop)

@@ -94,6 +94,7 @@ class Memory:
         # seconds an opening waits for the writer lock to apply tombstones it has not (see
         # _settle_forgets): a hook waits less
         self.settle_wait = 2.0
+        self._tombs_seen = ""  # the tombstone files' stamp last settled (see store)
 
     # -- opening ---------------------------------------------------------------------------------
 
@@ -118,6 +119,10 @@ class Memory:
             self.log.warn(note)
 
     def store(self) -> Store:
+        """The index, opened on first use with its tombstones settled (_settle_forgets); and at
+        every use after, for a memory held open (the MCP server's, a hook's), settled again if
+        the tombstone file changed since (one lstat): another process's forget, which it could
+        not finish, is never answered around."""
         if self._store is None:
             self._ensure_dir()
             store = self._open()
@@ -130,7 +135,14 @@ class Memory:
             except BaseException:
                 self.close()
                 raise
+        elif self._tombs_seen != self.tomb_stamp() and not self._holding():
+            # (under its own writer lock, a writer applies them itself: update, _bury)
+            self._settle_forgets(self._store)
         return self._store
+
+    def _holding(self) -> bool:
+        """Whether this memory holds the writer lock now."""
+        return self._lock is not None and self._lock.held
 
     def key(self) -> bytes | None:
         """The user's key (owner.py), or None when it can be neither read nor made: then indexes
@@ -455,12 +467,18 @@ class Memory:
             return True
 
     def _settle_forgets(self, store: Store) -> None:
-        """On opening: tombstones this index has not applied (a forget killed halfway, one
-        another process is applying, an opt-out written while another process held the index)
-        applied first, so that no answer shows what they name. Where they cannot be (another
-        writer holds the index past `settle_wait`, or it cannot be written), an index that still
-        holds a session they name is not read at all (ForgetPending)."""
-        if not self._has_tombs() or self.tomb_stamp() == (store.get_meta(forgotten.META) or ""):
+        """On opening, and on each use after once the tombstone file changed (see store):
+        tombstones this index has not applied (a forget killed halfway, one another process is
+        applying, an opt-out written while another process held the index) applied first, so
+        that no answer shows what they name. Where they cannot be (another writer holds the
+        index past `settle_wait`, or it cannot be written), an index that still holds a session
+        they name is not read at all (ForgetPending), until they are."""
+        if not self._has_tombs():
+            self._tombs_seen = ""
+            return
+        now = self.tomb_stamp()
+        if now == (store.get_meta(forgotten.META) or ""):
+            self._tombs_seen = now
             return
         if not store.readonly:
             try:
@@ -469,15 +487,17 @@ class Memory:
                 pass
             else:
                 try:
-                    self._tombs_applied(store)
+                    self._tombs_seen = self._tombs_applied(store).stamp
                     return
                 finally:
                     self.lock().release()
-        if store.sessions_holding(self.tombstones().sessions):
+        tombs = self.tombstones()
+        if store.sessions_holding(tombs.sessions):
             raise ForgetPending(f"{self.db_path} still holds a session that was forgotten, and "
                                 "cannot be cleared of it now (another prima-memory process is "
                                 "updating it, or it is read-only): not read; try again in a "
                                 "moment")
+        self._tombs_seen = tombs.stamp  # (nothing of them to answer around: not waited for again)
 
     def _buried(self, store, lock_timeout: float):
         """The tombstones, every one of them applied: a forget killed halfway, or one from
@@ -579,24 +599,31 @@ class Memory:
     def remember_again(self, pairs, *, lock_timeout: float = 10.0) -> int:
         """Take these (source, session id) out of the tombstones; their files are read again by
         the next run (those of sessions still forgotten are set aside again). Returns how many
-        were there."""
+        were there. All under the writer lock, taken first: when it does not come within
+        `lock_timeout` (IndexBusy) nothing has changed, and the same undo can be tried again.
+        The files are let go before the tombstones are changed, so that a kill between the two
+        leaves the sessions forgotten (the next run sets their files aside again), not their
+        files set aside with no tombstone left to undo."""
         store = self.store()
         if store.readonly:
             raise IndexReadOnly(self.db_path, store.readonly_why)
-        there: list = []
+        self._take_lock(lock_timeout)
+        try:
+            tombs = self.tombstones()
+            if not any(tombs.holds(*p) for p in pairs):
+                return 0
+            with store.write():
+                store.unset_aside()
+            there: list = []
 
-        def take_out(tombs):
-            there.extend(p for p in pairs if tombs.holds(*p))
-            return tombs.without(there) if there else None
-        forgotten.change(self.dir, take_out, wait=lock_timeout)
-        if there:
-            self._take_lock(lock_timeout)
-            try:
-                with store.write():
-                    store.unset_aside()
-            finally:
-                self.lock().release()
-        return len(there)
+            def take_out(tombs):
+                there.extend(p for p in pairs if tombs.holds(*p))
+                return tombs.without(there) if there else None
+            forgotten.change(self.dir, take_out, wait=lock_timeout,
+                             warn=lambda m: self.log.warn(m, once=True))
+            return len(there)
+        finally:
+            self.lock().release()
 
     def _bury(self, tombs) -> dict:
         """Under the writer lock: what the index and the folder still hold of the tombstoned

@@ -277,6 +277,80 @@ def test_a_reader_that_cannot_finish_a_forget_reads_nothing(env):
     _gone(env, SECRET)
 
 
+def test_an_open_memory_never_answers_with_a_session_forgotten_since(env, monkeypatch):
+    """A memory held open (the MCP server's) that read the index before a forget another process
+    could not finish (the index held elsewhere): each read after it notices the tombstone, and
+    answers nothing from an index still holding the session (one line); once the index is free,
+    the next read finishes the forget."""
+    from prima_memory import api
+    from prima_memory.memory import ForgetPending
+    s, _k = _history(env)
+    env.run("index")
+    monkeypatch.setattr(api, "LOCK_SECONDS", 0.3)
+    mem = api.open_memory(str(env.ws), lasting=True)
+    mem.settle_wait = 0.3
+    reads = {"search": lambda: [r["session_id"] for r in
+                                api.search(mem, SECRET, mode="keyword")["results"]],
+             "recent": lambda: [r["session_id"] for r in api.recent(mem, 10)["sessions"]]}
+    try:
+        assert s.session_id in reads["search"]() and s.session_id in reads["recent"]()
+        held = _Held(env)
+        try:
+            _pending_forget(env, s.session_id)
+            for name, read in reads.items():
+                try:
+                    got = api.guarded(mem, lambda _m, read=read: read())
+                except ForgetPending as e:
+                    assert len(str(e).splitlines()) == 1
+                else:
+                    assert s.session_id not in got, name
+        finally:
+            held.release()
+        assert reads["search"]() == [] and s.session_id not in reads["recent"]()
+    finally:
+        mem.close()
+    _gone(env, SECRET)
+
+
+def test_an_undo_while_the_index_is_busy_loses_nothing(env, monkeypatch):
+    """`forget --undo` while another process holds the index: one line saying so, and the session
+    still forgotten (listed, its file set aside), so that the same undo, tried again, brings it
+    back; one whose index stays busy after the undo is read again by the next run."""
+    from prima_memory import api
+    from prima_memory.errors import Failure
+    from prima_memory.memory import IndexBusy, Memory
+    s, _k = _history(env)
+    env.run("index")
+    _forget(env, s.session_id)
+    env.run("index")  # (its file is set aside as a forgotten session's)
+    monkeypatch.setattr(api, "LOCK_SECONDS", 0.3)
+    held = _Held(env)
+    try:
+        with pytest.raises(Failure, match="try again") as e:
+            api.call(str(env.ws), lambda mem: api.undo_forget(mem, [s.session_id]))
+    finally:
+        held.release()
+    assert len(str(e.value).splitlines()) == 1
+    assert [t["session_id"] for t in env.json("forget", "--list")["forgotten"]] == [s.session_id]
+    env.run("index")
+    _gone(env, SECRET)
+    d = env.json("forget", "--undo", s.session_id)
+    assert d["back"] == [s.session_id]
+    assert [r["session_id"] for r in env.search(SECRET)] == [s.session_id]
+    # the undo done, the index busy again before its files are read: said, and read next time
+    _forget(env, s.session_id)
+
+    def busy(self, **_kw):
+        raise IndexBusy("another prima-memory process is updating the index")
+    monkeypatch.setattr(Memory, "update", busy)
+    d = api.call(str(env.ws), lambda mem: api.undo_forget(mem, [s.session_id]))
+    monkeypatch.undo()
+    assert d["remembered"] == [s.session_id] and d["back"] == [] and d["pending"]
+    assert env.json("forget", "--list")["forgotten"] == []
+    env.run("index")
+    assert [r["session_id"] for r in env.search(SECRET)] == [s.session_id]
+
+
 def test_a_hand_edited_checkpoint_gives_back_no_private_span(env):
     s, _k = _history(env)
     env.run("index")

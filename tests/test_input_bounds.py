@@ -138,3 +138,33 @@ def test_a_recall_prompt_past_the_bound_ends_at_once(env, feed):
     assert rc == 0 and "Traceback" not in err, err
     assert out == ""  # (its input refused: no /recall to answer)
     assert peak < LAUNCHER_PEAK_MB, f"the hook grew to {peak:.0f} MB"
+
+
+@pytest.mark.parametrize("prompt", ["/prima-memory:recall backoff", "make the upload faster"])
+def test_a_prompt_hook_whose_short_stdin_never_ends_fails_open(env, prompt):
+    """UserPromptSubmit's launcher reads the JSON itself, up to 16 MB or the end of its input:
+    an input under the bound whose end never comes is waited for a few seconds at most, then
+    the hook fails open (exit 0) with a log line, as the Python path does past its bound."""
+    import os
+    import signal
+    _history(env)
+    cmd = HOOKS_JSON["hooks"]["UserPromptSubmit"][0]["hooks"][0]["command"].replace(
+        "${CLAUDE_PLUGIN_ROOT}", str(REPO))
+    p = subprocess.Popen(["bash", "-c", cmd], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, cwd=str(env.ws), env=hook_env(env),
+                         start_new_session=True)
+    assert p.stdin is not None
+    p.stdin.write(json.dumps({"session_id": sid(1), "cwd": str(env.ws), "hook_event_name":
+                              "UserPromptSubmit", "prompt": prompt}).encode())
+    p.stdin.flush()  # (and never closed while the hook runs)
+    try:
+        rc = p.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        rc = None
+    finally:
+        p.stdin.close()
+    out, err = p.stdout.read(), p.stderr.read()  # type: ignore[union-attr]
+    assert rc == 0, f"the hook still waited for its input after 20 s ({rc})"
+    assert b"Traceback" not in err and out == b"", (out, err)
+    assert any("did not end within" in line for line in log_lines(env)), log_lines(env)[-5:]

@@ -193,6 +193,75 @@ def test_a_model_late_once_is_tried_again_by_a_lasting_process(env, monkeypatch)
     assert second["results"] and second["results"][0]["score_kind"] != "points"
 
 
+@pytest.mark.parametrize("stuck", ["a load step", "numpy's import"])
+def test_a_load_step_late_once_is_tried_again_by_a_lasting_process(env, monkeypatch, stuck):
+    """embed's own waits (a step of the load on another thread, numpy's import by another
+    thread) that end at their deadline are late, as Early's is: the MCP server's memory tries
+    the model again at its next search."""
+    pytest.importorskip("numpy")
+    from test_semantic import Fake
+
+    from prima_memory import api, embed
+    s = env.transcript("s1", start=time.time() - 3600)
+    s.exchange("how do we rotate the signing keys for the webhook relay?",
+               "Rotate them with the relay's keyring command, then restart the relay.")
+    for k, v in env.env.items():
+        monkeypatch.setenv(k, v)
+
+    class Loaded(Fake):
+        note = None
+    embed.numpy()  # (imported before the lock is held: the search reads vectors with it)
+    monkeypatch.setattr(embed, "THREAD_WAIT", 0.2)
+    never, tries = threading.Event(), []
+
+    def load(**_kw):
+        tries.append(1)
+        if len(tries) == 1:
+            embed._Beside(never.wait).result() if stuck == "a load step" else embed.numpy()
+        return Loaded()
+    monkeypatch.setattr(embed, "load", load)
+    mem = api.open_memory(str(env.ws), lasting=True)
+    held = stuck == "numpy's import" and embed._IMPORTING.acquire(timeout=5)
+    try:
+        first = within(60, lambda: api.search(mem, "rotate the webhook signing keys"))
+        assert any("did not end within" in w for w in first["warnings"]), first["warnings"]
+        if held:
+            embed._IMPORTING.release()
+            held = False
+        second = within(60, lambda: api.search(mem, "rotate the webhook signing keys"))
+    finally:
+        if held:
+            embed._IMPORTING.release()
+        never.set()
+        mem.close()
+    assert len(tries) == 2
+    assert not any("semantic search is unavailable" in w for w in second["warnings"]), second["warnings"]
+    assert second["results"] and second["results"][0]["score_kind"] != "points"
+
+
+def test_the_mcp_servers_idle_work_tries_a_late_model_again(env, monkeypatch):
+    """The idle work gives up the model for the server's life only when it cannot load, not
+    when it was late once."""
+    from prima_memory import embed, mcp_server
+    from prima_memory.memory import Memory
+    for k, v in env.env.items():
+        monkeypatch.setenv(k, v)
+    env.transcript("s1", start=time.time() - 3600).exchange("a question", "an answer")
+    env.run("index")
+    memory = mcp_server.ServedMemory(str(env.ws))
+    monkeypatch.setattr(Memory, "semantic_work", lambda self: True)
+    for error, gives_up in ((embed.ModelLate("a step of the model's load did not end"), False),
+                            (embed.ModelUnavailable("no local copy of the model"), True)):
+        def fail(self, *_a, error=error, **_kw):
+            raise error
+        monkeypatch.setattr(Memory, "embedder", fail)
+        try:
+            assert memory.idle_step() is False
+        finally:
+            memory.mem.close()
+        assert memory.no_model is gives_up, error
+
+
 def test_a_load_step_stuck_on_another_thread_fails_the_load(monkeypatch):
     """embed's own waits on its threads: the ONNX session made beside the tokenizer, numpy
     imported by one thread at a time."""

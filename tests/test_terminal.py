@@ -271,3 +271,42 @@ def test_the_hooks_and_the_mcp_server_pass_on_no_control_character(hostile):
     for err, text in serve(hostile, body):
         assert not err and WORD in text and _raw_bytes(text.encode()) == []
         json.loads(text)  # (still JSON)
+
+
+def test_an_mcp_error_passes_on_no_control_character(tmp_path, monkeypatch):
+    """A tool's error can name a path (the workspace's, a file's) or quote a title: it reaches
+    Claude Code's terminal as a result does, every sequence inert, over stdio to a real client;
+    and so does a fault of ours (an exception no tool expected)."""
+    from test_mcp import call, serve
+
+    from prima_memory import mcp_protocol as proto
+    from prima_memory import mcp_server
+    env = Env(tmp_path)
+    env.ws = env.root / f"proj {SEQUENCES['csi']}{SEQUENCES['c1']}{SEQUENCES['bidi']}"
+    env.ws.mkdir()
+    env.transcript(SID, start=T0).exchange(f"{WORD} question", f"{WORD} answer")
+    (env.data / "forgotten.json").mkdir(parents=True)  # (unreadable: every tool says so)
+
+    async def body(session):
+        return await call(session, "search_sessions", query=WORD, mode="keyword")
+    err, text = serve(env, body)
+    assert err and "forgotten.json" in text and WORD not in text, text
+    assert _raw_bytes(text.encode()) == [] and "\\x9b" in text and "\\u202e" in text, text
+
+    for k, v in env.env.items():
+        monkeypatch.setenv(k, v)
+
+    def broken(_args):
+        raise RuntimeError(f"{WORD} {HOSTILE}")
+
+    def refused(_args):
+        raise proto.ToolError(f"no session titled {WORD} {HOSTILE}")
+    memory = mcp_server.ServedMemory(str(env.ws))
+    server = proto.Server("t", "0", "", [proto.Tool(name, "", proto.schema({}), run, {})
+                                         for name, run in (("broken", broken),
+                                                           ("refused", refused))],
+                          on_fault=lambda e: mcp_server.fault(memory, e))
+    for name in ("broken", "refused"):
+        got = server.call(name, {})
+        text = got["content"][0]["text"]
+        assert got["isError"] and WORD in text and RAW.search(text) is None, text
