@@ -28,7 +28,7 @@ K1 = 1.2
 B = 0.4  # (0.75 is BM25's usual: sessions vary more in length than documents, and a long
 #          session's extra messages are mostly about other things)
 TURN = 1.0  # the best turn's weight beside the session's
-NEAR = 1  # a turn's neighbours on each side, in messages: a question and its answer
+NEAR = 2  # a turn's neighbours on each side, in messages: a question, its answer, around
 WORDS = 0.15  # what the words' score (0..2 or so) counts beside a similarity (0..1)
 HALF = 0.5  # a session holding less of the query words' weight than this gets only
 STEEP = 4  # (its share / HALF) ** STEEP of what they say
