@@ -631,11 +631,41 @@ def run_first(args, modes: list[str], variants: dict, out: Path, sessions, queri
                     {**score(q, o, topic_of, texts), "hits": len(o["results"])}
                     for q, o in zip(ns, outs)]
 
+    results["bm25"] = first_bm25(sessions, queries)
     out.mkdir(parents=True, exist_ok=True)
     (out / "eval-results.json").write_text(json.dumps(results, indent=1, ensure_ascii=False) + "\n",
                                            encoding="utf-8")
-    return report(results, stats, queries, modes, list(variants)) + \
-        f"\n\nfull results: {out / 'eval-results.json'}"
+    return report(results, stats, queries, modes, list(variants)) + "\n\n" + \
+        first_splits(results, modes) + f"\n\nfull results: {out / 'eval-results.json'}"
+
+
+def first_bm25(sessions, queries: list[dict]) -> list[dict]:
+    """The plain BM25 reference (bench/bm25.py) over the first set's session texts, each query
+    scored as a search's are."""
+    from bm25 import BM25  # bench/bm25.py (the script's folder): only this run needs it
+    texts = {s.topic: s.text() for s in sessions}
+    index = BM25(texts)
+    topic_of = {t: t for t in texts}
+    return [score(q, {"results": [{"session_id": t} for _s, t in index.rank(q["query"], LIMIT)],
+                      "warnings": [], "error": None, "ms": 0.0}, topic_of, texts)
+            for q in queries]
+
+
+def first_splits(results: dict, modes) -> str:
+    """The first set's figures on each split (second.split: a stable hash of the query), each
+    variant and mode beside BM25's."""
+    rows = [("bm25", "", results["bm25"])] + [
+        (name, mode, var["modes"][mode]) for name, var in results["variants"].items()
+        for mode in modes if mode in var["modes"]]
+    out = ["| variant | mode | split | n | R@1 | R@5 | MRR | no-shared MRR |",
+           "|---|---|---|---:|---:|---:|---:|---:|"]
+    for name, mode, scored in rows:
+        for part in ("dev", "test"):
+            got = [r for r in scored if second.split(r["query"]) == part]
+            f, ns = figures(got), figures([r for r in got if r["kind"] == "no-shared"])
+            out.append(f"| {name} | {mode} | {part} | {f['n']} | {f['r1']:.3f} | {f['r5']:.3f} | "
+                       f"{f['mrr']:.3f} | {ns['mrr']:.3f} |")
+    return "\n".join(out)
 
 
 def main() -> int:
