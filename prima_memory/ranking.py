@@ -34,6 +34,8 @@ HALF = 0.5  # a session holding less of the query words' weight than this gets o
 STEEP = 4  # (its share / HALF) ** STEEP of what they say
 TIME = 1.0  # a session inside a date the question names
 DAYS = 7.0
+PATHS = 3  # a changed path holding a word counts as this many messages saying it
+PATH_TURN = 2.0  # a changed path holding the words: the file, named, weighs more than a mention
 TURN_IDS_MAX = 20000  # a word in more messages than this adds to the session's score alone
 
 
@@ -73,10 +75,16 @@ class WordCounts:
     def __init__(self, store: Store, words: list[str], admitted: set[int]):
         self.sessions: list[dict[int, int]] = []
         self.turns: list[set[int] | None] = []
+        self.paths: dict[int, dict[str, set[int]]] = {}  # session -> changed path -> its words
         for w in words:
             expr = forms_expr(store, w)
             counts = {s: n for s, n in store.count_matching(expr).items() if s in admitted} \
                 if expr else {}
+            for path, sids in store.paths_containing(w).items():
+                for s in sids:
+                    if s in admitted:
+                        counts[s] = counts.get(s, 0) + PATHS
+                        self.paths.setdefault(s, {}).setdefault(path, set()).add(len(self.turns))
             self.sessions.append(counts)
             self.turns.append(store.message_ids_matching(expr) if expr and counts and
                               sum(counts.values()) <= TURN_IDS_MAX else None)
@@ -106,7 +114,11 @@ def word_scores(parts: list[WordCounts], lengths: list[dict[int, int]]) -> dict:
                 norm = K1 * (1 - B + B * max(1, length.get(sid, 1)) / avg)
                 out[(i, sid)] = out.get((i, sid), 0.0) + idf[w] * tf * (K1 + 1) / (tf + norm)
                 held[(i, sid)] = held.get((i, sid), 0.0) + idf[w]
-        for sid, best in _best_turns(p, idf).items():
+        turns = _best_turns(p, idf)
+        for sid, paths in p.paths.items():  # a changed path is a turn of its own
+            turns[sid] = max(turns.get(sid, 0.0), *(PATH_TURN * sum(idf[w] for w in ws)
+                                                     for ws in paths.values()))
+        for sid, best in turns.items():
             if (i, sid) in out:
                 out[(i, sid)] += TURN * best
     return {k: v / total * min(1.0, held[k] / total / HALF) ** STEEP for k, v in out.items()}

@@ -78,7 +78,7 @@ did do does doing done during each else ever for from get gets getting got had h
 he her here him his how i i'd i'm i've if in into is it it's its just last let's like made make
 me my myself no not now of on once one or our out over please remind same she should so some
 something still tell than that the their them then there these they thing things this those
-time to tried try up us use used using very was way we we'd we're we've were what when where
+time to touch touched tried try up us use used using very was way we we'd we're we've were what when where
 which while who why will with work worked working would yes yet you your
 """.split()) | frozenset("""
 aber als am an auch auf aus bei bis das dass dem den der des doch du ein eine einem

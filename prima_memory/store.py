@@ -1613,8 +1613,7 @@ class Store:
     def sessions_with_path_containing(self, text: str) -> dict[int, int]:
         """session -> number of distinct changed paths containing `text` (folded), compared
         folded."""
-        paths = [p for p, _t in self._containing("SELECT path, path AS t FROM changed_paths",
-                                                  text)]
+        paths = self._paths_with(text)
         out: dict[int, int] = {}
         for i in range(0, len(paths), 500):  # (SQLite's limit on bound values)
             part = paths[i:i + 500]
@@ -1625,6 +1624,20 @@ class Store:
                 continue
             for sid, n in got.items():
                 out[sid] = out.get(sid, 0) + n
+        return out
+
+    def _paths_with(self, text: str) -> list[str]:
+        return [p for p, _t in self._containing("SELECT path, path AS t FROM changed_paths", text)]
+
+    def paths_containing(self, text: str) -> dict[str, list[int]]:
+        """changed path containing `text` (folded) -> the sessions that changed it."""
+        paths = self._paths_with(text)
+        out: dict[str, list[int]] = {}
+        for i in range(0, len(paths), 500):  # (SQLite's limit on bound values)
+            part = paths[i:i + 500]
+            for path, sid in self.db.execute("SELECT path, session FROM path_sessions WHERE "
+                                              f"path IN ({','.join('?' * len(part))})", part):
+                out.setdefault(path, []).append(sid)
         return out
 
     def started_since(self, since: float) -> dict[int, float]:

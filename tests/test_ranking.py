@@ -115,6 +115,24 @@ def test_all_projects_ranks_as_one_project_does(env):
     assert _ids(env, "the deploy script in March 2025", "--all-projects")[0] == _sid(1)
 
 
+def test_a_question_about_a_file_finds_the_session_that_changed_it(env):
+    """(a bug: a session's changed paths counted only when they held the whole query: "when
+    did we touch the csv importer" found the sessions that talked of csv files first)"""
+    t = _chat(env, 1, NOW - 12 * DAY, [("the report totals are off by one cent",
+                                         "Rounding was done per line: now on the total.")])
+    t.user("apply it")
+    t.tool("Edit", {"file_path": str(env.ws / "app" / "importers" / "csv_importer.py"),
+                    "old_string": "round(x, 2)", "new_string": "x"}, text="Editing.")
+    t.reply("Done.")
+    for n in (2, 3):
+        _chat(env, n, NOW - (20 + n) * DAY, [
+            ("export the monthly report as csv", "The csv export now writes a header row.")])
+    for n in range(4, 12):
+        _chat(env, n, NOW - (30 + n) * DAY, [(f"rename the variables in module {n}", "Done.")])
+    for meaning in ({}, WORDS_ONLY):
+        assert _ids(env, "when did we touch the csv importer", env_extra=meaning)[0] == _sid(1)
+
+
 def test_a_query_matching_nothing_still_gets_nothing(env):
     _chat(env, 1, NOW - 9 * DAY, [("zorblat keeps timing out", "Raised the zorblat timeout.")])
     assert _ids(env, "qwxplonk vrezzt") == []
