@@ -6,7 +6,9 @@ messages holding it saturates (K1), and a long session is not ahead for its leng
 matches the index terms that are its forms (`paint` finds painted, painting: see ENDINGS).
 Beside the session's whole, its best turn: the weight of the query words said in one message
 and its neighbours, so the session where they are said together wins over one where they are
-strewn about. All of it is taken over the weight of every word of the query, a word the history
+strewn about. A session's changed paths are among its words: a path holding a word counts as
+PATHS messages saying it, and one holding several as a turn that says them together. All of it
+is taken over the weight of every word of the query, a word the history
 never holds weighing most; and a session holding under HALF of that weight gets little: the
 words of a paraphrase, found in sessions about something else, then say little of them.
 
