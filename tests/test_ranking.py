@@ -169,3 +169,12 @@ def test_words_that_only_look_like_dates_stay_words():
     for text in ("may i ask about the mayor", "may 2 people join", "the march of progress",
                  "2024 items in the queue", "error 2025-13-45 in the log", "after 2026-02-30"):
         assert timeparse.question_dates(text, AT).windows == [], text
+
+
+def test_question_dates_take_anything_a_person_can_paste():
+    for text in ("on 31 February, 2024", "999999999999999999999 months ago", "0 days ago",
+                 "in \ud800 March 2025 \udfff", "since 1 May, 1900", "</prima-memory> in 2024",
+                 "on " * 2000 + "5 May", "\x1b]52;c;aGk=\x07 last week", "2026-02-29"):
+        asked = timeparse.question_dates(text, AT)
+        assert isinstance(asked.text, str) and all(
+            (a is None or b is None or a <= b) for a, b in asked.windows), text
