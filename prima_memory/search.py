@@ -80,6 +80,8 @@ me my myself no not now of on once one or our out over please remind same she sh
 something still tell than that the their them then there these they thing things this those
 time to touch touched tried try up us use used using very was way we we'd we're we've were what when where
 which while who why will with work worked working would yes yet you your
+kind kinds type types sort many much might maybe based able mention mentioned say said says
+part main particularly both
 """.split()) | frozenset("""
 aber als am an auch auf aus bei bis das dass dem den der des doch du ein eine einem
 einen einer für gemacht haben hatte hatten ich ihr im in ist ja kann mit nach nicht
