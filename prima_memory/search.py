@@ -81,7 +81,7 @@ something still tell than that the their them then there these they thing things
 time to touch touched tried try up us use used using very was way we we'd we're we've were what when where
 which while who why will with work worked working would yes yet you your
 kind kinds type types sort many much might maybe based able mention mentioned say said says
-part main particularly both
+part main particularly both recently lately
 """.split()) | frozenset("""
 aber als am an auch auf aus bei bis das dass dem den der des doch du ein eine einem
 einen einer für gemacht haben hatte hatten ich ihr im in ist ja kann mit nach nicht
@@ -112,7 +112,8 @@ def normalize_query(query: str) -> tuple[str, list[str]]:
     words = list(dict.fromkeys(whole.split()))
     if seed_exact():
         return whole, words
-    bare = list(dict.fromkeys(w.strip(_EDGE_PUNCT) or w for w in words))
+    bare = list(dict.fromkeys(w.strip(_EDGE_PUNCT) for w in words))
+    bare = [w for w in bare if w] or words  # (a "?" alone after a space is no word)
     content = [w for w in bare if w.replace("’", "'") not in FILLER]
     return whole, content or bare
 

@@ -178,3 +178,11 @@ def test_question_dates_take_anything_a_person_can_paste():
         asked = timeparse.question_dates(text, AT)
         assert isinstance(asked.text, str) and all(
             (a is None or b is None or a <= b) for a, b in asked.windows), text
+
+
+def test_a_question_mark_after_a_space_is_no_word(env):
+    """(a bug: "fix the login redirect ?" wanted a "?" in the session's text, in keyword search
+    too; in the default search it weighed as a word no session holds)"""
+    _chat(env, 1, NOW - 9 * DAY, [("the login redirect loops", "Fixed the login redirect.")])
+    assert [r["session_id"] for r in env.search("login redirect ?")] == [_sid(1)]
+    assert _ids(env, "how did we fix the login redirect ?")[0] == _sid(1)
