@@ -163,20 +163,27 @@ def test_a_model_that_never_loads_leaves_a_keyword_search(env, monkeypatch, stuc
             "keyword results") in out["warnings"]
 
 
-def test_a_model_late_once_is_tried_again_by_a_lasting_process(env, monkeypatch):
-    """The MCP server's memory lasts: a load that missed one search's deadline is no reason to
-    give up meaning for the server's life (a model that cannot load at all is)."""
+def _one_session_and_a_model(env, monkeypatch):
+    """A session about the webhook relay's keys, the process in env's world, and the class of a
+    model that loads (test_semantic.Fake)."""
     pytest.importorskip("numpy")
     from test_semantic import Fake
-
-    from prima_memory import api, embed
     s = env.transcript("s1", start=time.time() - 3600)
     s.exchange("how do we rotate the signing keys for the webhook relay?",
                "Rotate them with the relay's keyring command, then restart the relay.")
     for k, v in env.env.items():
         monkeypatch.setenv(k, v)
+
     class Loaded(Fake):
         note = None
+    return Loaded
+
+
+def test_a_model_late_once_is_tried_again_by_a_lasting_process(env, monkeypatch):
+    """The MCP server's memory lasts: a load that missed one search's deadline is no reason to
+    give up meaning for the server's life (a model that cannot load at all is)."""
+    from prima_memory import api, embed
+    Loaded = _one_session_and_a_model(env, monkeypatch)
     slow = threading.Event()
     monkeypatch.setattr(embed, "load", lambda **_kw: slow.wait() and Loaded())
     monkeypatch.setattr(api, "MODEL_WAIT", 0.5)
@@ -198,18 +205,8 @@ def test_a_load_step_late_once_is_tried_again_by_a_lasting_process(env, monkeypa
     """embed's own waits (a step of the load on another thread, numpy's import by another
     thread) that end at their deadline are late, as Early's is: the MCP server's memory tries
     the model again at its next search."""
-    pytest.importorskip("numpy")
-    from test_semantic import Fake
-
     from prima_memory import api, embed
-    s = env.transcript("s1", start=time.time() - 3600)
-    s.exchange("how do we rotate the signing keys for the webhook relay?",
-               "Rotate them with the relay's keyring command, then restart the relay.")
-    for k, v in env.env.items():
-        monkeypatch.setenv(k, v)
-
-    class Loaded(Fake):
-        note = None
+    Loaded = _one_session_and_a_model(env, monkeypatch)
     embed.numpy()  # (imported before the lock is held: the search reads vectors with it)
     monkeypatch.setattr(embed, "THREAD_WAIT", 0.2)
     never, tries = threading.Event(), []
