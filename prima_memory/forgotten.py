@@ -118,9 +118,9 @@ class Tombstones:
     def drops_title(self, title: str | None, skip=()) -> bool:
         """Whether a title is a forgotten session's; not `skip`'s (sessions whose tombstones
         may hold the reader's own titles, copied: see Indexer._had_first)."""
-        if not (title and self.titles) or title_hash(title) not in self.titles:
+        h = title_hash(title) if title and self.titles else None
+        if h is None or h not in self.titles:
             return False
-        h = title_hash(title)
         return not skip or any(h in e.get("titles", ()) for pair, e in self.sessions.items()
                                if pair not in skip)
 

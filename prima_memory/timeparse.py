@@ -13,9 +13,10 @@ if TYPE_CHECKING:
 _RELATIVE = r"^(\d+(?:\.\d+)?)\s*(m|min|h|d|w)$"
 _UNITS = {"m": 60, "min": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 # "3 days ago", "an hour ago", "last week", "past 2 hours", "the last 3 days", "3 days"
-_SPOKEN = (r"^(?:(?:the )?(last|past) )?(a|an|one|\d+(?:\.\d+)?)? ?"
+_SPOKEN = (r"^(?:(?:the )?(last|past) )?(a|an|one|two|three|four|five|six|\d+(?:\.\d+)?)? ?"
            r"(min|minute|hour|hr|day|week|month|year)s?( ago)?$")
 _SECONDS = {"min": 60, "minute": 60, "hour": 3600, "hr": 3600, "day": 86400, "week": 7 * 86400}
+_COUNTS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6}
 _WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 ACCEPTED = ("a date (2026-11-30), an ISO time, now, today, yesterday, a weekday (monday, "
             "last friday), this week, last week, last month, 3 days ago, or 12h / 3d / 2w")
@@ -88,7 +89,7 @@ def _spoken(s: str, now: float) -> float | None:
     last, count, unit, ago = m.groups()
     if not (last or ago or (count and count[0].isdigit())):
         return None  # "week" alone, "a day": no time
-    n = 1.0 if count in (None, "a", "an", "one") else float(count)
+    n = float(_COUNTS.get(count or "a") or count)
     if unit in _SECONDS:
         return now - n * _SECONDS[unit]
     months = n * (12 if unit == "year" else 1)
@@ -217,7 +218,6 @@ _QUESTION_DATES = (
      r"(?:a|an|one|two|three|four|five|six|\d+)\s+(?:day|week|month|year)s?\s+ago)\b",
      "spoken"),
 )
-_COUNTS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6}
 
 
 class Asked:
@@ -313,29 +313,17 @@ def _span(year: int, month: int, day: int, end: tuple[int, int, int] | None
 
 
 def _spoken_window(s: str, now: float) -> tuple[float, float] | None:
-    if s in ("today", "yesterday") or s.startswith(("this ", "last ")) and \
-            s.split()[1] in _WEEKDAYS:
-        day = _day(s, now)
-        if day is None:
-            return None
+    """The window a spoken time names: a day (today, last friday) whole; "this week" and "last
+    month" up to now; "3 days ago" the unit around that moment."""
+    day = _day(s, now)
+    if day is not None:
         start = time.mktime((day.year, day.month, day.day, 0, 0, 0, 0, 0, -1))
-        return start, start + 86400
-    if s.startswith("this "):
-        day = _day(s, now)
-        return (time.mktime((day.year, day.month, day.day, 0, 0, 0, 0, 0, -1)), now) \
-            if day else None
+        return (start, now) if s.startswith("this ") else (start, start + 86400)
+    t = _spoken(s, now)
+    if t is None:
+        return None
     if s.startswith("last "):
-        unit = s.split()[1]
-        back = {"week": 7 * 86400}.get(unit)
-        start = now - back if back else _months_before(now, 12 if unit == "year" else 1)
-        return start, now
-    count, unit = s.split()[:2]
-    n = _COUNTS.get(count) or int(count)
-    unit = unit.rstrip("s")
-    if unit in ("day", "week"):
-        t = now - n * _SECONDS[unit]
-        width = _SECONDS[unit]
-    else:
-        t = _months_before(now, n * (12 if unit == "year" else 1))
-        width = 30 * 86400 * (12 if unit == "year" else 1)
+        return t, now
+    unit = s.split()[1].rstrip("s")
+    width = _SECONDS.get(unit) or 30 * 86400 * (12 if unit == "year" else 1)
     return t - width / 2, t + width / 2
