@@ -23,6 +23,7 @@ figures.
 from __future__ import annotations
 
 import math
+from collections import Counter
 
 from .store import SHIFT, Store
 
@@ -80,16 +81,20 @@ class WordCounts:
         self.paths: dict[int, dict[str, set[int]]] = {}  # session -> changed path -> its words
         for w in words:
             expr = forms_expr(store, w)
-            counts = {s: n for s, n in store.count_matching(expr).items() if s in admitted} \
-                if expr else {}
+            # the messages holding it, read once: counted per session from their ids, unless
+            # there are too many to list (then SQLite counts, and there is no best turn)
+            ids = store.message_ids_matching(expr, TURN_IDS_MAX + 1) if expr else set()
+            turns = ids if len(ids) <= TURN_IDS_MAX else None
+            counts = Counter(m >> SHIFT for m in ids) if turns is not None else \
+                store.count_matching(expr or "")
+            counts = {s: n for s, n in counts.items() if s in admitted}
             for path, sids in store.paths_containing(w).items():
                 for s in sids:
                     if s in admitted:
                         counts[s] = counts.get(s, 0) + PATHS
                         self.paths.setdefault(s, {}).setdefault(path, set()).add(len(self.turns))
             self.sessions.append(counts)
-            self.turns.append(store.message_ids_matching(expr) if expr and counts and
-                              sum(counts.values()) <= TURN_IDS_MAX else None)
+            self.turns.append(turns)
 
 
 def word_scores(parts: list[WordCounts], lengths: list[dict[int, int]]) -> dict:

@@ -1567,10 +1567,12 @@ class Store:
             return {(sid - 2048 if sid >= 0xE000 else sid): n for sid, n in counted.items()}
         return counted
 
-    def message_ids_matching(self, match_expr: str) -> set[int]:
+    def message_ids_matching(self, match_expr: str, limit: int = -1) -> set[int]:
+        """The messages matching an FTS5 expression (at most `limit` of them: -1, all)."""
         self._settled()
         return {r[0] for r in self.db.execute(
-            "SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?", (match_expr,))}
+            "SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? LIMIT ?",
+            (match_expr, limit))}
 
     def session_facts(self, since=None, until=None, branch=None, tag=None, source=None,
                       extracts: bool = False, ids=None):
