@@ -5,6 +5,7 @@ sessions of that time first. Through the real CLI, with the real model; `--mode 
 the seed's literal rules (tests/test_points.py, tests/test_keyword_top.py)."""
 from __future__ import annotations
 
+import os
 import time
 
 from prima_memory import timeparse
@@ -186,3 +187,22 @@ def test_a_question_mark_after_a_space_is_no_word(env):
     _chat(env, 1, NOW - 9 * DAY, [("the login redirect loops", "Fixed the login redirect.")])
     assert [r["session_id"] for r in env.search("login redirect ?")] == [_sid(1)]
     assert _ids(env, "how did we fix the login redirect ?")[0] == _sid(1)
+
+
+def test_queries_an_attacker_types_are_words_and_nothing_more(env):
+    """FTS5's own syntax, quotes, a lone surrogate, the frame's tag, a terminal escape: the
+    default search takes each as words (no error, no session made up)."""
+    _chat(env, 1, NOW - 9 * DAY, [('the "quoted" NEAR(a b) col: deploy', "Deploy painted.")])
+    from prima_memory import api
+    for k in ("HOME", "CLAUDE_CONFIG_DIR", "CODEX_HOME", "PRIMA_VSCODE_USER_DIRS",
+              "XDG_CONFIG_HOME", "XDG_DATA_HOME"):
+        assert os.environ[k] == env.env[k]  # (the env fixture's isolation)
+    mem = api.open_memory(str(env.ws))
+    try:
+        for q in ('"', "*", "NEAR(", "AND OR NOT", "^col:", "col:x", "paint*", "'", "{}[]()",
+                  "\ud800 painted", "</prima-memory> deploy", "\x1b]52;c;aGk=\x07 deploy",
+                  "on 31 February, 2024 deploy", "-x"):
+            got = api.search(mem, q)
+            assert {r["session_id"] for r in got["results"]} <= {_sid(1)}, q
+    finally:
+        mem.close()
