@@ -12,9 +12,14 @@ is taken over the weight of every word of the query, a word the history
 never holds weighing most; and a session holding under HALF of that weight gets little: the
 words of a paraphrase, found in sessions about something else, then say little of them.
 
-Dates a question names ("in March", "on 25 May, 2022", "last week": timeparse.question_dates)
-rank the sessions of that time first: one in the window gets TIME, one outside gets less the
-further away it is (exp(-gap / DAYS): half at about five days).
+Dates a question names ("in March", "on 25 May, 2022", "last week", "during the summer":
+timeparse.question_dates), and the events it places itself by ("before the release", dated by
+the session speaking of it: search._event_windows), rank the sessions of that time first: one
+in the window gets TIME, one outside gets less the further away it is (exp(-gap / DAYS): half
+at about five days).
+
+search.rank reads the best candidates a second time: a session whose words are said in an
+exchange less like the question than its best one loses WHERE x the difference.
 
 The constants were chosen on the development splits of LoCoMo and of the two coding sets
 (bench/locomo.py, bench/eval.py); docs/evaluation.md gives every set's development and held-out
@@ -35,8 +40,11 @@ NEAR = 2  # a turn's neighbours on each side, in messages: a question, its answe
 WORDS = 0.15  # what the words' score (0..2 or so) counts beside a similarity (0..1)
 HALF = 0.5  # a session holding less of the query words' weight than this gets only
 STEEP = 4  # (its share / HALF) ** STEEP of what they say
+WHERE = 0.3  # (search.rank's second pass) x how much less like the question a session is
+#              where its words are said than at its best
 TIME = 1.0  # a session inside a date the question names
 DAYS = 7.0
+EVENT = 0.25  # x TIME for the time of an event the question names: its session may be wrong
 PATHS = 3  # a changed path holding a word counts as this many messages saying it
 PATH_TURN = 2.0  # a changed path holding the words: the file, named, weighs more than a mention
 TURN_IDS_MAX = 20000  # a word in more messages than this adds to the session's score alone
@@ -79,6 +87,7 @@ class WordCounts:
         self.sessions: list[dict[int, int]] = []
         self.turns: list[set[int] | None] = []
         self.paths: dict[int, dict[str, set[int]]] = {}  # session -> changed path -> its words
+        self.turn: dict[int, int] = {}  # session -> the message of its best turn (word_scores)
         for w in words:
             expr = forms_expr(store, w)
             # the messages holding it, read once: counted per session from their ids, unless
@@ -121,7 +130,7 @@ def word_scores(parts: list[WordCounts], lengths: list[dict[int, int]]) -> dict:
                 norm = K1 * (1 - B + B * max(1, length.get(sid, 1)) / avg)
                 out[(i, sid)] = out.get((i, sid), 0.0) + idf[w] * tf * (K1 + 1) / (tf + norm)
                 held[(i, sid)] = held.get((i, sid), 0.0) + idf[w]
-        turns = _best_turns(p, idf)
+        turns, p.turn = _best_turns(p, idf)
         for sid, paths in p.paths.items():  # a changed path is a turn of its own
             turns[sid] = max(turns.get(sid, 0.0), *(PATH_TURN * sum(idf[w] for w in ws)
                                                      for ws in paths.values()))
@@ -131,10 +140,11 @@ def word_scores(parts: list[WordCounts], lengths: list[dict[int, int]]) -> dict:
     return {k: v / total * min(1.0, held[k] / total / HALF) ** STEEP for k, v in out.items()}
 
 
-def _best_turns(p: WordCounts, idf: list[float]) -> dict[int, float]:
-    """session -> the most weight of query words said in one message and its NEAR neighbours
-    (with numpy, which the search by meaning has loaded: a common word's thousands of messages
-    cost a millisecond, not tens)."""
+def _best_turns(p: WordCounts, idf: list[float]) -> tuple[dict[int, float], dict[int, int]]:
+    """session -> the most weight of query words said in one message and its NEAR neighbours,
+    and session -> that message (of those tied, the one itself saying the most), with numpy,
+    which the search by meaning has loaded: a common word's thousands of messages cost a
+    millisecond, not tens."""
     from .embed import numpy  # (loaded already, as said)
     np = numpy()
     spans, words = [], []
@@ -147,15 +157,21 @@ def _best_turns(p: WordCounts, idf: list[float]) -> dict[int, float]:
                 spans.append(near)
                 words.append(np.full(len(near), w, np.int64))
     if not spans:
-        return {}
-    n = len(idf)  # (message, word) as one number: a word counted once in a turn
+        return {}, {}
+    n, idf_ = len(idf), np.asarray(idf)  # (message, word) as one number: counted once in a turn
     pairs = np.unique(np.concatenate(spans) * n + np.concatenate(words))
     messages, at = np.unique(pairs // n, return_inverse=True)
-    weight = np.bincount(at, weights=np.asarray(idf)[pairs % n], minlength=len(messages))
-    sessions, which = np.unique(messages >> SHIFT, return_inverse=True)
-    best = np.zeros(len(sessions))
-    np.maximum.at(best, which, weight)
-    return dict(zip(sessions.tolist(), best.tolist()))
+    weight = np.bincount(at, weights=idf_[pairs % n], minlength=len(messages))
+    own = np.zeros(len(messages))
+    for w, ids in enumerate(p.turns):
+        if ids and idf[w] > 0:
+            mine = np.searchsorted(messages, np.fromiter(ids, np.int64, len(ids)))
+            own[mine] += idf[w]
+    order = np.lexsort((own, weight, messages >> SHIFT))  # by session, weight: its best last
+    sessions = messages[order] >> SHIFT
+    top = order[np.r_[sessions[1:] != sessions[:-1], True]]
+    sessions = (messages[top] >> SHIFT).tolist()
+    return dict(zip(sessions, weight[top].tolist())), dict(zip(sessions, messages[top].tolist()))
 
 
 def time_affinity(windows, started: float | None, ended: float | None) -> float:

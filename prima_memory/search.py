@@ -538,25 +538,63 @@ def combined(store: Store, embedder, query: str, *, limit: int = 10,
 
 def combined_many(parts: list[Part], embedder, query: str, *, limit: int = 10,
                   now: float | None = None, floor: float | None = None) -> list[Hit]:
-    """combined() over several parts as over one index holding them all: one background for
-    meaning, and each word's rarity among every part's sessions, so a small project's sessions
-    are not lifted for being few. Its candidates: the sessions whose meaning stands out from the
-    query's background, those holding any of its words, and those of the dates it names; each
-    scored by ranking.score."""
+    """combined() over several parts as over one index holding them all (rank())."""
     if seed_exact():
         return _seed_combined(parts, embedder, query, limit=limit, now=now, floor=floor)
+    got = rank(parts, embedder, query, limit=limit, now=now, floor=floor)
+    hits = []
+    for score, (i, sid) in got.top:
+        row = got.rows[(i, sid)]
+        hit = Hit(row, ranking.relevance(score), row.title, part=i)
+        hit.kind = "relevance"
+        if (i, sid) in got.best and (i, sid) not in got.said:
+            _meaning_hit(parts[i].store, hit, got.best[(i, sid)], embedder)
+        else:  # the lines holding the words say most at a glance
+            _decorate(parts[i], hit, got.words)
+        hits.append(hit)
+    return hits
+
+
+class Ranked:
+    """A question ranked by the default search: `top`, its best sessions as (score, (part,
+    session)), best first, with their `rows`; what found each (`best`: its best match by
+    meaning; `said`: what its words say; `where`: the exchange where its words are said, and
+    that exchange's similarity); `scoreds`, the query scored by meaning in each part."""
+
+    def __init__(self, words: list[str]):
+        self.words = words
+        self.top: list[tuple[float, tuple[int, int]]] = []
+        self.rows: dict[tuple[int, int], SessionRow] = {}
+        self.best: dict[tuple[int, int], Match] = {}
+        self.said: dict[tuple[int, int], float] = {}
+        self.where: dict[tuple[int, int], tuple[int, float]] = {}
+        self.scoreds: list = []
+
+
+def rank(parts: list[Part], embedder, query: str, *, limit: int = 10,
+         now: float | None = None, floor: float | None = None) -> Ranked:
+    """The default ranking, over several parts as over one index holding them all: one
+    background for meaning, and each word's rarity among every part's sessions, so a small
+    project's sessions are not lifted for being few. Its candidates: the sessions whose meaning
+    stands out from the query's background, those holding any of its words, and those of the
+    dates it names; each scored by ranking.score. Then a second pass over the best SECOND: a
+    session whose words are said away from what it has most like the question loses
+    ranking.WHERE x the difference in similarity."""
     asked = question_dates(query, now)
-    words = normalize_query(asked.text)[1] if asked.text.strip() else []
-    counts = [p.word_counts(words) for p in parts]
-    said = ranking.word_scores(counts, [p.lengths() for p in parts])
-    dated = {(i, f[0]): ranking.time_affinity(asked.windows, f[1], f[2])
-             for i, p in enumerate(parts) for f in p.facts} if asked.windows else {}
+    got = Ranked(normalize_query(asked.text)[1] if asked.text.strip() else [])
+    counts = [p.word_counts(got.words) for p in parts]
+    lengths = [p.lengths() for p in parts]
+    got.said = said = ranking.word_scores(counts, lengths)
+    events = _event_windows(parts, asked.events, lengths)
+    dated = {(i, f[0]): max(ranking.time_affinity(asked.windows, f[1], f[2]),
+                            ranking.EVENT * ranking.time_affinity(events, f[1], f[2]))
+             for i, p in enumerate(parts) for f in p.facts} if asked.windows or events else {}
     near = {k for k, a in dated.items() if a >= NEAR_DATE}
-    best: dict[tuple[int, int], Match] = {}
-    if words:
-        scoreds, answers = _scored(parts, embedder, asked.text, floor,
-                                   lambda: [c.sessions for c in counts])
-        for i, (p, scored) in enumerate(zip(parts, scoreds)):
+    best = got.best
+    if got.words:
+        got.scoreds, answers = _scored(parts, embedder, asked.text, floor,
+                                       lambda: [c.sessions for c in counts])
+        for i, (p, scored) in enumerate(zip(parts, got.scoreds)):
             mine = {m.session: m for m in scored.matches(
                 max(limit * 5, 50), {f[0] for f in p.facts}.__contains__)} if answers else {}
             wanted = {sid for j, sid in heapq.nlargest(WORD_CANDIDATES, said, key=said.__getitem__)
@@ -566,27 +604,45 @@ def combined_many(parts: list[Part], embedder, query: str, *, limit: int = 10,
     ranked = sorted(((ranking.score(best[k].rank if k in best else 0.0, said.get(k, 0.0),
                                     dated.get(k, 0.0)), k) for k in best.keys() | said.keys() | near),
                     reverse=True)
+    if got.scoreds:  # (`where` of as many as find_similar shows; only SECOND read again)
+        for i, (c, scored) in enumerate(zip(counts, got.scoreds)):
+            turns = {sid: (c.turn[sid] - ranking.NEAR, c.turn[sid] + ranking.NEAR)
+                     for _s, (j, sid) in ranked[:max(SECOND, limit)] if j == i and sid in c.turn}
+            got.where.update({(i, sid): x for sid, x in scored.at(turns).items()})
+        ranked = sorted([(s - ranking.WHERE * (best[k].similarity - got.where[k][1])
+                          if k in best and k in got.where else s, k) for s, k in ranked[:SECOND]]
+                        + ranked[SECOND:], reverse=True)
     # the rows of the best, and of any tied with the last of them (the latest to end goes first)
     cut = ranked[min(len(ranked), 2 * limit) - 1][0] if ranked else 0.0
     ranked = [x for x in ranked if x[0] >= cut]
-    rows = _rows(parts, [k for _s, k in ranked])
-    ranked = [x for x in ranked if x[1] in rows]  # a session pruned meanwhile is gone
-    ranked.sort(key=lambda x: (-x[0], -(rows[x[1]].ended_at or 0), x[1]))
-    hits = []
-    for score, (i, sid) in ranked[:limit]:
-        row = rows[(i, sid)]
-        hit = Hit(row, ranking.relevance(score), row.title, part=i)
-        hit.kind = "relevance"
-        if (i, sid) in best and (i, sid) not in said:
-            _meaning_hit(parts[i].store, hit, best[(i, sid)], embedder)
-        else:  # the lines holding the words say most at a glance
-            _decorate(parts[i], hit, words)
-        hits.append(hit)
-    return hits
+    got.rows = _rows(parts, [k for _s, k in ranked])
+    ranked = [x for x in ranked if x[1] in got.rows]  # a session pruned meanwhile is gone
+    ranked.sort(key=lambda x: (-x[0], -(got.rows[x[1]].ended_at or 0), x[1]))
+    got.top = ranked[:limit]
+    return got
+
+
+def _event_windows(parts: list[Part], events: list[tuple[str, str]], lengths) -> list:
+    """The time of each event a question places itself by ("before the release"): the session
+    whose words say it best (of those equal, the latest), whole: before it, up to its end; after
+    it, from its start. An event no session speaks of names no time."""
+    out: list[tuple[float | None, float | None]] = []
+    for side, named in events:
+        words = normalize_query(named)[1]
+        said = ranking.word_scores([p.word_counts(words) for p in parts], lengths) if words \
+            else {}
+        times = {(i, f[0]): (f[1], f[2]) for i, p in enumerate(parts) for f in p.facts
+                 if (i, f[0]) in said and f[1] is not None}
+        if times:
+            start, end = times[max(times, key=lambda k: (said[k], times[k][0]))]
+            out.append((None, end if end is not None else start) if side == "before"
+                       else (start, None))
+    return out
 
 
 NEAR_DATE = 0.5  # a session this near a date the question names is a candidate (ranking.DAYS)
 WORD_CANDIDATES = 200  # the sessions the words rank best, whose similarity is looked up
+SECOND = 20  # the best sessions the second pass reads again (rank())
 
 
 def _seed_combined(parts: list[Part], embedder, query: str, *, limit: int,

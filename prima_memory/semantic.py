@@ -439,6 +439,26 @@ class Scored:
         m.rank = float(self.rank[k])
         return m
 
+    def at(self, turns: dict[int, tuple[int, int]]) -> dict[int, tuple[int, float]]:
+        """session -> its most similar exchange holding one of the messages `turns[session]`
+        (first, last), and that exchange's similarity (its best window's). An exchange holds the
+        messages from its own (its request) to the next exchange's."""
+        np = _numpy()
+        ids = self.held.ids
+        out: dict[int, tuple[int, float]] = {}
+        if not turns or not len(ids):
+            return out
+        rows = np.nonzero(np.isin(ids >> SHIFT, np.fromiter(turns, np.int64, len(turns))))[0]
+        for sid, (first, last) in turns.items():
+            mine = rows[(ids[rows] >> SHIFT) == sid]
+            before = ids[mine][ids[mine] <= first]
+            mine = mine[(ids[mine] >= (before.max() if len(before) else first))
+                        & (ids[mine] <= last)]
+            if len(mine):
+                k = mine[np.argmax(self.sims[mine])]
+                out[sid] = (int(ids[k]), float(self.sims[k]))
+        return out
+
     def best(self, sessions) -> dict[int, Match]:
         """Each of `sessions`' best window, over the bar or not (one not embedded: none)."""
         np = _numpy()

@@ -197,6 +197,9 @@ _MONTHS = ("january", "february", "march", "april", "may", "june", "july", "augu
            "september", "october", "november", "december")
 _MONTH = r"(jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|" \
          r"sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
+# a season as the northern half of the world has it: its first month, and how many it lasts
+_SEASONS = {"spring": 3, "summer": 6, "autumn": 9, "fall": 9, "winter": 12}
+_SEASON = r"(spring|summer|autumn|fall|winter)"
 _DAY = r"(\d{1,2})(?:st|nd|rd|th)?"
 _YEAR = r"((?:19|20)\d\d)"
 _PREP = r"(?:on|in|during|since|after|before|from|around|of|by|until)\s+(?:the\s+)?"
@@ -212,6 +215,12 @@ _QUESTION_DATES = (
     (rf"{_PREP}{_DAY}(?:\s+of)?\s+{_MONTH}\b", "dm"),
     (rf"{_PREP}{_MONTH}\s+{_DAY}\b", "md"),
     (rf"{_PREP}{_MONTH}\b", "m"),
+    (rf"{_ON}{_SEASON}(?:\s+of)?,?\s+{_YEAR}\b", "sy"),
+    # "spring" and "fall" alone are words too often (Spring Boot, "in fall-back mode"): only
+    # after "the" ("in the spring"), and not as "the spring boot"
+    (rf"(?:{_PREP}(summer|winter|autumn)|(?:on|in|during|since|after|before|from|around|by|"
+     r"until)\s+the\s+(spring|fall))\b(?![-\w]|\s+(?:boot|framework|cloud|of\s+(?!\d)))", "s"),
+    (rf"\b(last|this)\s+{_SEASON}\b", "ls"),
     (r"(?:in|during|since|after|before|from|around|by|until)\s+((?:19|20)\d\d)\b(?!-\d)", "y"),
     (r"\b(?:(?:since|from)\s+)?(yesterday|today|this\s+(?:week|month|year)|"
      r"last\s+(?:week|month|year|monday|tuesday|wednesday|thursday|friday|saturday|sunday)|"
@@ -223,10 +232,51 @@ _QUESTION_DATES = (
 class Asked:
     """A question read for time: its text without the dates, and the times they name, each a
     window (start, end) in epoch seconds (an end of None: up to now; a start of None: since
-    ever)."""
+    ever); and the events it places itself by ("before the release": ("before", "release")),
+    which the search dates by the session that speaks of them (their words stay in the text)."""
 
     def __init__(self, text: str, windows: list[tuple[float | None, float | None]]):
         self.text, self.windows = text, windows
+        self.events = _events(text)
+
+
+_EVENT_SIDES = ("before", "after")  # ("since" is "because" as often: "since it failed")
+_EVENT_SKIP = frozenset("the a an our my your their his her its this that we i you they he she "
+                        "it".split())
+_EVENT_END = frozenset("and or but when while because so that which who where what how did do "
+                       "does was were is are has have had".split())
+_EVENT_INNER = frozenset("to for with at in on of from into up".split()) | _EVENT_SKIP  # kept,
+#                                                                         not counted
+EVENTS = 2  # a question places itself by so many events at most
+EVENT_WORDS = 3  # an event is named in this many words at most: "the move to postgres"
+
+
+def _events(text: str) -> list[tuple[str, str]]:
+    """("before" | "after", the words naming it) for each "before/after <event>" left in
+    a question once its dates are read: up to EVENT_WORDS words (and the small ones between),
+    to a comma or a conjunction."""
+    words = text.split()
+    out = []
+    for i, w in enumerate(words):
+        side = w.lower()
+        if side not in _EVENT_SIDES:
+            continue
+        named: list[str] = []
+        for x in words[i + 1:]:
+            low = x.lower().strip("\"'“”‘’()")
+            core = low.rstrip("?!.,;:")
+            if not named and core in _EVENT_SKIP:
+                continue
+            if core in _EVENT_END or core in _EVENT_SIDES or not core:
+                break
+            named.append(core)
+            if core != low or sum(n not in _EVENT_INNER for n in named) == EVENT_WORDS:
+                break  # (punctuation ends it)
+        while named and named[-1] in _EVENT_INNER:
+            named.pop()
+        if named:
+            out.append((side, " ".join(named)))
+    return out[:EVENTS]
 
 
 def question_dates(text: str, now: float | None = None) -> Asked:
@@ -254,7 +304,7 @@ def question_dates(text: str, now: float | None = None) -> Asked:
 
 def _month_or_spoken(low: str) -> bool:
     return any(m[:3] in low for m in _MONTHS) or any(
-        w in low for w in ("yesterday", "today", "this ", "last ", " ago"))
+        w in low for w in ("yesterday", "today", "this ", "last ", " ago", *_SEASONS))
 
 
 def _window(kind: str, m, now: float) -> list[tuple[float, float]]:
@@ -269,6 +319,8 @@ def _window(kind: str, m, now: float) -> list[tuple[float, float]]:
             return [got] if got else []
         if kind == "y":
             return [_span(int(g[0]), 1, 1, (int(g[0]) + 1, 1, 1))]
+        if kind in ("sy", "s", "ls"):
+            return _seasons(kind, g, today)
         month = _month_number(g[0] if kind in ("md", "my", "m", "mdy") else g[1]) \
             if kind != "ymd" else int(g[1])
         if kind == "ymd":
@@ -292,6 +344,28 @@ def _window(kind: str, m, now: float) -> list[tuple[float, float]]:
         return [_span(year, month, day, None)]
     except (ValueError, OverflowError):
         return []
+
+
+def _seasons(kind: str, g: list[str], today) -> list[tuple[float, float]]:
+    """A season of a year named ("summer 2023"; winter 2023 from December 2023), the last ten
+    begun ("during the summer"), the last ended ("last summer") or this year's ("this winter":
+    in January, the one begun in December)."""
+    first = _SEASONS[(g[1] if kind == "ls" else g[0]).lower()]
+    now = (today.tm_year, today.tm_mon)
+    if kind == "sy":
+        years = [int(g[1])]
+    elif kind == "ls" and g[0].lower() == "this":
+        years = [today.tm_year - (first == 12 and today.tm_mon < 3)]
+    else:
+        begun = [y for y in range(now[0], now[0] - 12, -1) if (y, first) <= now]
+        years = begun[:10] if kind == "s" else \
+            [next(y for y in begun if _season_end(y, first) <= now)]  # (last: ended)
+    return [_span(y, first, 1, (*_season_end(y, first), 1)) for y in years]
+
+
+def _season_end(year: int, first: int) -> tuple[int, int]:
+    """(year, month) of the month after a season begun in `first` of `year`."""
+    return (year + 1, first - 9) if first + 3 > 12 else (year, first + 3)
 
 
 def _month_number(name: str) -> int:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import time
 
-from prima_memory import timeparse
+from prima_memory import semantic, timeparse
 
 DAY = 86400
 NOW = time.time()
@@ -106,6 +106,25 @@ def test_last_week_ranks_last_weeks_session_first(env):
     assert _ids(env, "how did we fix the flaky checkout test last week")[0] == _sid(2)
 
 
+def test_before_and_after_an_event_the_history_dates(env):
+    """(a bug: "before the release" was words: the sessions before the release were not
+    preferred, and "release" itself counted as a word to find)"""
+    _chat(env, 1, NOW - 30 * DAY, [("the cache bug in the importer", "Fixed the cache bug in "
+                                    "the importer: the cache key now holds the file's hash.")])
+    _chat(env, 2, NOW - 20 * DAY, [("ship v2.0", "Tagged and published the release of v2.0.")])
+    _chat(env, 3, NOW - 10 * DAY, [("the cache bug is back", "Expiry was in ms: now in seconds.")])
+    for n in range(4, 9):
+        _chat(env, n, NOW - (40 + n) * DAY, [(f"rename the variables in module {n}", "Done.")])
+    assert _ids(env, "the cache bug fix before the release")[0] == _sid(1)
+    assert _ids(env, "the cache bug fix after the release")[0] == _sid(3)
+    assert _ids(env, "the cache bug fix before the zeppelin landing")[:2] == \
+        _ids(env, "the cache bug fix zeppelin landing")[:2], "an event none speaks of is no time"
+    asked = timeparse.question_dates("what broke after we moved to postgres, and why")
+    assert asked.events == [("after", "moved to postgres")]
+    assert timeparse.question_dates("before " * 500 + "x after").events == [("before", "x")]
+    assert timeparse.question_dates("it crashed since children knew their owners").events == []
+
+
 def test_all_projects_ranks_as_one_project_does(env):
     env.run("index")  # (a memory in the first project, so --all-projects lists it)
     _chat(env, 1, _local(2025, 3, 12), [
@@ -132,6 +151,35 @@ def test_a_question_about_a_file_finds_the_session_that_changed_it(env):
         _chat(env, n, NOW - (30 + n) * DAY, [(f"rename the variables in module {n}", "Done.")])
     for meaning in ({}, WORDS_ONLY):
         assert _ids(env, "when did we touch the csv importer", env_extra=meaning)[0] == _sid(1)
+
+
+def test_the_session_where_the_words_and_their_meaning_meet_goes_first(tmp_path):
+    """(a bug: a session saying the words in passing, in an exchange about something else,
+    went first for another exchange of it close to the question's meaning: its words and its
+    similarity were counted apart). In process, with hand-chosen vectors: A's exchange says the
+    words and is 0.6 like the question; B says them as often but in an exchange 0 like it, and
+    another of its exchanges, further on and without them, is 0.7 like it."""
+    from prima_memory import search
+    from test_semantic import Fake, _store_with, _unit
+
+    class Quiet(Fake):  # the texts named get their vectors, any other is unlike the question
+        def _hashed(self, t: str):
+            return _unit(0, 0, 0, 1)
+
+    e = Quiet({"zorp quux": _unit(1, 0, 0, 0),
+               "zorp quux broke\n\nfixed zorp quux": _unit(0.6, 0.8, 0, 0),
+               "the report broke\n\nfixed the report": _unit(0.7, 0, 0.71414284, 0)})
+    day = 86400.0
+    st = _store_with(tmp_path, {
+        "A": [("zorp quux broke", "fixed zorp quux", NOW - 30 * day), ("ok", "done", NOW - 30 * day),
+              ("and now", "nothing", NOW - 30 * day)],
+        "B": [("list: zorp, quux, milk", "noted zorp quux milk", NOW - 31 * day),
+              ("and the bread", "noted", NOW - 31 * day),  # (apart: the turn is 2 messages each way)
+              ("the report broke", "fixed the report", NOW - 31 * day)],
+        **{f"o{n}": [(f"rename module {n}", "done", NOW - (40 + n) * day)] * 2 for n in range(6)}})
+    semantic.Embedding(st, e).run()
+    got = search.combined(st, e, "zorp quux", limit=5, now=NOW)
+    assert [st.session(h.row.id).session_id for h in got][:2] == ["A", "B"]
 
 
 def test_a_query_matching_nothing_still_gets_nothing(env):
@@ -166,9 +214,26 @@ def test_question_dates_read_as_people_write_them():
     assert _days("what did we fix last week")[1] == [("2026-11-29", "2026-12-06")]
 
 
+def test_seasons_are_dates():
+    """(a bug: "during the summer" was words, matching sessions that said "summer")"""
+    text, windows = _days("When did Caroline go to a pride parade during the summer?")
+    assert text == "When did Caroline go to a pride parade ?" and len(windows) == 10
+    assert windows[:2] == [("2026-06-01", "2026-08-31"), ("2025-06-01", "2025-08-31")]
+    assert _days("what broke in the summer of 2023")[1] == [("2023-06-01", "2023-08-31")]
+    assert _days("the deploy in winter 2023")[1] == [("2023-12-01", "2024-02-29")]
+    assert _days("what did we ship last winter")[1] == [("2025-12-01", "2026-02-28")]
+    assert _days("plans for this winter")[1] == [("2026-12-01", "2027-02-28")]
+    assert _days("after the fall of 2024")[1] == [("2024-12-01", None)]
+    feb = _local(2026, 2, 10)
+    assert timeparse.question_dates("last winter", feb).windows == [
+        (_local(2024, 12, 1) - 10 * 3600, _local(2025, 3, 1) - 10 * 3600)]
+
+
 def test_words_that_only_look_like_dates_stay_words():
     for text in ("may i ask about the mayor", "may 2 people join", "the march of progress",
-                 "2024 items in the queue", "error 2025-13-45 in the log", "after 2026-02-30"):
+                 "2024 items in the queue", "error 2025-13-45 in the log", "after 2026-02-30",
+                 "security in Spring Boot", "in spring", "in the spring boot app",
+                 "in fall-back mode", "the fall of Rome", "the summer intern", "in winter-mode"):
         assert timeparse.question_dates(text, AT).windows == [], text
 
 
