@@ -1210,10 +1210,13 @@ def _excerpt(text: str | None, n: int = EXCERPT) -> str | None:
 
 
 def similar(mem, query: str, *, limit: int = 10) -> dict:
-    """find_similar: past exchanges most like the query, ranked by 0.7 similarity + 0.2 recency
-    (linear, zero at 365 days) + 0.1 min(1, session turns / 50), one per session, each with the
+    """find_similar: past exchanges most like the query, one per session, each with the
     exchanges of other sessions its SIMILAR_TO edges join it to (cosine >= 0.85; within one
-    project's memory). `mem` an AllProjects: every project's exchanges as one list."""
+    project's memory). The sessions are those the default search ranks first (search.rank:
+    rarity of words, meaning, dates), each shown by the exchange where the query's words are
+    said, or else its most similar. `PRIMA_SEED_EXACT=1` keeps the continuity seed's ranking of
+    exchanges: 0.7 similarity + 0.2 recency (linear, zero at 365 days) + 0.1 min(1, session
+    turns / 50). `mem` an AllProjects: every project's exchanges as one list."""
     # not on the hooks' paths, which import this module
     from . import background, semantic
     from . import search as searchmod
@@ -1236,28 +1239,57 @@ def similar(mem, query: str, *, limit: int = 10) -> dict:
     if unlinked:
         warnings.append(f"{unlinked} exchanges have no similarity links yet (they are still "
                         "found; their links come in the background)")
-    words = searchmod.normalize_query(query)[1]
     parts = [searchmod.Part(m.store(), exclude=x) for m, x in zip(mems, skip)]
-    admits = [{r[0] for r in p.facts}.__contains__ for p in parts]
-    gate = searchmod.gate_of([p.counts(words) for p in parts], sum(p.sessions() for p in parts))
-    found = semantic.similar_many([p.store for p in parts], embedder,
-                                  searchmod.meaning_query(query), limit=limit, admits=admits,
-                                  floor=settings.floor, settings=settings, gate=gate)
+    found = _seed_similar(parts, embedder, query, limit, settings) if searchmod.seed_exact() \
+        else _ranked_similar(parts, embedder, query, limit)
     results = []
-    for i, ex in found:
+    for i, ex, scores in found:
         store = mems[i].store()
-        rows = store.sessions_by_id([ex.session])
+        rows = store.sessions_by_id([ex >> SHIFT])
         if not rows:
             continue  # (pruned meanwhile)
         d = session_json(rows[0], mems[i].ws, every=every)
-        d.update(_exchange(store, ex.exchange), score=round(ex.score, 4),
-                 similarity=round(ex.similarity, 4), recency=round(ex.recency, 4),
-                 turns=ex.turns, linked=_linked(store, model, ex.exchange))
+        d.update(_exchange(store, ex), **scores, linked=_linked(store, model, ex))
         results.append(d)
     out: dict = {"query": query, "warnings": warnings, "results": results}
     if every:
         out.update(scope="all", projects=len(mems))
     return out
+
+
+def _ranked_similar(parts, embedder, query: str, limit: int) -> list[tuple[int, int, dict]]:
+    """(part, exchange, its scores) of the sessions the default search ranks first."""
+    from . import ranking  # late: as in similar()
+    from . import search as searchmod
+    got = searchmod.rank(parts, embedder, query, limit=limit)
+    out = []
+    for score, (i, sid) in got.top:
+        if (i, sid) not in got.where and (i, sid) not in got.best and got.scoreds:
+            got.best.update({(i, s): m for s, m in got.scoreds[i].best({sid}).items()})
+        exchange, similarity = got.where.get((i, sid)) or (
+            (got.best[(i, sid)].exchange, got.best[(i, sid)].similarity)
+            if (i, sid) in got.best else (None, 0.0))
+        if exchange is not None:  # (a session with no exchange embedded has none to show)
+            out.append((i, exchange, {"score": ranking.relevance(score), "score_kind": "relevance",
+                                      "similarity": round(similarity, 4)}))
+    return out
+
+
+def _seed_similar(parts, embedder, query: str, limit: int,
+                  settings) -> list[tuple[int, int, dict]]:
+    """(part, exchange, its scores) by the continuity seed's formula (similar())."""
+    from . import semantic  # late: as in similar()
+    from . import search as searchmod
+    words = searchmod.normalize_query(query)[1]
+    admits = [{r[0] for r in p.facts}.__contains__ for p in parts]
+    gate = searchmod.gate_of([p.counts(words) for p in parts], sum(p.sessions() for p in parts))
+    found = semantic.similar_many([p.store for p in parts], embedder,
+                                  searchmod.meaning_query(query), limit=limit, admits=admits,
+                                  floor=settings.floor, settings=settings, gate=gate)
+    return [(i, ex.exchange, {"score": round(ex.score, 4), "score_kind": "hybrid",
+                              "similarity": round(ex.similarity, 4),
+                              "recency": round(ex.recency, 4), "turns": ex.turns})
+            for i, ex in found]
 
 
 def _exchange(store, exchange: int) -> dict:

@@ -126,8 +126,10 @@ def cmd_similar(mem, args) -> int:
     if not data["results"]:
         lines.append(f"No past exchange is like \"{_one(data['query'])}\".")
     for i, r in enumerate(data["results"], 1):
-        lines.append(f"{i}. {r['label']} {r['title']}  [match {100 * r['score']:.0f}%: similarity "
-                     f"{r['similarity']:.2f}, recency {r['recency']:.2f}, {r['turns']} turns]")
+        how = (f"match {100 * r['score']:.0f}%: similarity {r['similarity']:.2f}, recency "
+               f"{r['recency']:.2f}, {r['turns']} turns") if r["score_kind"] == "hybrid" else \
+            f"{score_text(r)}, similarity {r['similarity']:.2f}"
+        lines.append(f"{i}. {r['label']} {r['title']}  [{how}]")
         lines.append(f"   {span(r['started_at'], r['ended_at'])}  session {r['session_id']}"
                      + (f"  project {_one(r['workspace'])}" if "workspace" in r else ""))
         if r["prompt"]:

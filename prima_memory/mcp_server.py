@@ -453,9 +453,10 @@ def tools(memory: ServedMemory) -> list[proto.Tool]:
         return bounded(data, "Ask for fewer (n), or read one with recall_session.")
 
     @tool("find_similar", """Past exchanges (a request and Claude's reply) most like the query,
-          e.g. an error message: "have we seen this before?". Ranked by 0.7 similarity + 0.2
-          recency (zero at a year) + 0.1 session depth, one per session, each with the exchanges
-          of other sessions that are nearly the same (cosine >= 0.85).""",
+          e.g. an error message: "have we seen this before?". Ranked as search_sessions ranks
+          (rare words, meaning, dates), one per session: the exchange where the query's words
+          are said, each with the exchanges of other sessions that are nearly the same (cosine
+          >= 0.85).""",
           {"query": QUERY, "limit": _count("exchanges"), "scope": SCOPE}, required=["query"])
     def find_similar(a: dict) -> str:
         # after the handshake: Claude Code waits for it (see above)

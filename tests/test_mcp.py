@@ -179,8 +179,11 @@ def test_each_tool_answers_what_the_cli_answers(env):
     assert got["similar"] == cli(env, "similar", "the upload is rejected as too big")
     best = got["similar"]["results"][0]
     assert best["session_id"] == UPLOAD
-    assert best["score"] == pytest.approx(0.7 * best["similarity"] + 0.2 * best["recency"]
-                                          + 0.1 * min(1, best["turns"] / 50), abs=1e-3)
+    # ranked as the default search ranks the same words: its sessions, order and score
+    searched = cli(env, "search", "the upload is rejected as too big")["results"]
+    assert [(r["session_id"], r["score"]) for r in got["similar"]["results"]] == \
+        [(r["session_id"], r["score"]) for r in searched]
+    assert best["score_kind"] == "relevance" and 0 < best["similarity"] <= 1
 
     assert got["file"] == cli(env, "files", "src/upload.py")
     assert [(c["path"], c["session_id"], c["explanation"]) for c in got["file"]["changes"]] \

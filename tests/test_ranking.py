@@ -182,6 +182,29 @@ def test_the_session_where_the_words_and_their_meaning_meet_goes_first(tmp_path)
     assert [st.session(h.row.id).session_id for h in got][:2] == ["A", "B"]
 
 
+def test_similar_ranks_as_the_default_search(env):
+    """(a bug: find_similar ranked by the continuity seed's 0.7 similarity + 0.2 recency + 0.1
+    turns alone, blind to the rare identifier the error named: a recent session about
+    something like it went first; the seed's ranking stays under PRIMA_SEED_EXACT=1)"""
+    _chat(env, 1, NOW - 300 * DAY, [
+        ("the worker dies with ERR_QUOTA_7731 on upload",
+         "ERR_QUOTA_7731 is the per-tenant upload quota: raised it for the import tenant."),
+        ("ok", "Done.")])
+    _chat(env, 2, NOW - 1 * DAY, [
+        ("the worker dies on upload with a quota error", "Raised the storage quota of the bucket."),
+        ] * 3)
+    for n in range(3, 9):
+        _chat(env, n, NOW - (40 + n) * DAY, [(f"rename the variables in module {n}", "Done.")])
+    query = "worker dies with ERR_QUOTA_7731"
+    got = env.json("similar", query)["results"]
+    searched = env.json("search", query)["results"]
+    assert [r["session_id"] for r in got] == [r["session_id"] for r in searched]
+    assert got[0]["session_id"] == _sid(1) and "ERR_QUOTA_7731" in got[0]["prompt"]
+    assert got[0]["score_kind"] == "relevance" and got[0]["score"] == searched[0]["score"]
+    seed = env.json("similar", query, env={"PRIMA_SEED_EXACT": "1"})["results"]
+    assert seed[0]["session_id"] == _sid(2) and seed[0]["score_kind"] == "hybrid"
+
+
 def test_a_query_matching_nothing_still_gets_nothing(env):
     _chat(env, 1, NOW - 9 * DAY, [("zorblat keeps timing out", "Raised the zorblat timeout.")])
     assert _ids(env, "qwxplonk vrezzt") == []
