@@ -197,7 +197,7 @@ _MONTHS = ("january", "february", "march", "april", "may", "june", "july", "augu
            "september", "october", "november", "december")
 _MONTH = r"(jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|" \
          r"sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
-# a season as the northern half of the world has it: its first month, and how many it lasts
+# a season as the northern half of the world has it, by its first month (each lasts three)
 _SEASONS = {"spring": 3, "summer": 6, "autumn": 9, "fall": 9, "winter": 12}
 _SEASON = r"(spring|summer|autumn|fall|winter)"
 _DAY = r"(\d{1,2})(?:st|nd|rd|th)?"
@@ -245,8 +245,8 @@ _EVENT_SKIP = frozenset("the a an our my your their his her its this that we i y
                         "it".split())
 _EVENT_END = frozenset("and or but when while because so that which who where what how did do "
                        "does was were is are has have had".split())
-_EVENT_INNER = frozenset("to for with at in on of from into up".split()) | _EVENT_SKIP  # kept,
-#                                                                         not counted
+# small words inside an event's name, kept but not counted: "the move to the new server"
+_EVENT_INNER = frozenset("to for with at in on of from into up".split()) | _EVENT_SKIP
 EVENTS = 2  # a question places itself by so many events at most
 EVENT_WORDS = 3  # an event is named in this many words at most: "the move to postgres"
 
