@@ -44,10 +44,10 @@ LOCK_SECONDS = 10.0  # how long a request waits for another writer before answer
 EMBEDDER_WAIT = 2.0  # seconds a search waits for a running background embedder (newest first)
 
 
-def call(ws: str, fn, *, before_start=None):
+def call(ws: str, fn, *, before_start=None, home: str | None = None):
     """fn(memory) on the workspace's memory, guarded (see `guarded`), then closed.
-    `before_start`: see Memory."""
-    mem = Memory(ws, before_start=before_start)
+    `before_start`, `home`: see Memory."""
+    mem = Memory(ws, before_start=before_start, home=home)
     try:
         return guarded(mem, fn)
     finally:
@@ -64,11 +64,24 @@ def guarded(mem: Memory, fn):
         return mem.guarded(lambda: fn(mem))
 
 
+def _home() -> str:
+    return os.path.abspath(os.path.expanduser("~"))
+
+
+def memory_home(ws: str) -> str | None:
+    """Where a workspace's memory lives when not in its own .prima-memory: the home folder's in
+    the user-level store (its sessions are no project's, and nothing is written in ~), unless
+    it has a .prima-memory already (an older prima-memory's, or the user's own `index`)."""
+    if ws != _home() or wsmod.is_real_dir(wsmod.data_dir(ws)):
+        return None
+    return wsmod.detached_dir(ws)
+
+
 def open_memory(ws: str, *, lasting: bool = False) -> Memory:
     """The workspace's memory, for a caller that holds it open itself (a hook, the MCP server)
     and runs requests on it with `guarded`; `close()` it when done. `lasting`: for a process
     that serves many requests (the MCP server), not one."""
-    mem = Memory(ws)
+    mem = Memory(ws, home=memory_home(ws))
     mem.lasting = lasting
     return mem
 
@@ -302,12 +315,14 @@ def _wants() -> tuple[str, int] | None:
 
 
 def meaning(mem, mode: str, warnings: list[str], budget: float | None = None,
-            mems: list[Memory] | None = None, early: Early | None = None):
+            mems: list[Memory] | None = None, early: Early | None = None,
+            started: float | None = None):
     """The embedder for a semantic or combined search, with the seed's lazy update done first
     (new or changed exchanges, newest first, for up to the budget: PRIMA_EMBED_BUDGET, or
-    `budget` when that is shorter), or (None, why) when the model cannot load. Skipped while a
-    rebuild runs: it owns the index. `mem` an AllProjects: the budget is shared by `mems`, the
-    projects with the newest sessions first, and what is left goes to one background run."""
+    `budget` when that is shorter, or, the budget not set, until semantic.ANSWER_BY after the
+    request `started`), or (None, why) when the model cannot load. Skipped while a rebuild
+    runs: it owns the index. `mem` an AllProjects: the budget is shared by `mems`, the projects
+    with the newest sessions first, and what is left goes to one background run."""
     if mode == "keyword":
         return None, None
     # not on the hooks' paths, which import this module
@@ -320,7 +335,10 @@ def meaning(mem, mode: str, warnings: list[str], budget: float | None = None,
         (every or mems[0]).log.warn(f"semantic search unavailable: {type(e).__name__}: {e}",
                                     once=True)
         return None, error_line(e)
-    budget = min(Settings().budget, budget if budget is not None else float("inf"))
+    settings = Settings()
+    budget = min(settings.budget, budget if budget is not None else float("inf"))
+    if settings.answer_by is not None and started is not None:
+        budget = min(budget, max(0.0, started + settings.answer_by - time.monotonic()))
     if every is None:
         left, ran = _embed_new(mems[0], embedder, budget, warnings)
         if left:
@@ -514,6 +532,7 @@ def search(mem, query: str, *, mode: str = "combined", limit: int = 10,
     at most of embedding new exchanges first (the rest are left to the background). `mem` an
     AllProjects: every project's sessions ranked as one list, each naming its project."""
     from . import search as searchmod  # not imported by the hooks' paths
+    started = time.monotonic()
     query = _query(query)
     every = _every(mem)
     warnings: list[str] = []
@@ -522,7 +541,8 @@ def search(mem, query: str, *, mode: str = "combined", limit: int = 10,
         mems, skip = _opened(mem, warnings, fresh=fresh, progress=progress, deep=deep)
         if early:
             early.prefetch(mems)
-        embedder, why_not = meaning(mem, mode, warnings, embed_budget, mems, early)
+        embedder, why_not = meaning(mem, mode, warnings, embed_budget, mems, early,
+                                    started=started)
     finally:
         if early:
             early.wait()  # (a thread still loading must not outlive a failed request)
@@ -550,8 +570,11 @@ def search(mem, query: str, *, mode: str = "combined", limit: int = 10,
                  "results": results}
     if every:
         out.update(scope="all", projects=len(mems))
-    elif not results and not filters:  # the last search step (the seed's table): the session
-        # history summaries, which no filter applies to
+    else:  # (what a person needs to know to look wider: --all-projects, scope "all")
+        out.update(scope="project", sessions=mem.store().count_sessions(),
+                   home=mem.ws == _home())
+    if not every and not results and not filters:  # the last search step (the seed's table):
+        # the session history summaries, which no filter applies to
         from .sources import history
         found, problems = history.search(mem.ws, searchmod.normalize_query(query)[1],
                                          limit=limit)
@@ -1220,11 +1243,12 @@ def similar(mem, query: str, *, limit: int = 10) -> dict:
     # not on the hooks' paths, which import this module
     from . import background, semantic
     from . import search as searchmod
+    started = time.monotonic()
     query = _query(query)
     every = _every(mem)
     warnings: list[str] = []
     mems, skip = _opened(mem, warnings)
-    embedder, why_not = meaning(mem, "semantic", warnings, None, mems)
+    embedder, why_not = meaning(mem, "semantic", warnings, None, mems, started=started)
     if embedder is None:
         raise Failure(f"find_similar needs the embedding model, which cannot load ({why_not}); "
                       "search_sessions with mode keyword still works")

@@ -40,7 +40,8 @@ def run(args) -> int:
         if args.command not in MAKES_MEMORY and not api.other_history(ws):
             raise Failure(found.nothing_here())
     return api.call(ws, lambda mem: handler(mem, args),
-                    before_start=None if found.has_memory else before_start)
+                    before_start=None if found.has_memory else before_start,
+                    home=api.memory_home(ws) if args.command not in MAKES_MEMORY else None)
 
 
 # The commands that may start a memory where there is none: the rest only read one.
@@ -61,11 +62,13 @@ def _json(data: dict) -> str:
 
 
 def _progress(args, **kw):
-    """A progress bar on a terminal (never with --json, never in a detached worker)."""
-    if args.json or getattr(args, "worker", False):
+    """A progress bar on a terminal (not with --json), else one line on stderr when the wait
+    passes a second (progress.py); never in a detached worker."""
+    if getattr(args, "worker", False):
         return None
-    from .progress import Progress  # (a terminal's)
-    return Progress.for_terminal(**kw)
+    from .progress import Progress  # (a long wait's)
+    bar = Progress.for_terminal(**kw)
+    return Progress(bar.stream, bar=False, **kw) if args.json and bar and bar.bar else bar
 
 
 def _one(text: str) -> str:
@@ -102,8 +105,15 @@ def cmd_search(mem, args) -> int:
                   f"({_one(e['file'])})" for e in data["history"]]
     elif not data["results"]:
         lines.append(f"No session matches \"{_one(data['query'])}\".")
+        if data["mode"] == "keyword" and len(data["query"].split()) > 1:
+            lines.append("(keyword mode wants every word as written: the default search, "
+                         "without --mode, finds a sentence by its rarer words and its meaning)")
     if data.get("scope") == "all" and data["results"]:
         lines.append(f"(searched {_n(data['projects'], 'project')})")
+    elif data.get("scope") == "project" and (data["home"] or not data["results"]):
+        where = "started in your home folder" if data["home"] else "of this project"
+        lines.append(f"(searched the {_n(data['sessions'], 'session')} {where}; --all-projects "
+                     "searches every project)")
     for i, r in enumerate(data["results"], 1):
         branch = f"  ({_one(r['branch'])})" if r["branch"] else ""
         lines.append(f"{i}. {r['label']} {r['title']}  [{score_text(r)}]")

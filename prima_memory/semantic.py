@@ -34,7 +34,10 @@ STANDOUT = 1.0  # spreads over the query's mean similarity a match must stand
 GATE = 2.5  # ... and the query's best match, for meaning to answer it at all
 GATE_WORDLESS = 5.3  # ... when none of its words occurs anywhere in the history
 LENGTH = 1.0  # how much of a session's expected best-by-chance its rank gives back
-BUDGET = 20.0  # seconds of embedding before a search: the seed's lazy update
+BUDGET = 20.0  # seconds of embedding before a search: the seed's lazy update ("up to 20 s")
+ANSWER_BY = 1.5  # seconds from a search's start by which it stops embedding to answer: a first
+#                  search in a project of hundreds of sessions (thousands of exchanges to embed)
+#                  answers in under 2 s, the newest embedded first, the rest in the background
 BATCH = 16  # exchanges per write: a search waits at most one batch past its budget
 
 
@@ -47,6 +50,10 @@ class Settings:
         self.floor = (SEED_FLOOR if self.seed_exact
                       else _number(environ.get("PRIMA_SEMANTIC_FLOOR"), FLOOR, 0.0, 1.0))
         self.budget = _number(environ.get("PRIMA_EMBED_BUDGET"), BUDGET, 0.0, 600.0)
+        # unless the user set the budget (or asked for the seed's arithmetic), a search embeds
+        # only until it can answer by ANSWER_BY, and leaves the rest to the background
+        self.answer_by = None if self.seed_exact or environ.get("PRIMA_EMBED_BUDGET") \
+            else _number(environ.get("PRIMA_ANSWER_BY"), ANSWER_BY, 0.0, 600.0)
         # spreads over the query's background a match must stand out by (Scored); 0: off
         self.standout = 0.0 if self.seed_exact else _number(
             environ.get("PRIMA_SEMANTIC_STANDOUT"), STANDOUT, 0.0, 20.0)

@@ -55,9 +55,9 @@ class Found:
     def nothing_here(self) -> str:
         """The one line said where there is no memory to serve."""
         return (f"no memory for {text_of(self.start)}: Claude Code has no history for it or any "
-                f"folder above it, and none has a {DATA_DIR_NAME} folder. Start Claude Code in "
-                f"your project, pass --workspace DIR, or run `{cli()} index` to index "
-                f"{text_of(self.folder)} (its Codex and VS Code sessions)")
+                f"folder above it, and none has a {DATA_DIR_NAME} folder. Search every project "
+                f"with --all-projects, run it in your project's folder, or pass --workspace DIR "
+                f"(`{cli()} index` makes a memory here of its Codex and VS Code sessions)")
 
 
 def find_workspace(start: str, *, history_only: bool = False, empty=None) -> Found:

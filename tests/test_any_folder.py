@@ -48,8 +48,39 @@ def test_a_folder_with_no_memory_says_so_and_makes_nothing(env, tmp_path):
         assert p.returncode == 1, (cmd, p.stdout, p.stderr)
         line = p.stderr.strip()
         assert "\n" not in line and line.startswith("prima-memory: error: no memory for "), line
-        assert str(nowhere) in line and "--workspace" in line
+        assert str(nowhere) in line and "--workspace" in line and "--all-projects" in line
     assert _dirs_with_data(tmp_path) == []
+
+
+def test_from_the_home_folder_a_search_says_where_the_history_is_and_writes_nothing_there(env):
+    """(a bug: `cd ~ && prima-memory search "redirect loop"` searched the 4 sessions started in
+    the home folder, said "No session matches" with no word of --all-projects, and left a
+    ~/.prima-memory behind)"""
+    _session(env, words="redirect loop")  # in the project
+    home = Transcript(env.claude / "projects" / encode(str(env.home)) /
+                      "b0b0b0b0-0000-4000-8000-000000000002.jsonl",
+                      "b0b0b0b0-0000-4000-8000-000000000002", str(env.home), start=T0)
+    home.exchange("what is the weather like", "I cannot know the weather.")
+    p = env.run("search", "redirect loop", cwd=env.home)
+    assert 'No session matches "redirect loop".' in p.stdout, p.stdout
+    assert "(searched the 1 session started in your home folder; --all-projects searches " \
+        "every project)" in p.stdout, p.stdout
+    hits = env.json("search", "weather", cwd=env.home)
+    assert [h["session_id"][:8] for h in hits["results"]] == ["b0b0b0b0"] and hits["home"]
+    for cmd in (("recent",), ("status",), ("files",), ("similar", "weather")):
+        env.run(*cmd, cwd=env.home)
+    assert not (env.home / ".prima-memory").exists(), "nothing written in ~"
+    every = env.json("search", "redirect loop", "--all-projects", cwd=env.home)["results"]
+    assert [h["session_id"][:8] for h in every] == ["a1b2c3d4"]
+    assert not (env.home / ".prima-memory").exists()
+
+
+def test_a_sentence_keyword_mode_cannot_find_points_to_the_default_search(env):
+    _session(env)
+    p = env.run("search", "why did sign-in break", "--mode", "keyword")
+    assert "No session matches" in p.stdout and "without --mode" in p.stdout, p.stdout
+    assert "(searched the 1 session of this project; --all-projects" in p.stdout
+    assert "without --mode" not in env.run("search", "zzyzx", "--mode", "keyword").stdout
 
 
 def test_an_empty_memory_an_older_version_left_in_a_subfolder_is_passed_over(env):

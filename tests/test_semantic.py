@@ -311,6 +311,24 @@ def test_a_search_past_its_budget_says_what_waits_and_starts_the_embedder(env):
     assert len(got["results"]) == 10, "keyword still finds them all"
 
 
+def test_a_first_search_answers_by_its_deadline_and_leaves_the_rest(env):
+    """(a bug: a first search in a project embedded everything pending for up to 20 s before
+    answering: 7 to 20 s on a new user's history) It now embeds, newest first, only until it
+    can answer by PRIMA_ANSWER_BY (1.5 s; 0 here: one batch), says what is left, and a budget
+    the user set (PRIMA_EMBED_BUDGET) is kept as the seed has it."""
+    for i in range(40):
+        env.transcript(f"{i:08x}-0000-4000-8000-{i:012x}", start=OLD + i * 60).exchange(
+            f"question number {i} about the parser", f"answer number {i} about the parser")
+    got = env.json("search", "parser", env={"PRIMA_ANSWER_BY": "0"})
+    assert any(f"{40 - semantic.BATCH} exchanges are not embedded yet" in w
+               for w in got["warnings"]), got["warnings"]
+    assert len(got["results"]) == 10, "the words still find them"
+    assert _status_semantic(env)["pending"] == 40 - semantic.BATCH
+    got = env.json("search", "parser", env={"PRIMA_ANSWER_BY": "0", "PRIMA_EMBED_BUDGET": "60"})
+    assert not any("not embedded yet" in w for w in got["warnings"]), got["warnings"]
+    assert _status_semantic(env)["pending"] == 0
+
+
 def _status_semantic(env):
     return env.json("status")["semantic"]
 
@@ -777,7 +795,24 @@ def test_the_rebuild_progress_bar_shows_done_total_rate_and_time_left(monkeypatc
     last = out.getvalue().strip().split("\r")[-1]
     assert "embedding [" in last and "100/400 exchanges" in last, last
     assert "25.0/s" in last and "12s left" in last, last  # 100 in 4 s; 300 more at that rate
-    assert progressmod.Progress.for_terminal(io.StringIO()) is None, "silent off a terminal"
+    assert progressmod.Progress.for_terminal(io.StringIO(), line=False) is None
+
+
+def test_off_a_terminal_a_wait_past_a_second_says_one_line(monkeypatch):
+    """(a bug: a first search piped from a script or an agent's tool showed nothing for the
+    seconds it indexed)"""
+    import io
+    from prima_memory import progress as progressmod
+    clock = iter([100.0, 100.5, 101.5, 102.5, 103.0])
+    monkeypatch.setattr(progressmod.time, "monotonic", lambda: next(clock))
+    out = io.StringIO()
+    line = progressmod.Progress.for_terminal(out)
+    for done in (10, 20, 30, 40):  # at 0.5 s nothing; at 1.5 s one line; never again
+        line.update(done * 10**6, 50 * 10**6)
+    line.finish()
+    said = out.getvalue()
+    assert said.count("\n") == 1 and "\r" not in said, said
+    assert said.startswith("prima-memory: indexing 20/50 MB") and "the answer follows" in said
 
 
 def test_an_embedder_without_a_model_says_so_in_the_log_and_stop_does_not_retry_at_once(env,
