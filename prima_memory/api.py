@@ -558,7 +558,8 @@ def search(mem, query: str, *, mode: str = "combined", limit: int = 10,
             if h.part not in origins:
                 origins[h.part] = m.store().origins(x.row.id for x in hits if x.part == h.part)
             d = session_json(h.row, m.ws, origins[h.part].get(h.row.id), every)
-            d.update(title=h.title, score=h.score, score_kind=h.kind, files_changed=h.files,
+            d.update(title=h.title, match=h.match, score=h.score, score_kind=h.kind,
+                     files_changed=h.files,
                      snippet=h.snippet, matches=h.matches, message_id=h.message_id)
             if context and h.message_id is not None:
                 d["context"] = [_turn(t, matched=t[0] == h.message_id)
@@ -568,8 +569,9 @@ def search(mem, query: str, *, mode: str = "combined", limit: int = 10,
     results, search_warnings = _reading([m.store() for m in mems], answer)
     out: dict = {"query": query, "mode": mode, "warnings": search_warnings + warnings,
                  "results": results}
-    if every:
-        out.update(scope="all", projects=len(mems))
+    if every:  # (a project whose folder is gone is searched from its transcripts: said so)
+        out.update(scope="all", projects=len(mems),
+                   gone=sum(not os.path.isdir(m.ws) for m in mems))
     else:  # (what a person needs to know to look wider: --all-projects, scope "all")
         out.update(scope="project", sessions=mem.store().count_sessions(),
                    home=mem.ws == _home())
@@ -1294,7 +1296,9 @@ def _ranked_similar(parts, embedder, query: str, limit: int) -> list[tuple[int, 
             (got.best[(i, sid)].exchange, got.best[(i, sid)].similarity)
             if (i, sid) in got.best else (None, 0.0))
         if exchange is not None:  # (a session with no exchange embedded has none to show)
-            out.append((i, exchange, {"score": ranking.relevance(score), "score_kind": "relevance",
+            relevance = ranking.relevance(score)
+            out.append((i, exchange, {"match": searchmod.match_of(relevance, "relevance"),
+                                      "score": relevance, "score_kind": "relevance",
                                       "similarity": round(similarity, 4)}))
     return out
 
@@ -1310,7 +1314,8 @@ def _seed_similar(parts, embedder, query: str, limit: int,
     found = semantic.similar_many([p.store for p in parts], embedder,
                                   searchmod.meaning_query(query), limit=limit, admits=admits,
                                   floor=settings.floor, settings=settings, gate=gate)
-    return [(i, ex.exchange, {"score": round(ex.score, 4), "score_kind": "hybrid",
+    return [(i, ex.exchange, {"match": searchmod.match_of(100 * ex.score, "hybrid"),
+                              "score": round(ex.score, 4), "score_kind": "hybrid",
                               "similarity": round(ex.similarity, 4),
                               "recency": round(ex.recency, 4), "turns": ex.turns})
             for i, ex in found]

@@ -86,11 +86,9 @@ def _printable(text: str) -> str:
 # -- search and /recall ----------------------------------------------------------------------------
 
 def score_text(r: dict) -> str:
-    """A hit's score as a person reads it: how well it matches, out of 100, or the seed's
-    keyword points."""
-    if r.get("score_kind") in ("relevance", "similarity"):
-        return f"match {r['score']:.0f}%"
-    return f"{r['score']:g} points"
+    """A hit's score as a person reads it, the same in every mode: how well it matches, out of
+    100 (search.match_of; --json keeps the score each mode computes beside it)."""
+    return f"match {r['match']}%"
 
 
 def cmd_search(mem, args) -> int:
@@ -109,7 +107,8 @@ def cmd_search(mem, args) -> int:
             lines.append("(keyword mode wants every word as written: the default search, "
                          "without --mode, finds a sentence by its rarer words and its meaning)")
     if data.get("scope") == "all" and data["results"]:
-        lines.append(f"(searched {_n(data['projects'], 'project')})")
+        gone = f", {data['gone']} of them in folders now gone" if data["gone"] else ""
+        lines.append(f"(searched {_n(data['projects'], 'project')}{gone})")
     elif data.get("scope") == "project" and (data["home"] or not data["results"]):
         where = "started in your home folder" if data["home"] else "of this project"
         lines.append(f"(searched the {_n(data['sessions'], 'session')} {where}; --all-projects "
@@ -136,12 +135,13 @@ def cmd_similar(mem, args) -> int:
     if not data["results"]:
         lines.append(f"No past exchange is like \"{_one(data['query'])}\".")
     for i, r in enumerate(data["results"], 1):
-        how = (f"match {100 * r['score']:.0f}%: similarity {r['similarity']:.2f}, recency "
-               f"{r['recency']:.2f}, {r['turns']} turns") if r["score_kind"] == "hybrid" else \
-            f"{score_text(r)}, similarity {r['similarity']:.2f}"
+        how = f"{score_text(r)}: similarity {r['similarity']:.2f}" + (
+            f", recency {r['recency']:.2f}, {r['turns']} turns" if r["score_kind"] == "hybrid"
+            else "")
         lines.append(f"{i}. {r['label']} {r['title']}  [{how}]")
         lines.append(f"   {span(r['started_at'], r['ended_at'])}  session {r['session_id']}"
                      + (f"  project {_one(r['workspace'])}" if "workspace" in r else ""))
+        lines.append(f"   {_back(r)}")
         if r["prompt"]:
             lines.append(f"   asked: {one_line(r['prompt'], 200)}")
         if r["reply"]:
@@ -482,7 +482,10 @@ def render_status(d: dict) -> str:
     c = d["counts"]
     lines = [f"workspace  {d['workspace']}",
              f"index      {d['index']['path']} ({d['index']['bytes'] / 1e6:.1f} MB)"]
+    gone = [s for s in d["sources"] if not s["found"] and not s.get("sessions")]
     for s in d["sources"]:
+        if s in gone:
+            continue  # (one line for them all, below: where each was looked for is in --json)
         absent = set(s.get("absent", ())) if s["found"] else set()  # all absent: said once
         where = ", ".join(w + (" (absent)" if w in absent else "") for w in s["locations"]) or "—"
         state = "found" if s["found"] else "absent"
@@ -495,6 +498,9 @@ def render_status(d: dict) -> str:
         if s.get("unknown_record_types"):  # counted, never a warning: nothing for the user to do
             lines.append("             skipped, unknown to this version: record types " + ", ".join(
                 f"{u['type']} ({_n(u['files'], 'file')})" for u in s["unknown_record_types"]))
+    if gone:
+        lines.append("absent     " + ", ".join(s["label"].strip("[]") for s in gone)
+                     + " (not on this machine; status --json says where each was looked for)")
     lines.append(f"indexed    {c['messages']} messages, {c['exchanges']} exchanges, "
                  f"{c['file_changes']} file changes")
     lines.append(f"pending    {d['pending']['files']} files changed since the last index "

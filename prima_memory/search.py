@@ -52,9 +52,25 @@ class Hit:
         self.message_id: int | None = None  # the turn that matched best (its message's id)
         self.matches: list[str] = []  # the matching lines, newest first
         self.files = files or []
-        # what the score is: "points" (the seed's keyword table, and its combined score),
-        # "similarity" (x 100) or "relevance" (0..100, the default combined: see relevance)
+        # what the score is: "points" (the seed's keyword table), "seed" (the seed's combined
+        # score, 0..120), "similarity" (x 100) or "relevance" (0..100, the default combined)
         self.kind = "points"
+
+    @property
+    def match(self) -> int:
+        """The score on the one scale a person reads in every mode, 0..100 % (its order the
+        score's): relevance and similarity as they are; the seed's keyword points p as
+        100 p / (p + POINTS_HALF); the seed's combined score capped at 100."""
+        return match_of(self.score, self.kind)
+
+
+POINTS_HALF = 20.0  # keyword points read as 50 %: the whole query in a session's title
+
+
+def match_of(score: float, kind: str) -> int:
+    if kind == "points":
+        score = 100 * score / (score + POINTS_HALF) if score > 0 else 0.0
+    return int(round(min(100.0, max(0.0, score))))
 
 
 def clean_text(text: str) -> str:
@@ -469,7 +485,8 @@ def _meaning_hit(store: Store, hit: Hit, match, embedder) -> None:
         text = pieces[match.window] if match.window < len(pieces) else text
     hit.message_id = match.exchange
     text = _plain_line(text)
-    hit.snippet = text[:_SNIPPET] + ("…" if len(text) > _SNIPPET else "")
+    hit.snippet = text[:_SNIPPET] + ("…" if len(text) > _SNIPPET else "") \
+        if says_something(text) else ""
     hit.matches = [hit.snippet] if hit.snippet else []
     hit.files = store.changed_paths(hit.row.id)
 
@@ -663,6 +680,7 @@ def _seed_combined(parts: list[Part], embedder, query: str, *, limit: int,
     hits = []
     for score, (i, sid) in scored[:limit]:
         hit = Hit(rows[(i, sid)], score, rows[(i, sid)].title, part=i)
+        hit.kind = "seed"
         if (i, sid) in kw_ids:
             _decorate(parts[i], hit, words)
         else:
@@ -680,7 +698,7 @@ def _decorate(part: Part, hit: Hit, words: list[str]) -> None:
     found by reading), and stop once enough are found."""
     store = part.store
     hit.files = store.changed_paths(hit.row.id)
-    best, best_n, seen = None, 0, 0
+    best, best_n, id_n, seen = None, 0, 0, 0
     expr = part.any_word(words)
     texts = (store.session_message_texts(hit.row.id, newest_first=True) if expr is None else
              store.session_matches(hit.row.id, expr) if expr else ())
@@ -692,12 +710,15 @@ def _decorate(part: Part, hit: Hit, words: list[str]) -> None:
         if len(low) != len(text):  # not NFC: shown as folded, so positions agree
             text = index_text(text)
         seen += 1
-        if n > best_n:
-            best, best_n, hit.message_id = text, n, mid
+        if n > id_n:
+            hit.message_id, id_n = mid, n
+        if n > best_n and says_something(text):  # ("continue" tells the reader nothing)
+            best, best_n = text, n
         if len(hit.matches) < 3:  # words hold no white space, so one line holds the match
             line = next((ln for ln in text.splitlines() if any(w in fold(ln) for w in words)), text)
             line = _around(line, fold(line), words, 160)
-            if line not in hit.matches:  # a prompt quoted back in replies is shown once
+            if line not in hit.matches and says_something(line):  # (a prompt quoted back in
+                # replies is shown once)
                 hit.matches.append(line)
         if best_n == len(words) and (len(hit.matches) >= 3 or seen >= 12):
             break
@@ -705,6 +726,12 @@ def _decorate(part: Part, hit: Hit, words: list[str]) -> None:
         hit.snippet = _around(best, fold(best), words, _SNIPPET)
     elif hit.files:
         hit.snippet = next((f for f in hit.files if " ".join(words) in fold(f)), hit.files[0])
+
+
+def says_something(line: str) -> bool:
+    """Whether a line shown under a hit tells its reader anything: "continue", "ok", "yes" (a
+    prompt whose reply was all tool calls) do not."""
+    return len(line.split()) > 1
 
 
 def _plain_line(text: str) -> str:

@@ -307,3 +307,20 @@ def test_show_at_each_detail(env):
     assert "last asked: Ship it" in text and "Reuse one row buffer." in text
     p = env.run("show", sid, "--detail", "everything", check=False)
     assert p.returncode == 2
+
+
+def test_every_mode_shows_one_scale_a_person_reads(env):
+    """(a bug: hits read "[match 57%]" in one mode and "[7 points]" / "[31.88 points]" in
+    another) Every mode, the seed's arithmetic too, shows "match N%", N from 0 to 100 in the
+    order of the score its mode computes (--json keeps that score beside it)."""
+    import re
+    _setup(env)
+    for mode, extra in (("keyword", {}), ("semantic", {}), ("combined", {}),
+                        ("combined", {"PRIMA_SEED_EXACT": "1"})):
+        out = env.run("search", "booking service", "--mode", mode, env=extra).stdout
+        shown = re.findall(r"\[([^\]]*)\]\n", out)
+        assert shown and all(re.fullmatch(r"match \d{1,3}%", s) for s in shown), (mode, out)
+        got = env.json("search", "booking service", "--mode", mode, env=extra)["results"]
+        assert [f"match {r['match']}%" for r in got] == shown
+        assert all(0 <= r["match"] <= 100 for r in got)
+        assert [r["match"] for r in got] == sorted((r["match"] for r in got), reverse=True)
