@@ -80,21 +80,19 @@ def quickstart(mem, *, demo: bool = False) -> dict:
         start_embedder(mem)  # so searches by meaning are ready soon, without waiting
         query = _sample_query(mem)
         return {"note": note, "index": index, "status": api.status(mem),
-                "search": api.search(mem, query, mode="keyword", limit=3)}
+                "search": api.search(mem, query, limit=3)}
     finally:
         if note:
             mem.close()
 
 
 def _sample_query(mem) -> str:
-    """A word from the newest session's title, so the sample search finds something."""
+    """A question as a person types it, from the newest session's title's plain words (never a
+    path or an identifier), so the sample search, in the default mode, finds something."""
     rows = mem.store().recent_sessions(1)
-    if rows:
-        title = rows[0].title
-        words = sorted((w.strip(".,:;!?()'\"").lower() for w in title.split()), key=len, reverse=True)
-        if words and len(words[0]) >= 4:
-            return words[0]
-    return "test"
+    words = [w.strip(".,:;!?()'\"").lower() for w in rows[0].title.split()] if rows else []
+    words = [w for w in words if w.isalpha()][:6]
+    return f"when did we {' '.join(words)}" if len(words) >= 2 else "what did we work on"
 
 
 def copy_sample(config: str, ws: str, *, now: float | None = None) -> str:

@@ -7,7 +7,8 @@ matches the index terms that are its forms (`paint` finds painted, painting: see
 Beside the session's whole, its best turn: the weight of the query words said in one message
 and its neighbours, so the session where they are said together wins over one where they are
 strewn about. A session's changed paths are among its words: a path holding a word counts as
-PATHS messages saying it, and one holding several as a turn that says them together. All of it
+PATHS messages saying it, and one holding several as a turn that says them together; a word in
+its title adds TITLE x the word's weight. All of it
 is taken over the weight of every word of the query, a word the history
 never holds weighing most; and a session holding under HALF of that weight gets little: the
 words of a paraphrase, found in sessions about something else, then say little of them.
@@ -45,6 +46,9 @@ WHERE = 0.3  # (search.rank's second pass) x how much less like the question a s
 TIME = 1.0  # a session inside a date the question names
 DAYS = 7.0
 EVENT = 0.25  # x TIME for the time of an event the question names: its session may be wrong
+TITLE = 1.0  # x a word's weight, for a session whose title holds it: the title says what the
+#             session is about ("when did we deploy feeds to canary", its title "Deploy feeds
+#             to canary", among sessions that all say deploy, feeds and canary)
 PATHS = 3  # a changed path holding a word counts as this many messages saying it
 PATH_TURN = 2.0  # a changed path holding the words: the file, named, weighs more than a mention
 TURN_IDS_MAX = 20000  # a word in more messages than this adds to the session's score alone
@@ -88,6 +92,7 @@ class WordCounts:
         self.turns: list[set[int] | None] = []
         self.paths: dict[int, dict[str, set[int]]] = {}  # session -> changed path -> its words
         self.turn: dict[int, int] = {}  # session -> the message of its best turn (word_scores)
+        self.titled: list[set[int]] = []  # each word's sessions whose title holds its stem
         for w in words:
             expr = forms_expr(store, w)
             # the messages holding it, read once: counted per session from their ids, unless
@@ -104,6 +109,10 @@ class WordCounts:
                         self.paths.setdefault(s, {}).setdefault(path, set()).add(len(self.turns))
             self.sessions.append(counts)
             self.turns.append(turns)
+            toks = store.token_list(w)  # (a stem of 3 letters or more: "go" is in every title)
+            self.titled.append(set.intersection(*(store.sessions_with_title_containing(stem(t))
+                                                  for t in toks)) & admitted
+                               if toks and all(len(stem(t)) >= 3 for t in toks) else set())
 
 
 def word_scores(parts: list[WordCounts], lengths: list[dict[int, int]]) -> dict:
@@ -130,6 +139,10 @@ def word_scores(parts: list[WordCounts], lengths: list[dict[int, int]]) -> dict:
                 norm = K1 * (1 - B + B * max(1, length.get(sid, 1)) / avg)
                 out[(i, sid)] = out.get((i, sid), 0.0) + idf[w] * tf * (K1 + 1) / (tf + norm)
                 held[(i, sid)] = held.get((i, sid), 0.0) + idf[w]
+        for w, titled in enumerate(p.titled):
+            for sid in titled:
+                if (i, sid) in out:  # (its words' share of the query, HALF's gate, as before)
+                    out[(i, sid)] += TITLE * idf[w]
         turns, p.turn = _best_turns(p, idf)
         for sid, paths in p.paths.items():  # a changed path is a turn of its own
             turns[sid] = max(turns.get(sid, 0.0), *(PATH_TURN * sum(idf[w] for w in ws)

@@ -182,6 +182,31 @@ def test_the_session_where_the_words_and_their_meaning_meet_goes_first(tmp_path)
     assert [st.session(h.row.id).session_id for h in got][:2] == ["A", "B"]
 
 
+def test_the_session_a_question_names_by_its_title_goes_first(tmp_path):
+    """(a bug: "when did we deploy feeds to canary" put the session titled "Deploy feeds to
+    canary" third, behind sessions that said deploy, feeds and canary more often) In process,
+    by the words alone (no text is like the question by meaning)."""
+    from prima_memory import search
+    from test_semantic import Fake, _store_with, _unit
+
+    class Far(Fake):
+        def _hashed(self, t: str):
+            return _unit(0, 0, 0, 1)
+
+    e = Far({"deploy feeds canary": _unit(1, 0, 0, 0)})
+    day = 86400.0
+    chatty = [(f"step {n}: deploy the feeds service to canary, then check feeds on canary",
+               f"Deployed the feeds to canary, round {n}.", NOW - 20 * day) for n in range(1)]
+    st = _store_with(tmp_path, {
+        "titled": [("Deploy feeds to canary", "Done.", NOW - 30 * day),
+                   ("thanks", "You are welcome.", NOW - 30 * day)],
+        "chatty": [("Speed up orders build", "Cached the layers.", NOW - 21 * day)] + chatty,
+        **{f"o{n}": [(f"rename module {n}", "done", NOW - (40 + n) * day)] * 2 for n in range(6)}})
+    semantic.Embedding(st, e).run()
+    got = search.combined(st, e, "when did we deploy feeds to canary", limit=5, now=NOW)
+    assert [st.session(h.row.id).session_id for h in got][:2] == ["titled", "chatty"]
+
+
 def test_similar_ranks_as_the_default_search(env):
     """(a bug: find_similar ranked by the continuity seed's 0.7 similarity + 0.2 recency + 0.1
     turns alone, blind to the rare identifier the error named: a recent session about

@@ -197,6 +197,10 @@ def test_quickstart_without_history_shows_a_demo_as_one_json_document(env):
     assert data["index"]["sessions_updated"] > 0 and data["status"]["counts"]["sessions"] > 0
     assert data["search"]["results"], "the sample search finds something"
     assert not (env.ws / ".prima-memory").exists(), "the demo never writes into this folder"
+    # (a bug: the installer's demo searched a file path, in keyword mode, and printed points)
+    query = data["search"]["query"]
+    assert query.startswith("when did we ") and all(w.isalpha() for w in query.split()), query
+    assert data["search"]["mode"] == "combined" and "match" in data["search"]["results"][0]
 
 
 WHY_REDIS = ("\nIt keeps the sessions across restarts of the web servers, its eviction can be "
