@@ -31,7 +31,6 @@ if TYPE_CHECKING:
     from . import session_view
     from .indexer import Report
     from .projects import AllProjects
-    from .store import SessionRow
     from .search import Filters
 
 
@@ -833,15 +832,14 @@ def files(mem, path: str | None = None, skip: int = 0,
         row = store.session(sid)
         if row is None:
             continue  # (dropped since the paths were read)
-        entry: dict = {"session_id": row.session_id, "title": row.title}
+        got = sorted((_file_entry(store, sid, cs) for cs in grouped[i, sid].values()),
+                     key=lambda f: (f["last_at"] or "", f["relative"]), reverse=True)
+        entry: dict = {"session_id": row.session_id, "title": row.title,
+                       "first_at": min((f["first_at"] for f in got if f["first_at"]), default=None),
+                       "last_at": max((f["last_at"] for f in got if f["last_at"]), default=None)}
         if every:
             entry["workspace"] = mems[i].ws
-        entry["files"] = [_file_entry(store, sid, cs) for cs in grouped[i, sid].values()]
-        entry["files"].sort(key=lambda f: (f["last_at"] or "", f["relative"]), reverse=True)
-        entry["first_at"] = min((f["first_at"] for f in entry["files"] if f["first_at"]),
-                                default=None)
-        entry["last_at"] = max((f["last_at"] for f in entry["files"] if f["last_at"]),
-                               default=None)
+        entry["files"] = got
         sessions.append(entry)
     out: dict = {"path": path if every else rel, "warnings": warnings,
                  "total_sessions": len(newest), "total_changes": len(rows), "skipped": skip,

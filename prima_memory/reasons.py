@@ -18,7 +18,8 @@ you please pls go ahead do it that this those these let lets let's us me i i'll 
 now then so and the a an to on with continue proceed carry keep going next again sounds looks
 like done edit edits editing edited update updating updated change changes changing modify
 modifying write writing apply applying make making file files fix fixing shall should want can
-could would be is it's here there just first now also again same one more yes, that's what
+could would be is it's here there just first also same one more that's what idea plan agreed
+agree lgtm for all of them both approve approved ship
 """.split())
 _WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)?")
 _MARKS = re.compile(r"\[(?:private|REDACTED:[^\]]*)\]")
@@ -29,7 +30,8 @@ def says_something(text: str | None) -> bool:
     that", "Editing.", "continue" carry none), markers of what was taken out not counted."""
     if not text:
         return False
-    return any(w not in _EMPTY for w in _WORD.findall(_MARKS.sub(" ", text[:CAP]).lower()))
+    words = _WORD.findall(_MARKS.sub(" ", text[:CAP]).lower().replace("\u2019", "'"))
+    return any(w not in _EMPTY for w in words)
 
 
 def _last_part(text: str, cut: bool) -> str:

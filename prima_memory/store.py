@@ -1560,7 +1560,7 @@ class Store:
         start = asked[1][0] if len(asked) == 2 else first
         said = [r[0] for r in self.db.execute(
             "SELECT substr(text, -?) FROM messages WHERE id BETWEEN ? AND ? AND sidechain = ? "
-            "AND role = 'assistant' AND text != '' ORDER BY id DESC LIMIT 8",
+            "AND role = 'assistant' AND text != '' ORDER BY id DESC LIMIT 4",
             (cap, start, mid, side))]
         return said, [r[1] for r in asked]
 

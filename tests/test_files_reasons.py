@@ -8,8 +8,10 @@ from __future__ import annotations
 import json
 import time
 
+import pytest
 from test_mcp import cli, ok, serve
 
+from prima_memory.reasons import says_something
 from prima_memory.wording import one_line
 
 DAY = 86400
@@ -123,3 +125,16 @@ def test_get_file_history_answers_the_same(env):
     assert got == cli(env, "files", "cookies.py", "--limit", "1000")
     fix = next(s for s in got["sessions"] if s["session_id"] == FIX)
     assert fix["files"][0]["why"] == PROPOSAL
+
+
+@pytest.mark.parametrize("text", ["ok let's do that", "Ok, let\u2019s do that!", "Editing.",
+                                  "continue", "yes please, go ahead", "Good idea, do it.",
+                                  "Now let me update the file.", "[private]", "Shall I?", "", None])
+def test_assent_and_announcements_are_no_reason(text):
+    assert not says_something(text)
+
+
+@pytest.mark.parametrize("text", ["Set SameSite=Lax on the session cookie.", "fix the login loop",
+                                  "Renaming COOKIE everywhere.", "ok, but keep the old name"])
+def test_a_word_of_substance_is_a_reason(text):
+    assert says_something(text)
