@@ -832,14 +832,14 @@ def files(mem, path: str | None = None, skip: int = 0,
         row = store.session(sid)
         if row is None:
             continue  # (dropped since the paths were read)
-        got = sorted((_file_entry(store, sid, cs) for cs in grouped[i, sid].values()),
+        its = sorted((_file_entry(store, sid, cs) for cs in grouped[i, sid].values()),
                      key=lambda f: (f["last_at"] or "", f["relative"]), reverse=True)
         entry: dict = {"session_id": row.session_id, "title": row.title,
-                       "first_at": min((f["first_at"] for f in got if f["first_at"]), default=None),
-                       "last_at": max((f["last_at"] for f in got if f["last_at"]), default=None)}
+                       "first_at": min((f["first_at"] for f in its if f["first_at"]), default=None),
+                       "last_at": max((f["last_at"] for f in its if f["last_at"]), default=None)}
         if every:
             entry["workspace"] = mems[i].ws
-        entry["files"] = got
+        entry["files"] = its
         sessions.append(entry)
     out: dict = {"path": path if every else rel, "warnings": warnings,
                  "total_sessions": len(newest), "total_changes": len(rows), "skipped": skip,
