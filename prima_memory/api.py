@@ -31,7 +31,6 @@ if TYPE_CHECKING:
     from . import session_view
     from .indexer import Report
     from .projects import AllProjects
-    from .store import SessionRow
     from .search import Filters
 
 
@@ -811,13 +810,16 @@ def _given(path: str) -> None:
 
 def files(mem, path: str | None = None, skip: int = 0,
           limit: int | None = None) -> dict:
-    """Which sessions changed a file (or the files under a folder), when, and Claude's reason
-    for each change, newest first. `path` is taken relative to the workspace; it names a file,
-    a folder, or the end of a path ("upload.py" finds src/upload.py); when nothing has such a
-    path, the paths containing it (in any case) are shown, with a warning. `skip` leaves out
-    the newest that many changes and `limit` keeps that many of the rest (to page through a long
-    history); "more" counts the changes after those kept. `mem` an AllProjects: every
-    project's changes, `path` taken in each (an absolute one: in the project holding it)."""
+    """Which sessions changed a file (or the files under a folder), newest first: one entry per
+    session, and in it one per file with its edits counted, their first and last time, the
+    tools, and the best reason the session holds for the change (reasons.best: Claude's words
+    by the edit, else its reply before, else the user's request; "why_from" says whose).
+    `path` is taken relative to the workspace; it names a file, a folder, or the end of a path
+    ("upload.py" finds src/upload.py); when nothing has such a path, the paths containing it (in
+    any case) are shown, with a warning. `skip` leaves out the newest that many sessions and
+    `limit` keeps that many of the rest; "more" counts the sessions after those kept. `mem` an
+    AllProjects: every project's changes, `path` taken in each (an absolute one: in the project
+    holding it)."""
     if skip < 0:
         raise UsageError(f"skip must be 0 or more, not {skip}")
     if limit is not None and limit < 1:
@@ -837,45 +839,65 @@ def files(mem, path: str | None = None, skip: int = 0,
             except UsageError:  # (an absolute path of another project)
                 continue
         got, fuzzy = _changes(m, rel, skipped[i])
-        (loose if fuzzy else exact).extend((-(r[4] or 0), i, r) for r in got)
+        (loose if fuzzy else exact).extend((i, r) for r in got)
     rows = exact or loose
     if not exact and loose:
         warnings.append(f"no changed path is or ends in {rel if not every else path!r}: "
                         "showing the paths that contain it")
-    rows.sort(key=lambda x: x[:2])
-    titles: dict[tuple[int, int], SessionRow] = {}
-    changes = []
-    total = len(rows)
-    end = len(rows) if limit is None else skip + limit
-    for _t, i, (shown, p, tool, explanation, ts, sid) in rows[skip:end]:
-        row = titles.get((i, sid)) or mems[i].store().session(sid)
+    # (memory, session) -> path -> its changes, oldest first (rows come newest first)
+    grouped: dict[tuple[int, int], dict[str, list[tuple]]] = {}
+    for i, r in reversed(rows):
+        grouped.setdefault((i, r[5]), {}).setdefault(r[1], []).append(r)
+    newest = sorted(grouped, key=lambda k: (-max(c[4] or 0 for cs in grouped[k].values()
+                                                 for c in cs), k))
+    end = len(newest) if limit is None else skip + limit
+    sessions = []
+    for i, sid in newest[skip:end]:
+        store = mems[i].store()
+        row = store.session(sid)
         if row is None:
             continue  # (dropped since the paths were read)
-        titles[(i, sid)] = row
-        change = {"path": p, "relative": shown, "tool": tool, "explanation": explanation,
-                  "at": iso_utc(ts), "session_id": row.session_id, "title": row.title}
+        its = sorted((_file_entry(store, sid, cs) for cs in grouped[i, sid].values()),
+                     key=lambda f: (f["last_at"] or "", f["relative"]), reverse=True)
+        entry: dict = {"session_id": row.session_id, "title": row.title,
+                       "first_at": min((f["first_at"] for f in its if f["first_at"]), default=None),
+                       "last_at": max((f["last_at"] for f in its if f["last_at"]), default=None)}
         if every:
-            change["workspace"] = mems[i].ws
-        changes.append(change)
-    out: dict = {"path": path if every else rel, "warnings": warnings, "total_changes": total,
-                 "skipped": skip, "more": max(0, total - end), "sessions": len(titles),
-                 "changes": changes}
+            entry["workspace"] = mems[i].ws
+        entry["files"] = its
+        sessions.append(entry)
+    out: dict = {"path": path if every else rel, "warnings": warnings,
+                 "total_sessions": len(newest), "total_changes": len(rows), "skipped": skip,
+                 "more": max(0, len(newest) - end), "sessions": sessions}
     if every:
         out.update(scope="all", projects=len(mems))
     return out
 
 
+def _file_entry(store, sid: int, changes: list[tuple]) -> dict:
+    """One file's changes in one session (rows as _changes gives them, oldest first), with the
+    best reason the session holds for them."""
+    from . import reasons  # (only files reads reasons: not on the hooks' path)
+    why, whose = reasons.best([(c[3], c[6]) for c in changes],
+                              lambda key: store.before_change(sid, key, reasons.CAP))
+    times = [c[4] for c in changes if c[4] is not None]
+    return {"path": changes[0][1], "relative": changes[0][0], "edits": len(changes),
+            "tools": list(dict.fromkeys(c[2] for c in changes if c[2])),
+            "first_at": iso_utc(min(times)) if times else None,
+            "last_at": iso_utc(max(times)) if times else None, "why": why, "why_from": whose}
+
+
 def _changes(mem: Memory, rel: str | None, skip: set[int]) -> tuple[list[tuple], bool]:
-    """(shown path, path, tool, why, ts, session) of one memory's changes of `rel` (a path
-    relative to its workspace, as files() takes it), and whether they are the paths merely
-    containing it."""
+    """(shown path, path, tool, why, ts, session, message key) of one memory's changes of `rel`
+    (a path relative to its workspace, as files() takes it), and whether they are the paths
+    merely containing it."""
     ws = _nfc(mem.ws)
     rows = []
-    for p, tool, why, ts, sid, cwd in mem.store().file_history(
+    for p, tool, why, ts, sid, cwd, key in mem.store().file_history(
             None if rel in (None, ".") else os.path.basename(rel)):
         if sid not in skip:
             p = _nfc(p)  # (its two spellings shown as one path)
-            rows.append((short_path(p, ws, _nfc(cwd)), p, tool, why, ts, sid))
+            rows.append((short_path(p, ws, _nfc(cwd)), p, tool, why, ts, sid, key))
     if rel in (None, "."):
         return rows, False
     exact = [r for r in rows if r[0] == rel or r[0].startswith(rel + "/")

@@ -201,9 +201,9 @@ def _parser(only: str | None = None):
     f.add_argument("path", nargs="?", help="a file or folder, relative to the workspace; a "
                    "bare name finds it in any folder")
     f.add_argument("--skip", type=_whole(0, MAX_COUNT), default=0, metavar="N",
-                   help="leave out the newest N changes")
+                   help="leave out the newest N sessions")
     f.add_argument("--limit", type=_positive, default=FILES_SHOWN, metavar="N",
-                   help=f"at most N changes (default {FILES_SHOWN})")
+                   help=f"at most N sessions, newest first (default {FILES_SHOWN})")
 
     dg = command("digest", parents=[common],
                         help="a period's sessions by day, files changed most, decisions, open ends")
@@ -264,7 +264,7 @@ def _parser(only: str | None = None):
 
 
 MAX_COUNT = 1_000_000  # SQLite's integers end at 2**63; no listing needs more
-FILES_SHOWN = 50  # `files .` in a long history lists thousands of changes
+FILES_SHOWN = 50  # sessions: `files .` in a long history lists thousands
 MAX_CONTEXT = 20
 
 

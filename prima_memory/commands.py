@@ -329,15 +329,19 @@ def cmd_export(mem, args) -> int:
 def cmd_files(mem, args) -> int:
     data = api.files(mem, args.path, args.skip, args.limit)
     lines = [f"warning: {w}" for w in data["warnings"]]
-    for c in data["changes"]:
-        lines.append(f"{local_iso(c['at'])}  {c['tool'] or '':<12} {_one(c['relative'])}")
-        lines.append(f"   {c['title']} (session {c['session_id']})"
-                     + (f"  project {_one(c['workspace'])}" if "workspace" in c else ""))
-        if c["explanation"]:
-            lines.append(f"   why: {one_line(c['explanation'], 160)}")
+    for d in data["sessions"]:
+        lines.append(f"{span(d['first_at'], d['last_at'])}  {d['title']}  (session "
+                     f"{d['session_id']})"
+                     + (f"  project {_one(d['workspace'])}" if "workspace" in d else ""))
+        for f in d["files"]:
+            lines.append(f"   {_one(f['relative'])}  {_n(f['edits'], 'edit')}"
+                         + (f" ({', '.join(map(_one, f['tools']))})" if f["tools"] else ""))
+            if f["why"]:  # (the user's words said as theirs: Claude did not give them)
+                lines.append(f"      {'asked' if f['why_from'] == 'user' else 'why'}: "
+                             f"{one_line(f['why'], 160)}")
     if data["more"]:
-        lines.append(f"… {data['more']} more (use --limit or --skip)")
-    if not data["changes"]:
+        lines.append(f"… {_n(data['more'], 'more session')} (use --limit or --skip)")
+    if not data["sessions"]:
         lines.append("No file changes recorded" + (f" for {data['path']!r}." if data["path"]
                                                     else "."))
     emit(args, data, "\n".join(lines))

@@ -440,7 +440,7 @@ def tools(memory: ServedMemory) -> list[proto.Tool]:
                 return (f"A narrower range shows more of each message (one alone: range="
                         f"\"{i}:{i + 1}\"); one longer than an answer is shown in part "
                         "(prima-memory show prints it whole).")
-            return "get_file_history gives every change of one file, with its reason."
+            return "get_file_history gives the sessions that changed one file, with their reasons."
         return bounded(data, more)
 
     @tool("recent_sessions", """The latest sessions in this workspace (scope "all": of every
@@ -466,13 +466,16 @@ def tools(memory: ServedMemory) -> list[proto.Tool]:
         return bounded(data, "Ask with a smaller limit, or read one with recall_session.")
 
     @tool("get_file_history", """Which past sessions changed a file (or files under a folder),
-          when, with which tool, and Claude's explanation of each change, newest first. Only the
-          index is read, never the file; a path outside the workspace is an error (scope "all":
-          a relative path or bare name is looked for in every project).""",
+          newest first: one entry per session, and in it one per file with its edits counted,
+          their first and last time, the tools, and the best reason the session holds for the
+          change ("why": Claude's words by the edit, else its reply before it, else the user's
+          request; "why_from" says whose). Only the index is read, never the file; a path
+          outside the workspace is an error (scope "all": a relative path or bare name is
+          looked for in every project).""",
           {"path": _text("a file or folder, relative to the workspace (or absolute inside it); "
                          "a bare name finds it in any folder", 4096, 1),
            "skip": {"type": "integer", "minimum": 0, "maximum": 1_000_000, "default": 0,
-                    "description": "leave out the newest this many changes, to read older ones "
+                    "description": "leave out the newest this many sessions, to read older ones "
                                    "(default 0)"}, "scope": SCOPE}, required=["path"])
     def get_file_history(a: dict) -> str:
         # after the handshake: Claude Code waits for it (see above)
@@ -481,10 +484,12 @@ def tools(memory: ServedMemory) -> list[proto.Tool]:
                             a["scope"])
 
         def more(kept: dict, dropped: dict) -> str:
-            if "changes" not in dropped:
-                return "Long explanations were shortened."
-            return (f"The older changes follow: call get_file_history with skip="
-                    f"{a['skip'] + len(kept['changes'])} for them.")
+            if "sessions" in dropped:
+                return (f"The older sessions follow: call get_file_history with skip="
+                        f"{a['skip'] + len(kept['sessions'])} for them.")
+            if dropped:  # (a session's files under a folder)
+                return "Ask for one file or a narrower folder for every file of a session."
+            return "Long reasons were shortened."
         return bounded(data, more)
 
     @tool("summarize_period", """A digest of a period from the index alone (no model): its

@@ -1525,10 +1525,12 @@ class Store:
             (session,))]
 
     def file_history(self, fragment: str | None = None):
-        """(path, tool, explanation, ts, session, session's cwd) of every change, newest first;
+        """(path, tool, explanation, ts, session, session's cwd, message key) of every change,
+        newest first;
         with `fragment`, of paths containing it in any case, in either Unicode spelling (NFC or
         NFD: macOS hands back names in NFD). Paths are as recorded: the caller folds them."""
-        sql = ("SELECT f.path, f.tool, f.explanation, f.ts, s.id, s.cwd FROM file_changes f "
+        sql = ("SELECT f.path, f.tool, f.explanation, f.ts, s.id, s.cwd, f.message_key "
+               "FROM file_changes f "
                "JOIN sessions s ON s.id = f.session")
         order = " ORDER BY f.ts DESC, f.id DESC"
         if not fragment:
@@ -1539,6 +1541,28 @@ class Store:
         # folded as matching folds (NFC, lower case), and only the paths beyond ASCII
         return list(self.db.execute(sql + " WHERE f.path GLOB ? AND instr(prima_fold(f.path), ?)"
                                     " > 0" + order, (_NON_ASCII, fold(fragment))))
+
+    def before_change(self, session: int, key: str | None, cap: int) -> tuple[list[str], list[str]]:
+        """What a session said before a change made in its message `key`, nearest first, each
+        text at most `cap` characters (a reply's last ones, a request's first): Claude's texts
+        from that message back through the turn before it, and the user's requests of those two
+        turns. Read from the thread (main or side) the message is in; nothing when the session
+        holds no such message."""
+        found = self.db.execute("SELECT id, sidechain FROM messages WHERE session = ? AND key = ?",
+                                (session, key)).fetchone() if key else None
+        if found is None:
+            return [], []
+        mid, side = found
+        first = session << SHIFT  # (a session's messages are its ids' range: no scan of others)
+        asked = list(self.db.execute(
+            "SELECT id, substr(text, 1, ?) FROM messages WHERE id BETWEEN ? AND ? AND "
+            "sidechain = ? AND role = 'user' ORDER BY id DESC LIMIT 2", (cap, first, mid, side)))
+        start = asked[1][0] if len(asked) == 2 else first
+        said = [r[0] for r in self.db.execute(
+            "SELECT substr(text, -?) FROM messages WHERE id BETWEEN ? AND ? AND sidechain = ? "
+            "AND role = 'assistant' AND text != '' ORDER BY id DESC LIMIT 4",
+            (cap, start, mid, side))]
+        return said, [r[1] for r in asked]
 
     # -- keyword matching ----------------------------------------------------------------------
 

@@ -253,7 +253,7 @@ def test_recent_files_similar_and_show_across_projects(machine):
     assert [s["session_id"] for s in recent["sessions"]][0] == sid(30)
     assert recent["sessions"][0]["workspace"] == str(env.webapp)
     files = env.json("files", "--all-projects", "cookies.py")
-    assert [(c["session_id"], c["workspace"]) for c in files["changes"]] == \
+    assert [(s["session_id"], s["workspace"]) for s in files["sessions"]] == \
         [(sid(30), str(env.webapp))]
     shown = env.json("show", sid(2)[:8], "--all-projects")["session"]
     assert (shown["session_id"], shown["workspace"]) == (sid(2), str(env.api))

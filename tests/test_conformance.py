@@ -179,11 +179,12 @@ def test_file_changes_match_the_tool_calls(indexed):
     shown = env.json("show", e.session_id)["session"]["files_changed"]
     assert [(c["path"], c["tool"]) for c in shown] == [(p, t) for p, t, _x in e.changes]
     assert [_norm(c["explanation"] or "") for c in shown] == [_norm(x) for _p, _t, x in e.changes]
-    changes = env.json("files")["changes"]
-    assert len(changes) == len(e.changes)
-    assert {c["session_id"] for c in changes} == {e.session_id}
-    ts = [c["path"] for c in env.json("files", "src/computer-use/")["changes"]]
-    assert sorted(ts) == sorted(p for p, _t, _x in e.changes if "src/computer-use/" in p)
+    (entry,) = env.json("files", "--limit", "1000")["sessions"]  # (one per session)
+    assert sum(f["edits"] for f in entry["files"]) == len(e.changes)
+    assert entry["session_id"] == e.session_id
+    ts = [f["path"] for s in env.json("files", "src/computer-use/")["sessions"]
+          for f in s["files"]]
+    assert sorted(ts) == sorted({p for p, _t, _x in e.changes if "src/computer-use/" in p})
     # the language tags follow the changed code files
     tags = set(env.json("show", e.session_id)["session"]["tags"])
     assert {"typescript", "shell"} <= tags and "python" not in tags

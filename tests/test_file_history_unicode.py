@@ -35,30 +35,35 @@ def _history(env):
            text="A bakery module.")
 
 
+def _changes(data: dict) -> list[dict]:
+    """Each file of each session, with its session's id."""
+    return [dict(f, session_id=s["session_id"]) for s in data["sessions"] for f in s["files"]]
+
+
 @pytest.mark.parametrize("asked", [f"{NFC}.py", f"{NFD}.py", f"src/{NFD}.py"])
 def test_files_finds_a_change_recorded_under_either_spelling(env, asked):
     _history(env)
     data = env.json("files", asked)
     assert data["warnings"] == [], data["warnings"]  # (the path itself: no "paths containing it")
-    assert sorted(c["session_id"] for c in data["changes"]) == [TYPED, ON_DISK]
+    assert sorted(c["session_id"] for c in _changes(data)) == [TYPED, ON_DISK]
     # one path for the two spellings, as typed (NFC), in the data and as shown
-    assert {c["relative"] for c in data["changes"]} == {f"src/{NFC}.py"}
-    assert {c["path"] for c in data["changes"]} == {str(env.ws / "src" / f"{NFC}.py")}
+    assert {c["relative"] for c in _changes(data)} == {f"src/{NFC}.py"}
+    assert {c["path"] for c in _changes(data)} == {str(env.ws / "src" / f"{NFC}.py")}
     shown = env.run("files", asked).stdout
     assert shown.count(f"src/{NFC}.py") == 2 and f"src/{NFD}" not in shown, shown
 
 
 def test_a_folder_and_the_whole_listing_fold_the_two_spellings(env):
     _history(env)
-    every = env.json("files")["changes"]
+    every = _changes(env.json("files"))
     assert len(every) == 3
     assert {c["relative"] for c in every} == {f"src/{NFC}.py", "src/bakery.py"}
-    folder = env.json("files", "src")["changes"]
+    folder = _changes(env.json("files", "src"))
     assert len(folder) == 3
     # a part of the name, spelled either way, finds both (the paths containing it)
     for part in (NFC, NFD):
         data = env.json("files", part)
-        assert sorted(c["session_id"] for c in data["changes"]) == [TYPED, ON_DISK], part
+        assert sorted(c["session_id"] for c in _changes(data)) == [TYPED, ON_DISK], part
 
 
 def test_an_absolute_path_spelled_otherwise_than_the_workspace_is_inside_it(tmp_path):
@@ -90,5 +95,5 @@ def test_get_file_history_finds_either_spelling(env):
                 return out
     got = anyio.run(main)
     for name, data in got.items():
-        assert sorted(c["session_id"] for c in data["changes"]) == [TYPED, ON_DISK], name
-        assert {c["path"] for c in data["changes"]} == {f"src/{NFC}.py"}, name  # (made relative)
+        assert sorted(c["session_id"] for c in _changes(data)) == [TYPED, ON_DISK], name
+        assert {c["path"] for c in _changes(data)} == {f"src/{NFC}.py"}, name  # (made relative)

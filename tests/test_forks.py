@@ -68,7 +68,7 @@ def test_a_fork_read_after_its_origin_holds_only_its_own_messages(env):
     assert shown["origin"]["session_id"] == ORIGIN
     assert "forked from" in env.run("show", FORK).stdout.lower()
     assert env.json("show", ORIGIN)["session"]["origin"] is None
-    changes = env.json("files", "auth.py")["changes"]
+    changes = env.json("files", "auth.py")["sessions"]
     assert [c["session_id"] for c in changes] == [ORIGIN]
 
 

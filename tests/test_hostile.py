@@ -694,6 +694,7 @@ def test_a_workspace_named_with_bytes_that_are_not_utf8_works_everywhere(env):
         assert not err, text
         assert "\udcff" not in text and json.loads(text)
     assert json.loads(answers[0][1])["workspace"] == shown
-    assert [c["path"] for c in json.loads(answers[2][1])["changes"]] == ["src/up.py"]
+    assert [f["path"] for s in json.loads(answers[2][1])["sessions"] for f in s["files"]] == \
+        ["src/up.py"]
     log = (env.data / "prima-memory.log").read_text(encoding="utf-8", errors="replace")
     assert "surrogates" not in log and "Error" not in log, log

@@ -186,10 +186,12 @@ def test_each_tool_answers_what_the_cli_answers(env):
     assert best["score_kind"] == "relevance" and 0 < best["similarity"] <= 1
 
     assert got["file"] == cli(env, "files", "src/upload.py")
-    assert [(c["path"], c["session_id"], c["explanation"]) for c in got["file"]["changes"]] \
+    assert [(f["path"], s["session_id"], f["why"]) for s in got["file"]["sessions"]
+            for f in s["files"]] \
         == [("src/upload.py", UPLOAD, "Stream the upload to disk instead of holding it in memory.")]
-    assert [c["path"] for c in got["bare"]["changes"]] == ["src/auth/cookies.py"], "relative"
-    assert sorted(c["path"] for c in got["folder"]["changes"]) == \
+    assert [f["path"] for s in got["bare"]["sessions"] for f in s["files"]] == \
+        ["src/auth/cookies.py"], "relative"
+    assert sorted(f["path"] for s in got["folder"]["sessions"] for f in s["files"]) == \
         ["src/auth/cookies.py", "src/upload.py"]
 
     assert _sans_times(got["digest"]) == _sans_times(cli(env, "digest", "--since", "60d"))
@@ -302,7 +304,7 @@ def test_concurrent_calls_each_get_their_own_answer(env):
                 tg.start_soon(one, i, tool, args)
         return out
     for (tool, _args, want), got in zip(asks, serve(env, body)):
-        first = (got.get("results") or got.get("changes") or [got.get("session")])[0]
+        first = (got.get("results") or got.get("sessions") or [got.get("session")])[0]
         assert first["session_id"] == want, tool
 
 
@@ -622,7 +624,7 @@ def test_no_match_is_an_empty_list_not_a_missing_one(env):
         return (await ok(s, "search_sessions", query="xylophonequartz", mode="keyword"),
                 await ok(s, "get_file_history", path="no/such/file.py"))
     search, files = serve(env, body)
-    assert search["results"] == [] and files["changes"] == [] and files["sessions"] == 0
+    assert search["results"] == [] and files["sessions"] == [] and files["total_sessions"] == 0
 
 
 def test_a_fault_of_ours_is_a_one_line_tool_error_and_logged(env, monkeypatch):
@@ -642,8 +644,8 @@ def test_a_fault_of_ours_is_a_one_line_tool_error_and_logged(env, monkeypatch):
 
 
 def test_a_long_file_history_is_read_page_by_page(env):
-    t = env.transcript("dddd5555-0000-4000-8000-000000000005", start=OLD)
-    for i in range(120):
+    for i in range(120):  # (a session each: a session's changes of a file are one entry)
+        t = env.transcript(f"dddd5555-0000-4000-8000-{i:012d}", start=OLD + 60 * i)
         t.tool("Edit", {"file_path": str(env.ws / "src" / "busy.py"), "old_string": "a",
                         "new_string": "b"}, text=f"change number {i:03d} of busy.py, " + "why " * 20)
     env.json("index")
@@ -656,13 +658,13 @@ def test_a_long_file_history_is_read_page_by_page(env):
             if "truncated" not in page:
                 return pages
             skip = int(page["truncated"].split("skip=")[1].split(" ")[0])
-            assert skip == page["skipped"] + len(page["changes"])
+            assert skip == page["skipped"] + len(page["sessions"])
     pages = serve(env, body)
-    assert len(pages) > 1 and all(p["total_changes"] == 120 for p in pages)
-    seen = [c["explanation"][:17] for p in pages for c in p["changes"]]
+    assert len(pages) > 1 and all(p["total_sessions"] == 120 for p in pages)
+    seen = [s["files"][0]["why"][:17] for p in pages for s in p["sessions"]]
     assert seen == [f"change number {i:03d}" for i in reversed(range(120))], "all, newest first"
     cli = env.json("files", "src/busy.py", "--skip", "100")
-    assert [c["explanation"][:17] for c in cli["changes"]] == \
+    assert [s["files"][0]["why"][:17] for s in cli["sessions"]] == \
         [f"change number {i:03d}" for i in reversed(range(20))]
 
 
@@ -690,7 +692,7 @@ def test_only_path_fields_are_made_relative_never_what_was_said(env):
     assert session["files_changed"][0]["path"] == "run.sh"
     assert recent["sessions"][0]["first_user_message"] == said
     assert recent["sessions"][0]["files_changed"] == ["run.sh"]
-    assert [c["path"] for c in history["changes"]] == ["run.sh"]
+    assert [f["path"] for s in history["sessions"] for f in s["files"]] == ["run.sh"]
     assert "project" not in session, "the workspace itself: said once, by being the server's"
     # the rule itself, on data of the API's shape
     ws = "/home/u/proj"

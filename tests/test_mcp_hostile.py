@@ -204,11 +204,11 @@ def test_a_file_spelled_by_the_workspace_real_path_is_inside_it(answers):
     spelling names the same file inside the workspace: it must not be refused as outside."""
     err, text = answers["via_link"]
     assert not err, text
-    shown = json.loads(text)["changes"][0]
+    shown = json.loads(text)["sessions"][0]
     assert shown["session_id"] == UPLOAD
     err, text = answers["real"]
     assert not err, text
-    assert [c["session_id"] for c in json.loads(text)["changes"]] == [UPLOAD]
+    assert [c["session_id"] for c in json.loads(text)["sessions"]] == [UPLOAD]
 
 
 def test_a_long_session_is_bounded_in_time_too(answers):

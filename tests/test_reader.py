@@ -335,15 +335,14 @@ def test_file_changes_with_explanations(env):
     ]
     assert all(c["at"] for c in shown["files_changed"])
 
-    changes = env.json("files")["changes"]
-    assert sorted(c["path"] for c in changes) == sorted(map(str, (loader, main, util, nb)))
-    assert {c["session_id"] for c in changes} == {S_FILES}
-    assert {c["title"] for c in changes} == {"Tidy the config handling"}
-    one = env.json("files", "LOADER.py")["changes"]  # a fragment, any case
-    assert [(c["path"], c["explanation"]) for c in one] == \
+    (entry,) = env.json("files")["sessions"]
+    assert sorted(f["path"] for f in entry["files"]) == sorted(map(str, (loader, main, util, nb)))
+    assert (entry["session_id"], entry["title"]) == (S_FILES, "Tidy the config handling")
+    (one,) = env.json("files", "LOADER.py")["sessions"]  # a fragment, any case
+    assert [(f["path"], f["why"]) for f in one["files"]] == \
         [(str(loader), "I'll rewrite the loader to read TOML.")]
-    assert env.json("files", "generated.txt")["changes"] == []
-    assert env.json("files", "readonly")["changes"] == []
+    assert env.json("files", "generated.txt")["sessions"] == []
+    assert env.json("files", "readonly")["sessions"] == []
 
 
 # -- subagents ----------------------------------------------------------------------------------
@@ -385,8 +384,8 @@ def test_subagent_transcripts_belong_to_the_parent_session(env):
     assert any("quokkaword" in x for x in side) and any("wombatword" in x for x in side)
     assert main == ["Plan the database migration", "I will send two agents to look around.",
                     "Summarise what the agents found", "Orphans listed, deps pinned."]
-    changes = env.json("files", "orphans.sql")["changes"]
-    assert [(c["session_id"], c["explanation"]) for c in changes] == \
+    changes = env.json("files", "orphans.sql")["sessions"]
+    assert [(s["session_id"], f["why"]) for s in changes for f in s["files"]] == \
         [(S_PARENT, "Writing the orphan list.")]
 
 

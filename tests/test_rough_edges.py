@@ -261,30 +261,32 @@ def test_checkpoint_briefing_and_extract_give_paths_relative_to_the_workspace(en
 
 # -- files --limit ---------------------------------------------------------------------------------
 
-def test_files_lists_at_most_limit_changes_and_says_how_many_more(env):
-    t = env.transcript(sid(1), start=local(2026, 3, 5, 10))
-    t.user("write five modules")
+def test_files_lists_at_most_limit_sessions_and_says_how_many_more(env):
     for i in range(5):
+        t = env.transcript(sid(i + 1), start=local(2026, 3, 5, 10 + i))
+        t.user(f"write module {i}")
         t.tool("Write", {"file_path": str(env.ws / f"m{i}.py"), "content": "x"}, text=f"M{i}.")
-    t.reply("Written.")
+        t.reply("Written.")
     out = env.run("files", ".", "--limit", "2").stdout
-    assert [ln.split()[-1] for ln in out.splitlines() if ln[:1].isdigit()] == ["m4.py", "m3.py"]
-    assert out.rstrip().endswith("… 3 more (use --limit or --skip)"), out
+    assert [ln.split()[0] for ln in out.splitlines() if ln.startswith("   m")] == \
+        ["m4.py", "m3.py"]
+    assert out.rstrip().endswith("… 3 more sessions (use --limit or --skip)"), out
     data = env.json("files", "--limit", "2", "--skip", "1")
-    assert [c["relative"] for c in data["changes"]] == ["m3.py", "m2.py"] and data["more"] == 2
+    assert [f["relative"] for s in data["sessions"] for f in s["files"]] == ["m3.py", "m2.py"]
+    assert data["more"] == 2
     whole = env.run("files").stdout
     assert whole.count("m4.py") == 1 and "more (use" not in whole
     assert env.run("files", "--limit", "0", check=False).returncode == 2
 
 
 def test_files_shows_fifty_by_default(env):
-    t = env.transcript(sid(1), start=local(2026, 3, 5, 10))
-    t.user("write many modules")
     for i in range(cli.FILES_SHOWN + 3):
+        t = env.transcript(sid(i + 1), start=local(2026, 3, 5, 10) + 60 * i)
+        t.user(f"write module {i}")
         t.tool("Write", {"file_path": str(env.ws / f"m{i}.py"), "content": "x"})
     data = env.json("files")
-    assert len(data["changes"]) == cli.FILES_SHOWN and data["more"] == 3
-    assert data["total_changes"] == cli.FILES_SHOWN + 3
+    assert len(data["sessions"]) == cli.FILES_SHOWN and data["more"] == 3
+    assert data["total_sessions"] == data["total_changes"] == cli.FILES_SHOWN + 3
 
 
 # -- one way to show a session's time ------------------------------------------------------------

@@ -154,7 +154,8 @@ def test_json_keeps_the_exact_strings(hostile):
     assert HOSTILE in first and "\ufffd lone" in first, "a lone surrogate is U+FFFD, as stored"
     found = json.loads(_run(hostile, "search", WORD, "--mode", "keyword", "--json").stdout)
     assert any(r["branch"] == d["branch"] for r in found["results"])
-    files = json.loads(_run(hostile, "files", "--json").stdout)["changes"]
+    files = [f for s in json.loads(_run(hostile, "files", "--json").stdout)["sessions"]
+             for f in s["files"]]
     assert any(c["relative"] == f"src/{SEQUENCES['csi']}{SEQUENCES['bidi']}.py" for c in files)
 
 
