@@ -703,8 +703,8 @@ def show(mem, session_id: str, range: str | None = None, detail: str = "full",
     """One session at a depth: `summary` (its facts, changed files with Claude's reasons,
     decisions, first and last request, where it stopped: see session_view), `turns` (and the main
     thread's messages) or `full` (and the subagents' too). `range` slices the messages.
-    `tools`: the tool calls too, each in brief after the message it follows (a summary: how
-    many of each tool). `mem` an AllProjects: the session is found in any project."""
+    `tools`: the tool calls too, each in brief with the agent's turn that made it
+    (session_view.turns; a summary: how many of each tool). `mem` an AllProjects: the session is found in any project."""
     from . import session_view  # (the views of sessions: not a search's)
     if detail not in DETAILS:
         raise UsageError(f"detail must be one of {', '.join(DETAILS)}, not {detail!r}")
@@ -728,19 +728,15 @@ def show(mem, session_id: str, range: str | None = None, detail: str = "full",
         if tools:
             d["tools_used"] = store.tool_counts(row.id)
     else:
-        turns, before = session_view.turns(store, row.id, tools=tools)
+        turns = session_view.turns(store, row.id, tools=tools)
         msgs = list(enumerate(turns))
         if detail == "turns":
             msgs = [(i, t) for i, t in msgs if not t.sidechain]
-            before = [c for c in before if not c.sidechain]
-        shown = msgs[sl]
+        # (a turn of tool calls alone is numbered either way, shown only with its calls)
         d["messages"] = [{"index": i, "role": t.role, "at": iso_utc(t.at),
                           "sidechain": t.sidechain, "text": t.text,
                           **({"tool_calls": [_call(c, mem.ws, row.cwd) for c in t.tools]}
-                             if tools else {})} for i, t in shown]
-        if tools:  # (those before the first message: shown with it)
-            d["tool_calls"] = [_call(c, mem.ws, row.cwd) for c in before] \
-                if not msgs or (shown and shown[0] is msgs[0]) else []
+                             if tools else {})} for i, t in msgs[sl] if t.text or t.tools]
     return {"warnings": warnings, "detail": detail, "session": d}
 
 

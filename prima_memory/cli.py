@@ -186,7 +186,8 @@ def _parser(only: str | None = None):
                          "thread's messages; full (default): and the subagents' too")
 
     sh.add_argument("--no-tools", action="store_true",
-                    help="leave out the tool calls (shown in brief after each message)")
+                    help="leave out the tool calls (shown in brief in the turn of the agent that "
+                         "made them)")
 
     ex = command("export", parents=[common, every],
                         help="write one session as a document to read (Markdown or HTML)")

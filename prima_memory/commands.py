@@ -280,13 +280,12 @@ def cmd_show(mem, args) -> int:
         lines += [f"decision: {x}" for x in d["decisions"]]
         if d.get("tools_used"):
             lines.append("tools used: " + ", ".join(f"{t} {n}" for t, n in d["tools_used"].items()))
-    if d.get("tool_calls"):  # before the first message
-        lines += [_call_line(c) for c in d["tool_calls"]] + [""]
     for m in d.get("messages", []):
         who = "user" if m["role"] == "user" else "claude"
         lines.append(f"[{m['index']}] {who}{' (subagent)' if m['sidechain'] else ''} "
                      f"{local_iso(m['at'])}")
-        lines.append(m["text"])
+        if m["text"]:  # (none in a turn of tool calls alone)
+            lines.append(m["text"])
         lines += [_call_line(c) for c in m.get("tool_calls", ())]
         lines.append("")
     emit(args, data, "\n".join(lines))

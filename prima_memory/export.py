@@ -149,7 +149,9 @@ def _md_turns(msgs: list[dict], agent: str, level: str) -> list[str]:
     for m in msgs:
         who = ("User" if m["role"] == "user" else agent) + (" (subagent)" if m["sidechain"]
                                                              else "")
-        out += [f"{level} {who} · {local_iso(m['at'])}", "", _md_message(m["text"]), ""]
+        out += [f"{level} {who} · {local_iso(m['at'])}", ""]
+        if m["text"]:  # (none in a turn of tool calls alone)
+            out += [_md_message(m["text"]), ""]
         out += _md_tools(m.get("tool_calls", []))
     return out
 
@@ -179,7 +181,6 @@ def markdown(data: dict) -> str:
         out += [f"- {literal(' '.join(x.split()))}" for x in d["decisions"]]
     main, side = _main_and_side(d)
     out += ["", "## Conversation", ""]
-    out += _md_tools(d.get("tool_calls", []))
     out += _md_turns(main, agent, "###")
     if side:
         out += ["## Subagents", "", "<details>",
@@ -254,8 +255,8 @@ def _html_turns(msgs: list[dict], agent: str, render) -> list[str]:
     for m in msgs:
         user = m["role"] == "user"
         who = ("User" if user else agent) + (" (subagent)" if m["sidechain"] else "")
-        body = (f'<div class="md">{render(m["text"])}</div>' if render and not user
-                else f'<div class="plain">{_e(m["text"])}</div>')
+        body = ("" if not m["text"] else f'<div class="md">{render(m["text"])}</div>'
+                if render and not user else f'<div class="plain">{_e(m["text"])}</div>')
         out.append(f'<article class="turn {"user" if user else "assistant"}">'
                    f'<div class="who">{_e(who)}<time>{_e(local_iso(m["at"]))}</time></div>'
                    f'{body}{_html_tools(m.get("tool_calls", []))}</article>')
@@ -292,7 +293,7 @@ def to_html(data: dict) -> str:
         out += ['<section class="decisions"><h2>Decisions</h2><ul>',
                 *(f"<li>{_e(x)}</li>" for x in d["decisions"]), "</ul></section>"]
     main, side = _main_and_side(d)
-    out += ["<main><h2>Conversation</h2>", _html_tools(d.get("tool_calls", []))]
+    out += ["<main><h2>Conversation</h2>"]
     out += _html_turns(main, agent, render)
     out.append("</main>")
     if side:

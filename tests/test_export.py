@@ -261,3 +261,61 @@ def test_export_into_a_folder_not_writable_says_so(env, tmp_path):
     finally:
         folder.chmod(0o700)
     assert p.returncode == 1 and p.stderr.count("\n") == 1 and "Permission denied" in p.stderr
+
+
+def _suite(env: Env):
+    """Claude runs tools before it says anything: the calls are its turn's, not the request's."""
+    t = env.transcript(SID, start=OLD, branch="fix/login")
+    t.user("add a test for is_public()")
+    t.tool("Edit", {"file_path": str(env.ws / "tests" / "test_acl.py"), "old_string": "",
+                    "new_string": "def test_is_public():\n    assert is_public(Doc())\n"},
+           text="Adding `test_is_public()` to the ACL tests.")
+    t.reply("Added `test_is_public()`; see PR #812 for why `google ->` is public.")
+    t.user("nice. run the whole suite and then commit it")
+    t.tool("Bash", {"command": "python -m pytest -q -x", "description": "Run the suite"},
+           result="212 passed in 9.1s")
+    t.tool("Bash", {"command": 'git commit -am "Test is_public"'}, result="[main 1a2b3c4]")
+    t.reply("All 212 tests pass; committed as 1a2b3c4.")
+    t.user("and push it")
+    t.tool("Bash", {"command": "git push"}, result="To origin\n   1a2b3c4..5d6e7f8  main -> main")
+    return t
+
+
+def test_tool_calls_are_shown_under_the_agent_that_made_them(env):
+    """#38: `show` printed `[3] user … nice. run the whole suite and then commit it · Bash: …`."""
+    _suite(env)
+    blocks = env.run("show", SID).stdout.split("\n\n")[1:]
+    turns = [(b.splitlines()[0].split()[1], [x for x in b.splitlines() if x.startswith("  · ")])
+             for b in blocks if b.startswith("[")]
+    assert turns == [
+        ("user", []), ("claude", ["  · Edit tests/test_acl.py"]), ("claude", []), ("user", []),
+        ("claude", ["  · Bash: python -m pytest -q -x  (Run the suite)",
+                    '  · Bash: git commit -am "Test is_public"']),
+        ("user", []), ("claude", ["  · Bash: git push"])], turns
+    assert "[6] claude" in blocks[-1] and "and push it" not in blocks[-1], \
+        "a turn of tool calls alone is the agent's, without text"
+    data = env.json("show", SID)["session"]["messages"]
+    assert all(not m["tool_calls"] for m in data if m["role"] == "user")
+    # its number is the same without the calls, where it is left out
+    bare = env.json("show", SID, "--no-tools")["session"]["messages"]
+    assert [m["index"] for m in bare] == [0, 1, 2, 3, 4, 5]
+    assert [m["index"] for m in env.json("show", SID, "--range", "-1:")["session"]
+            ["messages"]] == [6]
+
+    md = env.run("export", SID).stdout
+    turns_md = md.split("### ")[1:]
+    assert [(x.split(" ·")[0], "tool call" in x) for x in turns_md] == [
+        ("User", False), ("Claude", True), ("Claude", False), ("User", False),
+        ("Claude", True), ("User", False), ("Claude", True)]
+    page = env.run("export", SID, "--format", "html").stdout
+    arts = re.findall(r'<article class="turn (\w+)">(.*?)</article>', page, re.S)
+    assert [(who, "tool call" in body) for who, body in arts] == [
+        ("user", False), ("assistant", True), ("assistant", False), ("user", False),
+        ("assistant", True), ("user", False), ("assistant", True)]
+    # recall_session's messages (without their calls: see the next test) keep show's numbers
+    from prima_memory import api
+    from prima_memory.mcp_server import lean
+    recall = lean(api.call(str(env.ws), lambda mem: api.show(mem, SID, None, "full",
+                                                             tools=False)), str(env.ws))
+    assert [(m["index"], m["role"]) for m in recall["session"]["messages"]] == [
+        (m["index"], m["role"]) for m in data if m["text"]]
