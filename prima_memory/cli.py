@@ -197,6 +197,11 @@ def _parser(only: str | None = None):
     ex.add_argument("-o", "--output", metavar="FILE",
                     help="write it to FILE (replaced whole; never through a symbolic link) "
                          "instead of printing it (-: print it)")
+    ex.add_argument("--no-tools", action="store_true",
+                    help="leave out the tool calls (and so their outputs), as show does")
+    ex.add_argument("--no-outputs", action="store_true",
+                    help="keep the tool calls in brief, without what each printed or changed "
+                         "(by default folded under each call, cut short, redacted)")
 
     f = command("files", parents=[common, every], help="file change history")
     f.add_argument("path", nargs="?", help="a file or folder, relative to the workspace; a "

@@ -302,7 +302,8 @@ def _call_line(c: dict) -> str:
 def cmd_export(mem, args) -> int:
     # only export renders documents and writes files
     from . import export
-    data = api.export(mem, args.session_id)
+    data = api.export(mem, args.session_id, tools=not args.no_tools,
+                      outputs=not args.no_outputs)
     for w in data["warnings"]:  # (not in the document)
         terminal.write(f"prima-memory: warning: {w}", sys.stderr, multiline=False)
     text = _json(data) + "\n" if args.json else export.render(data, args.format)

@@ -76,17 +76,19 @@ class Exchange:
 
 class ToolUse:
     """One tool call: which tool, what it acted on, one line about it, when; `kind` says what
-    `target` is ("path", "command", "url", or "")."""
-    __slots__ = ("tool", "target", "line", "at", "kind", "sidechain")
+    `target` is ("path", "command", "url", or ""); `call` its id in the transcript (None where
+    the source gives none)."""
+    __slots__ = ("tool", "target", "line", "at", "kind", "sidechain", "call")
 
     def __init__(self, tool: str, target: str, line: str, at: float | None, kind: str = "",
-                 sidechain: bool = False) -> None:
+                 sidechain: bool = False, call: str | None = None) -> None:
         self.tool = tool
         self.target = target
         self.line = line
         self.at = at
         self.kind = kind
         self.sidechain = sidechain
+        self.call = call
 
 
 class Turn:
@@ -235,8 +237,8 @@ def turns(store: Store, session: int, *, tools: bool = True) -> list[Turn]:
         keys.append((_time(ts), mid))
         where.append(n)
     silent: dict[tuple[bool, int], Turn] = {}  # (thread, after which turn) -> a textless turn
-    for ts, side, tool, target, line, kind, mid, mts in store.tool_calls(session):
-        call = ToolUse(tool, target, line, ts, kind, bool(side))
+    for ts, side, tool, target, line, kind, mid, mts, cid in store.tool_calls(session):
+        call = ToolUse(tool, target, line, ts, kind, bool(side), cid)
         place = (_time(mts), mid) if mid is not None else (_time(ts), _LAST)
         keys, where = places.get(bool(side), ([], []))
         i = bisect_right(keys, place) - 1
