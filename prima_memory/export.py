@@ -212,7 +212,7 @@ def _outputs_note(d: dict) -> str | None:
     if not o["shown"]:
         return f"none here ({o['why']})"
     unread = o.get("unread_lines")
-    return (f"folded under each call with its diff, each cut to its first {o['max_chars']:,} "
+    return (f"folded under each call, each cut to its first {o['max_chars']:,} "
             "characters; secrets redacted" + (
                 f"; {unread:,} line{'' if unread == 1 else 's'} of its transcript could not be "
                 "read (too long, or not JSON): the outputs there are missing" if unread else ""))
@@ -245,7 +245,7 @@ def markdown(data: dict) -> str:
         if d.get(key):
             out.append(f"- {label}: {code(d[key])}")
     if _outputs_note(d):
-        out.append(f"- Tool outputs: {_outputs_note(d)}")
+        out.append(f"- Tool outputs and diffs: {_outputs_note(d)}")
     if d["files_changed"]:
         out += ["", "## Files changed", ""]
         for c in d["files_changed"]:
@@ -367,7 +367,7 @@ def to_html(data: dict) -> str:
     facts += [(label, f"<code>{_e(d[key])}</code>") for key, label in
               (("resume", "Resume"), ("show", "Print")) if d.get(key)]
     if _outputs_note(d):
-        facts.append(("Tool outputs", _e(_outputs_note(d))))
+        facts.append(("Tool outputs and diffs", _e(_outputs_note(d))))
     out = ["<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
            f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">',
            '<meta name="viewport" content="width=device-width, initial-scale=1">',

@@ -338,9 +338,9 @@ def test_the_markdown_export_keeps_claudes_markdown_as_written(env):
 
 
 def test_exports_fold_tool_outputs_and_diffs_and_leave_them_out_when_asked(env):
-    _suite(env)
+    t = _suite(env)
     md = env.run("export", SID).stdout
-    assert "- Tool outputs: folded under each call with its diff, each cut to its first " \
+    assert "- Tool outputs and diffs: folded under each call, each cut to its first " \
         "20,000 characters; secrets redacted" in md
     html = _render_markdown(md)
     out = html.split("<code>python -m pytest -q -x</code>")[1]
@@ -352,7 +352,7 @@ def test_exports_fold_tool_outputs_and_diffs_and_leave_them_out_when_asked(env):
     page = env.run("export", SID, "--format", "html").stdout
     assert '<details class="output"><summary>output, 1 line</summary><pre><code>212 passed' \
         in page and '<span class="add">+def test_is_public():</span>' in page
-    assert "<dt>Tool outputs</dt>" in page
+    assert "<dt>Tool outputs and diffs</dt>" in page
 
     for fmt in ("markdown", "html"):
         brief = env.run("export", SID, "--format", fmt, "--no-outputs").stdout
@@ -362,6 +362,11 @@ def test_exports_fold_tool_outputs_and_diffs_and_leave_them_out_when_asked(env):
         assert "tool call" not in bare and "pytest -q" not in bare
         assert "All 212 tests pass" in bare
     assert "--no-outputs" in env.run("export", "--help").stdout
+
+    os.unlink(t.path)  # (Claude Code deletes old transcripts; the index keeps the session)
+    gone = env.run("export", SID).stdout
+    assert "- Tool outputs and diffs: none here (its transcript is no longer on disk)" in gone
+    assert "python -m pytest -q -x" in gone and "212 passed in" not in gone
 
 
 def test_hostile_tool_outputs_stay_in_their_fold(env):
