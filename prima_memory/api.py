@@ -723,12 +723,14 @@ DETAILS = ("summary", "turns", "full")
 
 
 def show(mem, session_id: str, range: str | None = None, detail: str = "full",
-         tools: bool = True) -> dict:
+         tools: bool = True, outputs: bool = False) -> dict:
     """One session at a depth: `summary` (its facts, changed files with Claude's reasons,
     decisions, first and last request, where it stopped: see session_view), `turns` (and the main
     thread's messages) or `full` (and the subagents' too). `range` slices the messages.
-    `tools`: the tool calls too, each in brief after the message it follows (a summary: how
-    many of each tool). `mem` an AllProjects: the session is found in any project."""
+    `tools`: the tool calls too, each in brief with the agent's turn that made it
+    (session_view.turns; a summary: how many of each tool); `outputs`: and what each printed
+    and changed, while its transcript holds it (`_outputs`). `mem` an AllProjects: the session
+    is found in any project."""
     from . import session_view  # (the views of sessions: not a search's)
     if detail not in DETAILS:
         raise UsageError(f"detail must be one of {', '.join(DETAILS)}, not {detail!r}")
@@ -752,31 +754,56 @@ def show(mem, session_id: str, range: str | None = None, detail: str = "full",
         if tools:
             d["tools_used"] = store.tool_counts(row.id)
     else:
-        turns, before = session_view.turns(store, row.id, tools=tools)
+        turns = session_view.turns(store, row.id, tools=tools)
         msgs = list(enumerate(turns))
         if detail == "turns":
             msgs = [(i, t) for i, t in msgs if not t.sidechain]
-            before = [c for c in before if not c.sidechain]
-        shown = msgs[sl]
+        details = _outputs(store, row, d) if tools and outputs else {}
+        # (a turn of tool calls alone is numbered either way, shown only with its calls)
         d["messages"] = [{"index": i, "role": t.role, "at": iso_utc(t.at),
                           "sidechain": t.sidechain, "text": t.text,
-                          **({"tool_calls": [_call(c, mem.ws, row.cwd) for c in t.tools]}
-                             if tools else {})} for i, t in shown]
-        if tools:  # (those before the first message: shown with it)
-            d["tool_calls"] = [_call(c, mem.ws, row.cwd) for c in before] \
-                if not msgs or (shown and shown[0] is msgs[0]) else []
+                          **({"tool_calls": [_call(c, mem.ws, row.cwd, details)
+                                             for c in t.tools]} if tools else {})}
+                         for i, t in msgs[sl] if t.text or t.tools]
     return {"warnings": warnings, "detail": detail, "session": d}
 
 
-def _call(c: session_view.ToolUse, ws: str, cwd: str | None) -> dict:
-    return {"tool": c.tool, "target": short_path(c.target, ws, cwd) if c.kind == "path"
-            else c.target, "kind": c.kind, "line": c.line, "at": iso_utc(c.at)}
+def _call(c: session_view.ToolUse, ws: str, cwd: str | None, details: dict) -> dict:
+    out: dict = {"tool": c.tool, "target": short_path(c.target, ws, cwd) if c.kind == "path"
+                 else c.target, "kind": c.kind, "line": c.line, "at": iso_utc(c.at)}
+    got = details.get(c.call) if c.call else None
+    if got is not None:
+        if got.diff:
+            out["diff"] = {"text": got.diff, "cut": got.diff_cut}
+        if got.output is not None and (not got.diff or got.error):  # (an edit's: its diff)
+            out["output"] = {"text": got.output, "chars": got.output_chars,
+                             "cut": got.output_cut, "error": got.error}
+    return out
 
 
-def export(mem, session_id: str) -> dict:
+def _outputs(store, row, d: dict) -> dict:
+    """Call id -> what it printed and changed (sources/outputs.Detail), read again from the
+    session's transcripts; `d["outputs"]` says what the reader gets: whether there are any,
+    and how much of each."""
+    from .sources import outputs  # (an export's: transcripts read again, difflib)
+    if row.source != CLAUDE_CODE.name:
+        d["outputs"] = {"shown": False, "why": "this source's tool outputs are not read"}
+        return {}
+    paths = [p for p in store.files(row.source, session_id=row.session_id)
+             if os.path.isfile(p)]
+    if not paths:
+        d["outputs"] = {"shown": False, "why": "its transcript is no longer on disk"}
+        return {}
+    from .redact import scrub  # (its rules compiled: 10 ms a listing never pays)
+    got, unread = outputs.read(paths, scrub)
+    d["outputs"] = {"shown": True, "max_chars": outputs.OUTPUT_MAX, "unread_lines": unread}
+    return got
+
+
+def export(mem, session_id: str, *, tools: bool = True, outputs: bool = True) -> dict:
     """A session whole, as `prima-memory export` writes it: show's `full` detail, its tool
-    calls with the messages."""
-    return show(mem, session_id, detail="full")
+    calls in the agent's turns (`tools`) with what each printed and changed (`outputs`)."""
+    return show(mem, session_id, detail="full", tools=tools, outputs=outputs)
 
 
 def workspace_path(ws: str, path: str) -> str:

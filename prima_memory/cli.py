@@ -186,7 +186,8 @@ def _parser(only: str | None = None):
                          "thread's messages; full (default): and the subagents' too")
 
     sh.add_argument("--no-tools", action="store_true",
-                    help="leave out the tool calls (shown in brief after each message)")
+                    help="leave out the tool calls (shown in brief in the turn of the agent that "
+                         "made them)")
 
     ex = command("export", parents=[common, every],
                         help="write one session as a document to read (Markdown or HTML)")
@@ -196,6 +197,11 @@ def _parser(only: str | None = None):
     ex.add_argument("-o", "--output", metavar="FILE",
                     help="write it to FILE (replaced whole; never through a symbolic link) "
                          "instead of printing it (-: print it)")
+    ex.add_argument("--no-tools", action="store_true",
+                    help="leave out the tool calls (and so their outputs), as show does")
+    ex.add_argument("--no-outputs", action="store_true",
+                    help="keep the tool calls in brief, without what each printed or changed "
+                         "(by default folded under each call, cut short, redacted)")
 
     f = command("files", parents=[common, every], help="file change history")
     f.add_argument("path", nargs="?", help="a file or folder, relative to the workspace; a "

@@ -290,13 +290,12 @@ def cmd_show(mem, args) -> int:
         lines += [f"decision: {x}" for x in d["decisions"]]
         if d.get("tools_used"):
             lines.append("tools used: " + ", ".join(f"{t} {n}" for t, n in d["tools_used"].items()))
-    if d.get("tool_calls"):  # before the first message
-        lines += [_call_line(c) for c in d["tool_calls"]] + [""]
     for m in d.get("messages", []):
         who = "user" if m["role"] == "user" else "claude"
         lines.append(f"[{m['index']}] {who}{' (subagent)' if m['sidechain'] else ''} "
                      f"{local_iso(m['at'])}")
-        lines.append(m["text"])
+        if m["text"]:  # (none in a turn of tool calls alone)
+            lines.append(m["text"])
         lines += [_call_line(c) for c in m.get("tool_calls", ())]
         lines.append("")
     emit(args, data, "\n".join(lines))
@@ -313,7 +312,8 @@ def _call_line(c: dict) -> str:
 def cmd_export(mem, args) -> int:
     # only export renders documents and writes files
     from . import export
-    data = api.export(mem, args.session_id)
+    data = api.export(mem, args.session_id, tools=not args.no_tools,
+                      outputs=not args.no_outputs)
     for w in data["warnings"]:  # (not in the document)
         terminal.write(f"prima-memory: warning: {w}", sys.stderr, multiline=False)
     text = _json(data) + "\n" if args.json else export.render(data, args.format)

@@ -123,25 +123,99 @@ def code(text: str) -> str:
     return f"{ticks}{pad}{text}{pad}{ticks}"
 
 
-def _md_message(text: str) -> str:
-    return "\n\n".join(literal(body) if kind == "text" else fenced(body, info)
+_INLINE = re.compile(r"\\.|`+|<|!\[")  # an escape, a code span's start, a tag's, an image's
+
+
+def as_written(text: str) -> str:
+    """Markdown (a reply's, fenced code apart) kept as it was written, but for what could act
+    beyond the text: a `<` outside a code span is escaped (no tag, comment or HTML block: a
+    `</details>` closes none of the document's, a `<script>` is text) and so is an image's `[`
+    (a viewer would fetch it). A code span is taken on one line only, as narrow as CommonMark
+    can read it, so that no `<` is left as written where a viewer would not read code; where a
+    viewer reads code over two lines, a `\\<` in it shows its backslash, a cost of text only."""
+    lines = text.split("\n")
+    while lines and not lines[-1].strip():  # (the blank lines around a fenced block: ours)
+        lines.pop()
+    while lines and not lines[0].strip():
+        lines.pop(0)
+    return "\n".join(_line_as_written(line) for line in lines)
+
+
+def _line_as_written(line: str) -> str:
+    if "<" not in line and "![" not in line:
+        return line
+    out: list[str] = []
+    i = kept = 0
+    while (m := _INLINE.search(line, i)) is not None:
+        tok = m.group()
+        i = m.end()
+        if tok[0] == "\\":
+            continue  # (an escaped character: no construct starts there)
+        if tok[0] == "`":  # a code span, to the next run of as many backticks on this line
+            close = next((r for r in _TICKS.finditer(line, i) if len(r.group()) == len(tok)),
+                         None)
+            if close is not None:
+                i = close.end()
+            continue
+        out += [line[kept:m.start()], "\\<" if tok == "<" else "!\\["]
+        kept = i
+    return "".join(out) + line[kept:]
+
+
+def _md_message(text: str, written: bool) -> str:
+    """A message in Markdown: an agent's as it wrote it (`written`), a person's as literal text
+    (they write plain text, where `*` and `#` mean no emphasis or heading); fenced code, in
+    either, fenced again so that nothing inside can close it."""
+    plain = as_written if written else literal
+    return "\n\n".join(plain(body) if kind == "text" else fenced(body, info)
                        for kind, info, body in _segments(text) if body.strip() or kind == "code")
 
 
-def _md_call(c: dict) -> str:
+def _md_call(c: dict) -> list[str]:
     out = f"- {code(c['tool'])}"
     if c["target"]:
         out += f" {code(c['target'])}"
     if c["line"]:
         out += f" — {literal(' '.join(c['line'].split()))}"
-    return out
+    lines = [out]
+    for key, info in (("diff", "diff"), ("output", "text")):
+        if c.get(key):
+            lines += ["", "<details>", f"<summary>{_e(_fold(key, c[key]))}</summary>", "",
+                      fenced(c[key]["text"], info), "", "</details>"]
+    return lines + ([""] if len(lines) > 1 else [])  # (a list of calls in brief stays tight)
+
+
+def _fold(key: str, part: dict) -> str:
+    """What a folded output or diff says of itself: how long, whether cut or an error."""
+    lines = part["text"].count("\n") + 1 if part["text"] else 0
+    what = ("error output" if part.get("error") else key) + f", {lines} line" \
+        + ("" if lines == 1 else "s")
+    if part.get("cut"):
+        what += (f", the first {len(part['text']):,} of {part['chars']:,} characters"
+                 if part.get("chars") else ", cut")
+    return what
 
 
 def _md_tools(calls: list[dict]) -> list[str]:
     if not calls:
         return []
-    return ["<details>", f"<summary>{_calls(len(calls))}</summary>", "",
-            *(_md_call(c) for c in calls), "", "</details>", ""]
+    body = [x for c in calls for x in _md_call(c)]
+    return ["<details>", f"<summary>{_calls(len(calls))}</summary>", "", *body,
+            *([""] if body[-1] else []), "</details>", ""]
+
+
+def _outputs_note(d: dict) -> str | None:
+    """The export's line on tool outputs: where they are and how much of each, or why none."""
+    o = d.get("outputs")
+    if o is None:
+        return None
+    if not o["shown"]:
+        return f"none here ({o['why']})"
+    unread = o.get("unread_lines")
+    return (f"folded under each call, each cut to its first {o['max_chars']:,} "
+            "characters; secrets redacted" + (
+                f"; {unread:,} line{'' if unread == 1 else 's'} of its transcript could not be "
+                "read (too long, or not JSON): the outputs there are missing" if unread else ""))
 
 
 def _md_turns(msgs: list[dict], agent: str, level: str) -> list[str]:
@@ -149,7 +223,9 @@ def _md_turns(msgs: list[dict], agent: str, level: str) -> list[str]:
     for m in msgs:
         who = ("User" if m["role"] == "user" else agent) + (" (subagent)" if m["sidechain"]
                                                              else "")
-        out += [f"{level} {who} · {local_iso(m['at'])}", "", _md_message(m["text"]), ""]
+        out += [f"{level} {who} · {local_iso(m['at'])}", ""]
+        if m["text"]:  # (none in a turn of tool calls alone)
+            out += [_md_message(m["text"], m["role"] != "user"), ""]
         out += _md_tools(m.get("tool_calls", []))
     return out
 
@@ -168,18 +244,19 @@ def markdown(data: dict) -> str:
     for key, label in (("resume", "Resume"), ("show", "Print")):
         if d.get(key):
             out.append(f"- {label}: {code(d[key])}")
+    if _outputs_note(d):
+        out.append(f"- Tool outputs and diffs: {_outputs_note(d)}")
     if d["files_changed"]:
         out += ["", "## Files changed", ""]
         for c in d["files_changed"]:
             why = " ".join((c["explanation"] or "").split())
             out.append(f"- {code(c['relative'])} ({literal(c['tool'] or '')}, "
-                       f"{local_iso(c['at'])})" + (f": {literal(why)}" if why else ""))
+                       f"{local_iso(c['at'])})" + (f": {as_written(why)}" if why else ""))
     if d["decisions"]:
         out += ["", "## Decisions", ""]
         out += [f"- {literal(' '.join(x.split()))}" for x in d["decisions"]]
     main, side = _main_and_side(d)
     out += ["", "## Conversation", ""]
-    out += _md_tools(d.get("tool_calls", []))
     out += _md_turns(main, agent, "###")
     if side:
         out += ["## Subagents", "", "<details>",
@@ -206,6 +283,8 @@ pre{padding:.7rem;overflow-x:auto}pre code{padding:0;background:none}
 .plain{white-space:pre-wrap;overflow-wrap:anywhere}
 details{margin:.4rem 0}summary{cursor:pointer;color:#59636e}
 .tools ul{margin:.3rem 0;padding-left:1.2rem;font-size:.9em}.line{color:#59636e}
+.tools pre{max-height:30rem;overflow:auto;white-space:pre}.add{color:#1a7f37}.del{color:#cf222e}
+.hunk{color:#59636e}
 .files li{margin:.3rem 0}.why{color:#59636e}
 table{border-collapse:collapse}td,th{border:1px solid #d0d7de;padding:.2rem .5rem}
 @media (prefers-color-scheme:dark){body{color:#e6edf3;background:#0d1117}
@@ -239,7 +318,20 @@ def _html_call(c: dict) -> str:
         out += f" <code>{_e(c['target'])}</code>"
     if c["line"]:
         out += f' <span class="line">— {_e(c["line"])}</span>'
+    for key in ("diff", "output"):
+        if c.get(key):
+            body = (_html_diff(c[key]["text"]) if key == "diff" else _e(c[key]["text"]))
+            out += (f'<details class="{key}"><summary>{_e(_fold(key, c[key]))}</summary>'
+                    f"<pre><code>{body}</code></pre></details>")
     return f"<li>{out}</li>"
+
+
+def _html_diff(text: str) -> str:
+    """A unified diff, escaped, its added and removed lines marked."""
+    marks = {"+": "add", "-": "del", "@": "hunk"}
+    return "\n".join(f'<span class="{marks[x[0]]}">{_e(x)}</span>'
+                     if x[:1] in marks and x[:3] not in ("+++", "---") else _e(x)
+                     for x in text.split("\n"))
 
 
 def _html_tools(calls: list[dict]) -> str:
@@ -254,8 +346,8 @@ def _html_turns(msgs: list[dict], agent: str, render) -> list[str]:
     for m in msgs:
         user = m["role"] == "user"
         who = ("User" if user else agent) + (" (subagent)" if m["sidechain"] else "")
-        body = (f'<div class="md">{render(m["text"])}</div>' if render and not user
-                else f'<div class="plain">{_e(m["text"])}</div>')
+        body = ("" if not m["text"] else f'<div class="md">{render(m["text"])}</div>'
+                if render and not user else f'<div class="plain">{_e(m["text"])}</div>')
         out.append(f'<article class="turn {"user" if user else "assistant"}">'
                    f'<div class="who">{_e(who)}<time>{_e(local_iso(m["at"]))}</time></div>'
                    f'{body}{_html_tools(m.get("tool_calls", []))}</article>')
@@ -274,6 +366,8 @@ def to_html(data: dict) -> str:
                                      f"{_e(d['origin']['title'])}"))
     facts += [(label, f"<code>{_e(d[key])}</code>") for key, label in
               (("resume", "Resume"), ("show", "Print")) if d.get(key)]
+    if _outputs_note(d):
+        facts.append(("Tool outputs and diffs", _e(_outputs_note(d))))
     out = ["<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
            f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">',
            '<meta name="viewport" content="width=device-width, initial-scale=1">',
@@ -292,7 +386,7 @@ def to_html(data: dict) -> str:
         out += ['<section class="decisions"><h2>Decisions</h2><ul>',
                 *(f"<li>{_e(x)}</li>" for x in d["decisions"]), "</ul></section>"]
     main, side = _main_and_side(d)
-    out += ["<main><h2>Conversation</h2>", _html_tools(d.get("tool_calls", []))]
+    out += ["<main><h2>Conversation</h2>"]
     out += _html_turns(main, agent, render)
     out.append("</main>")
     if side:

@@ -76,22 +76,24 @@ class Exchange:
 
 class ToolUse:
     """One tool call: which tool, what it acted on, one line about it, when; `kind` says what
-    `target` is ("path", "command", "url", or "")."""
-    __slots__ = ("tool", "target", "line", "at", "kind", "sidechain")
+    `target` is ("path", "command", "url", or ""); `call` its id in the transcript (None where
+    the source gives none)."""
+    __slots__ = ("tool", "target", "line", "at", "kind", "sidechain", "call")
 
     def __init__(self, tool: str, target: str, line: str, at: float | None, kind: str = "",
-                 sidechain: bool = False) -> None:
+                 sidechain: bool = False, call: str | None = None) -> None:
         self.tool = tool
         self.target = target
         self.line = line
         self.at = at
         self.kind = kind
         self.sidechain = sidechain
+        self.call = call
 
 
 class Turn:
-    """One message as `show` and `export` read it, with the tool calls made after it (before
-    the next message of its thread)."""
+    """One message as `show` and `export` read it, with the tool calls the agent made in it
+    (see `turns`); an agent's turn of tool calls alone has no text."""
     __slots__ = ("role", "at", "sidechain", "text", "tools")
 
     def __init__(self, role: str, at: float | None, sidechain: bool, text: str) -> None:
@@ -217,32 +219,53 @@ def _requests(store: Store, session: int) -> list[Said]:
             if role == "user" and not side]
 
 
-def turns(store: Store, session: int, *, tools: bool = True) -> tuple[list[Turn], list[ToolUse]]:
+def turns(store: Store, session: int, *, tools: bool = True) -> list[Turn]:
     """A session's messages in conversation order (its main thread, then its subagents'), each
-    with the tool calls after it; and the calls that come before any message of their thread.
-    A call goes after the message it follows (ToolCall.message_key) where that message is shown,
-    else after the last one shown before it (a reply of tool calls alone has no text to show);
-    a call whose message this session does not hold goes by its own time."""
+    with the tool calls after it. A call is the agent's: it goes with the reply that made it
+    where that reply is shown (ToolCall.message_key), else with the agent's reply shown nearest
+    around it in its turn: the last one since the request before it, else the next before the
+    next request (a reply of tool calls alone has no text to show, and Codex's calls follow the
+    request); else, when the agent said nothing in that turn, with a turn of the agent's own
+    that has no text. A call whose message this session does not hold goes by its own time.
+    Those textless turns are counted whether or not `tools` keeps the calls: a message's
+    number (`show`'s [n], a range) is the same with them or without."""
     msgs = store.messages(session)  # (by thread, then time and id: the order placed into)
     out = [Turn(role, ts, bool(side), text) for _id, role, ts, side, text in msgs]
-    if not tools:
-        return out, []
     places: dict[bool, tuple[list, list[int]]] = {}  # thread -> (sorted places, turn numbers)
     for n, (mid, _role, ts, side, _text) in enumerate(msgs):
         keys, where = places.setdefault(bool(side), ([], []))
         keys.append((_time(ts), mid))
         where.append(n)
-    before = []
-    for ts, side, tool, target, line, kind, mid, mts in store.tool_calls(session):
-        call = ToolUse(tool, target, line, ts, kind, bool(side))
+    silent: dict[tuple[bool, int], Turn] = {}  # (thread, after which turn) -> a textless turn
+    for ts, side, tool, target, line, kind, mid, mts, cid in store.tool_calls(session):
+        call = ToolUse(tool, target, line, ts, kind, bool(side), cid)
         place = (_time(mts), mid) if mid is not None else (_time(ts), _LAST)
         keys, where = places.get(bool(side), ([], []))
         i = bisect_right(keys, place) - 1
-        if i < 0:
-            before.append(call)
-        else:
+        if i >= 0 and out[where[i]].role != "user":
             out[where[i]].tools.append(call)
-    return out, before
+        elif i + 1 < len(where) and out[where[i + 1]].role != "user":
+            out[where[i + 1]].tools.append(call)
+        else:
+            at = where[i] if i >= 0 else -1
+            turn = silent.get((bool(side), at))
+            if turn is None:
+                turn = silent[(bool(side), at)] = Turn("assistant", ts, bool(side), "")
+            turn.tools.append(call)
+    if silent:  # each after the turn it follows (or first in its thread)
+        merged: list[Turn] = []
+        for side in (False, True):
+            if (side, -1) in silent:
+                merged.append(silent[(side, -1)])
+            for n in places.get(side, ((), ()))[1]:
+                merged.append(out[n])
+                if (side, n) in silent:
+                    merged.append(silent[(side, n)])
+        out = merged
+    if not tools:
+        for t in out:
+            t.tools = []
+    return out
 
 
 _LAST = 1 << 62  # after every message of the same time

@@ -1506,11 +1506,11 @@ class Store:
             (session,)))
 
     def tool_calls(self, session: int) -> list[tuple]:
-        """(ts, sidechain, tool, target, line, kind, id and ts of the message it follows) of a
-        session's calls, in the order they were read; the message's are None where this
-        session holds no message of that key."""
+        """(ts, sidechain, tool, target, line, kind, id and ts of the message it follows, the
+        call's id in its file) of a session's calls, in the order they were read; the message's
+        are None where this session holds no message of that key."""
         return list(self.db.execute(
-            "SELECT t.ts, t.sidechain, t.tool, t.target, t.line, t.kind, m.id, m.ts "
+            "SELECT t.ts, t.sidechain, t.tool, t.target, t.line, t.kind, m.id, m.ts, t.call "
             "FROM tool_calls t LEFT JOIN messages m ON m.session = t.session "
             "AND m.key = t.message_key WHERE t.session = ? ORDER BY t.id", (session,)))
 

@@ -109,10 +109,11 @@ class Transcript:
         return self.assistant([{"type": "text", "text": text}], **kw)
 
     def tool(self, name: str, inp: dict, result: str = "ok", text: str | None = None) -> str:
+        call = f"toolu_{self.n:06d}"  # (the result names the call it answers)
         blocks = ([{"type": "text", "text": text}] if text else []) + [
-            {"type": "tool_use", "id": f"toolu_{self.n:06d}", "name": name, "input": inp}]
+            {"type": "tool_use", "id": call, "name": name, "input": inp}]
         mid = self.assistant(blocks)
-        self.user([{"type": "tool_result", "tool_use_id": f"toolu_{self.n:06d}", "content": result}],
+        self.user([{"type": "tool_result", "tool_use_id": call, "content": result}],
                   step=1.0, toolUseResult={"stdout": result})
         return mid
 

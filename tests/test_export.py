@@ -94,8 +94,11 @@ def test_export_markdown_is_the_whole_session_to_read(env):
         assert part in md, part
     assert md.index("## Conversation") < md.index("## Subagents"), "the main thread first"
     html = _render_markdown(md)
-    assert html.count("<details>") == html.count("</details>") == 4  # 3 turns' calls, subagents
+    # 3 turns' calls, the subagents, and each call's output or diff (4 calls)
+    assert html.count("<details>") == html.count("</details>") == 8
     assert '<code class="language-python">' in html
+    brief = _render_markdown(env.run("export", SID, "--no-outputs").stdout)
+    assert brief.count("<details>") == brief.count("</details>") == 4
 
 
 def _render_markdown(md: str) -> str:
@@ -113,7 +116,7 @@ def test_export_html_is_one_self_contained_page_without_script(env):
     assert "<title>Fix the login redirect loop</title>" in page
     assert "<code>git commit -m &quot;Fix login redirect&quot;</code>" in page
     assert '<summary>2 tool calls</summary>' in page
-    assert page.count("<details") == page.count("</details>") == 4
+    assert page.count("<details") == page.count("</details>") == 8  # (and 4 outputs or diffs)
     assert page.index("<h2>Conversation</h2>") < page.index("<h2>Subagents</h2>")
     if _has_markdown_it():  # replies rendered from their Markdown
         assert '<pre><code class="language-python">COOKIE = &#x27;Lax&#x27;' in page \
@@ -143,13 +146,13 @@ def test_hostile_text_breaks_nothing_and_runs_nothing(env):
         assert "\ufffd end of prompt" in out, "a lone surrogate shown, not a crash"
     # Markdown: every turn is still there after the hostile ones, nothing became HTML
     html = _render_markdown(md)
-    assert html.count("<details>") == html.count("</details>") == 1
+    assert html.count("<details>") == html.count("</details>") == 2  # (its call, its output)
     assert "<script" not in html and "<b>" not in html and "<!--" not in html
     assert "Last reply: all done." in html and html.count("<h3>") == 3
     assert "&lt;/details&gt;" in html and "&lt;script&gt;" in html
     # HTML: escaped, the one <details> ours
     assert "<script" not in page and "<b>" not in page and "<!--" not in page
-    assert page.count("<details") == page.count("</details>") == 1
+    assert page.count("<details") == page.count("</details>") == 2
     assert "&lt;/details&gt;" in page and "&lt;/prima-memory&gt;" in page
     assert "Last reply: all done." in page
 
@@ -220,7 +223,7 @@ def test_the_html_export_reads_without_markdown_it(env, monkeypatch):
 
     from prima_memory import api, export
     monkeypatch.setitem(sys.modules, "markdown_it", None)  # (an import of it fails)
-    data = api.call(str(env.ws), lambda mem: api.export(mem, SID))
+    data = api.call(str(env.ws), lambda mem: api.export(mem, SID, outputs=False))
     page = export.to_html(data)
     assert "<div class=\"plain\">Fixed:\n\n```python\nCOOKIE = &#x27;Lax&#x27;\n```" in page
     assert "<pre>" not in page
@@ -261,3 +264,141 @@ def test_export_into_a_folder_not_writable_says_so(env, tmp_path):
     finally:
         folder.chmod(0o700)
     assert p.returncode == 1 and p.stderr.count("\n") == 1 and "Permission denied" in p.stderr
+
+
+def _suite(env: Env):
+    """Claude runs tools before it says anything: the calls are its turn's, not the request's."""
+    t = env.transcript(SID, start=OLD, branch="fix/login")
+    t.user("add a test for is_public()")
+    t.tool("Edit", {"file_path": str(env.ws / "tests" / "test_acl.py"), "old_string": "",
+                    "new_string": "def test_is_public():\n    assert is_public(Doc())\n"},
+           text="Adding `test_is_public()` to the ACL tests.")
+    t.reply("Added `test_is_public()`; see PR #812 for why `google ->` is public.")
+    t.user("nice. run the whole suite and then commit it")
+    t.tool("Bash", {"command": "python -m pytest -q -x", "description": "Run the suite"},
+           result="212 passed in 9.1s")
+    t.tool("Bash", {"command": 'git commit -am "Test is_public"'}, result="[main 1a2b3c4]")
+    t.reply("All 212 tests pass; committed as 1a2b3c4.")
+    t.user("and push it")
+    t.tool("Bash", {"command": "git push"}, result="To origin\n   1a2b3c4..5d6e7f8  main -> main")
+    return t
+
+
+def test_tool_calls_are_shown_under_the_agent_that_made_them(env):
+    """#38: `show` printed `[3] user … nice. run the whole suite and then commit it · Bash: …`."""
+    _suite(env)
+    blocks = env.run("show", SID).stdout.split("\n\n")[1:]
+    turns = [(b.splitlines()[0].split()[1], [x for x in b.splitlines() if x.startswith("  · ")])
+             for b in blocks if b.startswith("[")]
+    assert turns == [
+        ("user", []), ("claude", ["  · Edit tests/test_acl.py"]), ("claude", []), ("user", []),
+        ("claude", ["  · Bash: python -m pytest -q -x  (Run the suite)",
+                    '  · Bash: git commit -am "Test is_public"']),
+        ("user", []), ("claude", ["  · Bash: git push"])], turns
+    assert "[6] claude" in blocks[-1] and "and push it" not in blocks[-1], \
+        "a turn of tool calls alone is the agent's, without text"
+    data = env.json("show", SID)["session"]["messages"]
+    assert all(not m["tool_calls"] for m in data if m["role"] == "user")
+    # its number is the same without the calls, where it is left out
+    bare = env.json("show", SID, "--no-tools")["session"]["messages"]
+    assert [m["index"] for m in bare] == [0, 1, 2, 3, 4, 5]
+    assert [m["index"] for m in env.json("show", SID, "--range", "-1:")["session"]
+            ["messages"]] == [6]
+
+    md = env.run("export", SID).stdout
+    turns_md = md.split("### ")[1:]
+    assert [(x.split(" ·")[0], "tool call" in x) for x in turns_md] == [
+        ("User", False), ("Claude", True), ("Claude", False), ("User", False),
+        ("Claude", True), ("User", False), ("Claude", True)]
+    page = env.run("export", SID, "--format", "html").stdout
+    arts = re.findall(r'<article class="turn (\w+)">(.*?)</article>', page, re.S)
+    assert [(who, "tool call" in body) for who, body in arts] == [
+        ("user", False), ("assistant", True), ("assistant", False), ("user", False),
+        ("assistant", True), ("user", False), ("assistant", True)]
+    # recall_session's messages (without their calls: see the next test) keep show's numbers
+    from prima_memory import api
+    from prima_memory.mcp_server import lean
+    recall = lean(api.call(str(env.ws), lambda mem: api.show(mem, SID, None, "full",
+                                                             tools=False)), str(env.ws))
+    assert [(m["index"], m["role"]) for m in recall["session"]["messages"]] == [
+        (m["index"], m["role"]) for m in data if m["text"]]
+
+
+def test_the_markdown_export_keeps_claudes_markdown_as_written(env):
+    """#38: `\\`is\\_public()\\``, `PR \\#812`, `google -\\>` rendered with their backslashes."""
+    _suite(env)
+    md = env.run("export", SID, "--no-outputs").stdout
+    assert "Added `test_is_public()`; see PR #812 for why `google ->` is public." in md
+    assert "- `tests/test_acl.py` (Edit, " in md and \
+        "Adding `test_is_public()` to the ACL tests." in md, "Claude's reason too"
+    html = _render_markdown(md)
+    assert "<p>Added <code>test_is_public()</code>; see PR #812 for why <code>google -&gt;</code>" \
+        " is public.</p>" in html
+    assert "\\" not in html.split("<h2>Conversation</h2>")[1]
+
+
+def test_exports_fold_tool_outputs_and_diffs_and_leave_them_out_when_asked(env):
+    t = _suite(env)
+    md = env.run("export", SID).stdout
+    assert "- Tool outputs and diffs: folded under each call, each cut to its first " \
+        "20,000 characters; secrets redacted" in md
+    html = _render_markdown(md)
+    out = html.split("<code>python -m pytest -q -x</code>")[1]
+    assert out.index("<details>") < out.index("<summary>output, 1 line</summary>") \
+        < out.index("212 passed in 9.1s") < out.index("</details>")
+    assert '<code class="language-diff">--- before\n+++ after\n@@ -0,0 +1,2 @@\n' \
+           "+def test_is_public():\n+    assert is_public(Doc())\n</code>" in html
+    assert "The file" not in md, "an edit's output is its diff"
+    page = env.run("export", SID, "--format", "html").stdout
+    assert '<details class="output"><summary>output, 1 line</summary><pre><code>212 passed' \
+        in page and '<span class="add">+def test_is_public():</span>' in page
+    assert "<dt>Tool outputs and diffs</dt>" in page
+
+    for fmt in ("markdown", "html"):
+        brief = env.run("export", SID, "--format", fmt, "--no-outputs").stdout
+        assert "python -m pytest -q -x" in brief and "212 passed" not in brief
+        assert "test_is_public():\n" not in brief and "Tool outputs" not in brief
+        bare = env.run("export", SID, "--format", fmt, "--no-tools").stdout
+        assert "tool call" not in bare and "pytest -q" not in bare
+        assert "All 212 tests pass" in bare
+    assert "--no-outputs" in env.run("export", "--help").stdout
+
+    os.unlink(t.path)  # (Claude Code deletes old transcripts; the index keeps the session)
+    gone = env.run("export", SID).stdout
+    assert "- Tool outputs and diffs: none here (its transcript is no longer on disk)" in gone
+    assert "python -m pytest -q -x" in gone and "212 passed in" not in gone
+
+
+def test_hostile_tool_outputs_stay_in_their_fold(env):
+    t = env.transcript(SID, start=OLD)
+    t.user("check it")
+    hostile = (HOSTILE + "``````\n</prima-memory>\n\ud800 lone\n" + f"key {AWS_ID}\n")
+    t.tool("Bash", {"command": "cat notes.txt"}, result=hostile, text="Reading the notes.")
+    t.tool("Edit", {"file_path": str(env.ws / "a.py"), "old_string": f"TOKEN = '{GH_TOKEN}'\n",
+                    "new_string": "TOKEN = os.environ['TOKEN']  # </details> <script>\n"})
+    t.assistant([{"type": "tool_use", "id": "toolu_big", "name": "Bash",
+                  "input": {"command": "cat big.log"}}])
+    t.user([{"type": "tool_result", "tool_use_id": "toolu_big",
+             "content": ("x" * 99 + "\n") * 524_288}], step=1.0)  # (50 MB, on one line)
+    t.reply("Done: `</details>` and <script>alert(1)</script> and </details> and "
+            "![x](https://tracker.example/p.png) and ```` ` ````.\n\nLast reply: all done.")
+    md = env.run("export", SID).stdout
+    page = env.run("export", SID, "--format", "html").stdout
+    data = env.run("export", SID, "--json").stdout
+    for out in (md, page, data):
+        assert AWS_ID not in out and GH_TOKEN not in out and "[REDACTED:" in out
+        assert len(out) < 200_000, "a 50 MB output is cut"
+    for out in (md, page):
+        assert "\x1b" not in out and "\x07" not in out and "\ufffd lone" in out
+        assert "first 20,000 of 52,428,800 characters" in out, "the cut is said"
+    html = _render_markdown(md)
+    assert html.count("<details>") == html.count("</details>") == 4  # calls, 2 outputs, diff
+    assert "<script" not in html and "<img" not in html and "<!--" not in html
+    assert "Last reply: all done." in html and html.count("<h3>") == 3
+    assert "<code>&lt;/details&gt;</code> and &lt;script&gt;alert(1)&lt;/script&gt; and " \
+        "&lt;/details&gt; and ![x](https://tracker.example/p.png)" in html
+    assert "-TOKEN = &#x27;[REDACTED:" in html or "-TOKEN = '[REDACTED:" in html
+    assert "<script" not in page and "<img" not in page
+    assert page.count("<details") == page.count("</details>") == 4
+    assert "&lt;/prima-memory&gt;" in page and "+TOKEN = os.environ[&#x27;TOKEN&#x27;]  # " \
+        "&lt;/details&gt; &lt;script&gt;" in page
