@@ -441,8 +441,8 @@ def briefing(mem: Memory, *, exclude_session: str | None = None, chars: int | No
     store = mem.store()
     rows = [r for r in store.recent_sessions(text.MAX_SESSIONS + 1)
             if r.session_id != exclude_session][:text.MAX_SESSIONS]
-    return text.render([session_view.build(store, r, paths=True) for r in rows], chars=chars,
-                       ws=mem.ws)
+    return text.render([session_view.build(store, r, paths=True, open_end=True) for r in rows],
+                       chars=chars, ws=mem.ws)
 
 
 def checkpoint(mem: Memory, session_id: str, trigger: str | None = None) -> str | None:

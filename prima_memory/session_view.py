@@ -6,13 +6,15 @@ once, read from the store by `build`; the renderers take the view, never the sto
   says too little on its own;
 - its first and last requests;
 - its excerpts: its last substantial replies;
-- the files it changed, and its last exchanges.
+- the files it changed, and its last exchanges;
+- what it left unfinished, and the next step (`left_open`: the briefing marks it).
 
 Standard library only and cheap (plain classes, not dataclasses, whose import costs the
 SessionStart hook milliseconds): the hook renders the briefing from these views.
 """
 from __future__ import annotations
 
+import re
 from bisect import bisect_right
 
 TYPE_CHECKING = False  # (typing's own costs the hook an import; type checkers read this as True)
@@ -104,13 +106,29 @@ class Turn:
         self.tools: list[ToolUse] = []
 
 
+class Open:
+    """What a session left unfinished (see `left_open`): `why` is "no reply", "next step",
+    "asked", "mid-task" or "todo"; `text` the step it names ("" for "no reply"); `said` the
+    words of the last reply that name it, which a renderer need not repeat ("" when none)."""
+    __slots__ = ("why", "text", "said")
+
+    def __init__(self, why: str, text: str, said: str = "") -> None:
+        self.why = why
+        self.text = text
+        self.said = said
+
+    def __repr__(self) -> str:
+        return f"Open({self.why!r}, {self.text[:40]!r})"
+
+
 class SessionView:
     """A session's row and what its renderers show of it. Always there: `last_request` and
     `stopped`. The rest only when `build` was asked for it (empty otherwise): `requests` (every
     request of the main thread, in order; `first_request` comes from it), `changed_paths`,
-    `changes`, `excerpts` (newest first) and `exchanges` (the last ones, in order)."""
+    `changes`, `excerpts` (newest first), `exchanges` (the last ones, in order) and `open`
+    (what it left unfinished, None when nothing)."""
     __slots__ = ("row", "last_request", "stopped", "requests", "changed_paths", "changes",
-                 "excerpts", "exchanges")
+                 "excerpts", "exchanges", "open")
 
     def __init__(self, row: SessionRow, *, last_request: Said | None = None,
                  stopped: Said | None = None, requests: list[Said] | None = None,
@@ -125,6 +143,7 @@ class SessionView:
         self.changes = changes or []
         self.excerpts = excerpts or []
         self.exchanges = exchanges or []
+        self.open: Open | None = None
 
     @property
     def first_request(self) -> Said | None:
@@ -142,10 +161,11 @@ class SessionView:
 
 
 def build(store: Store, row: SessionRow, *, requests: bool = False, paths: bool = False,
-          changes: bool = False, excerpts: int = 0, exchanges: int = 0) -> SessionView:
+          changes: bool = False, excerpts: int = 0, exchanges: int = 0,
+          open_end: bool = False) -> SessionView:
     """The view of a session, with the parts asked for: a briefing of five sessions or a digest
     of two hundred reads only the little it shows."""
-    return SessionView(
+    view = SessionView(
         row,
         last_request=last_request(store, row.id),
         stopped=where_it_stopped(store, row.id),
@@ -155,6 +175,9 @@ def build(store: Store, row: SessionRow, *, requests: bool = False, paths: bool 
         excerpts=_substantial(store, row.id, excerpts) if excerpts else None,
         exchanges=[Exchange(*e) for e in store.exchanges(row.id)[-exchanges:]]
         if exchanges else None)
+    if open_end:
+        view.open = left_open(store, view)
+    return view
 
 
 def where_it_stopped(store: Store, session: int) -> Said | None:
@@ -177,6 +200,74 @@ def where_it_stopped(store: Store, session: int) -> Said | None:
     if len(before) > BEFORE_CHARS:
         before = before[:BEFORE_CHARS - 1].rstrip() + "…"
     return Said(at, f"{before}\n\n{text.strip()}")
+
+
+# A line of the last reply that names what comes next: "Next step: …", "**Next:** …", "- Remaining:
+# …", at the start of a line or of a sentence. With nothing after its colon (a heading over a
+# list), its first item is the step.
+_NEXT = re.compile(
+    r"(?:^|(?<=[.!?)] ))[ \t]*(?:[-*•][ \t]+)?(?:\*\*|__)?(?:next steps?|next up|next|remaining"
+    r"|still to do|left to do|to do|open questions?|follow[- ]ups?)(?:\*\*|__)?[ \t]*:"
+    r"(?:\*\*|__)?[ \t]*(?P<text>[^\n]*)", re.I | re.M)
+_ITEM = re.compile(r"^[ \t]*(?:[-*•]|\d+[.)])[ \t]+(?P<text>\S[^\n]*)", re.M)
+_FENCE = re.compile(r"^[ \t]*(```|~~~).*?(?:^[ \t]*\1[^\n]*$|\Z)", re.M | re.S)
+# The closers that ask nothing: "Let me know if you need anything else!", "Does that help?"
+_POLITE = re.compile(r"anything else|let me know|any (?:other |more |further )?questions"
+                     r"|further (?:help|assistance)|does (?:that|this) (?:help|make sense)", re.I)
+# A sentence ends at ".", "!", "?" or "…" (and the quotes or markup closing it) before white
+# space; not at "e.g." or "i.e.".
+_SENTENCE_END = re.compile(r"(?<![ (][a-z]\.[a-z])[.!?…][\"')\]*_`]*(?=\s)")
+_TODOS = re.compile(r"\d+ todos")  # a TodoWrite call's line when none was in progress
+
+
+def left_open(store: Store, view: SessionView) -> Open | None:
+    """What the session left unfinished, from what the index holds, the first that applies: its
+    last request got no reply; its last reply names the next step ("Next step: …"); Claude
+    asked something and got no answer (a question ends the last reply, not a polite closer, or
+    its last call asks the user); it stopped while working (tool calls after its last reply:
+    the todo then in progress, else the last call); its todo list has an item in progress.
+    None: it ended on an answer."""
+    if view.unanswered:
+        return Open("no reply", "")
+    got = store.last_messages(view.row.id, "assistant", 1)
+    at, last = got[0] if got else (None, "")
+    prose = _FENCE.sub("", last)  # (a "# TODO: …" in code is no step of the session)
+    steps = list(_NEXT.finditer(prose))
+    if steps:
+        step = steps[-1]
+        text = step["text"].strip().strip("*_").strip()
+        said = step.group(0).strip()
+        if not text:  # a heading: its first item is the step
+            item = _ITEM.search(prose, step.end())
+            text = item["text"].strip() if item else ""
+            said = ""
+        if text:
+            return Open("next step", text, said)
+    # Tool calls after the last reply: it stopped while working. (Strictly after: a source that
+    # dates a whole answer once, as VS Code does, dates its calls as its reply.)
+    call_at, tool, target, line = store.last_call(view.row.id) or (None, "", "", "")
+    working = call_at is not None and (at is None or call_at > at)
+    if working and tool == "AskUserQuestion" and line:
+        return Open("asked", line)
+    ends = sentences(prose)
+    tail = ends[-1] if ends else ""
+    if not working and tail.rstrip("*_`\"')").endswith("?") and not _POLITE.search(tail):
+        return Open("asked", tail, tail)
+    todo = store.last_call(view.row.id, "TodoWrite")
+    doing = todo[3] if todo and todo[3] and not _TODOS.fullmatch(todo[3]) else ""
+    if working:
+        return Open("mid-task", doing or " ".join(filter(None, (tool, target or line))))
+    return Open("todo", doing) if doing else None
+
+
+def sentences(text: str) -> list[str]:
+    """`text`'s sentences, in order, each with its own white space."""
+    out, start = [], 0
+    for end in _SENTENCE_END.finditer(text):
+        out.append(text[start:end.end()].strip())
+        start = end.end()
+    out.append(text[start:].strip())
+    return [s for s in out if s]
 
 
 def says_too_little(reply: str) -> bool:

@@ -1514,6 +1514,12 @@ class Store:
             "FROM tool_calls t LEFT JOIN messages m ON m.session = t.session "
             "AND m.key = t.message_key WHERE t.session = ? ORDER BY t.id", (session,)))
 
+    def last_call(self, session: int, tool: str | None = None) -> tuple | None:
+        """(ts, tool, target, line) of the main thread's last tool call (of `tool`, if given)."""
+        return self.db.execute(
+            "SELECT ts, tool, target, line FROM tool_calls WHERE session = ? AND sidechain = 0 "
+            "AND (? IS NULL OR tool = ?) ORDER BY id DESC LIMIT 1", (session, tool, tool)).fetchone()
+
     def tool_counts(self, session: int) -> dict[str, int]:
         """tool -> how many calls of it the session made, the most used first."""
         return dict(self.db.execute("SELECT tool, count(*) FROM tool_calls WHERE session = ? "

@@ -447,7 +447,7 @@ def test_recall_only_sessions_are_not_sessions(cc):
     cc.claude("Anything left to do?")
     briefing = _briefing(cc.api.requests[0].text)
     assert cc.sessions["writer"] in briefing
-    assert "/prima-memory" not in briefing.split("To search past sessions")[0], briefing
+    assert "/prima-memory" not in briefing.split("\nMore: ")[0], briefing  # (but the footer)
     for sid in filter(None, cc.recall_sessions):
         assert sid not in briefing
     # and no search finds them: only the session that did the work talks about zanzibarite
@@ -912,7 +912,7 @@ def test_every_printed_hint_runs_from_a_users_shell(cc):
     shows = sorted({ln for ln in lines if re.fullmatch(r"\S*prima-memory show \S+ --workspace .+", ln)})
     resumes = sorted({ln for ln in lines if re.fullmatch(r"cd .+ && claude --resume \S+", ln)})
     assert shows and len(shows) == len(resumes), lines
-    search = re.search(r"in a shell: (prima-memory search \"<words>\")", briefing)
+    search = re.search(r"shell: (prima-memory search \"<words>\")", briefing)
     assert search, briefing
     user = dict(cc.env, PATH=f"{cc.local_bin}:/usr/bin:/bin")
 

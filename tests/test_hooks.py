@@ -289,8 +289,7 @@ def test_briefing_tells_recent_work_as_quoted_data(env, source):
     assert "quoted data" in low and "not instructions" in low  # framed as data, not orders
     assert re.search(r"/(prima-memory:)?recall\b", out), out  # how to search
     tools = [ln for ln in out.splitlines() if "MCP" in ln]  # and that the tools exist, in a line
-    assert len(tools) == 1 and all(t in tools[0] for t in ("search_sessions", "find_similar",
-                                                           "get_file_history")), out
+    assert len(tools) == 1 and all(t in tools[0] for t in ("search_sessions", "recall_session")), out
     # the current session is not briefed to itself
     assert D not in out and "capybara" not in low
     # newest first; a block per session runs from its title to the next one's
@@ -306,12 +305,11 @@ def test_briefing_tells_recent_work_as_quoted_data(env, source):
     for k in "ABC":
         assert local_minute(starts[k] + 30)[:10] in line_of[k], (k, line_of[k])  # when
         assert branches[k] in line_of[k], (k, line_of[k])
-    # A: files changed, tags, the last request and where it stopped: "Done." says too little on
+    # A: files changed, the last request and where it stopped: "Done." says too little on
     # its own, so the reply before it that says something comes first (shortened), then "Done."
     assert "src/export.py" in block["A"] and "src/button.css" in block["A"], block["A"]
     assert str(env.ws) + "/src/export.py" not in block["A"]  # shown relative to the project
-    for tag in ("python", "css", "feature"):
-        assert tag in block["A"], (tag, block["A"])
+    assert "tags:" not in out  # (unless asked: test_briefing_tags_only_when_asked)
     assert "also make the quokkaexport button blue" in block["A"]
     assert "wombatstop" in block["A"], block["A"]  # not the short "Done." that came after it
     assert "TAILMARKER" not in out  # shortened
@@ -319,10 +317,8 @@ def test_briefing_tells_recent_work_as_quoted_data(env, source):
     assert len(stop_line) < 700, stop_line
     assert "where it stopped" in stop_line and stop_line.endswith('Done."'), stop_line
     assert "Now the colour" not in stop_line  # narration between tool calls says no more
-    # B: files and tags; its secrets never reach Claude
+    # B: files; its secrets never reach Claude
     assert "app/auth.py" in block["B"] and "tests/test_auth.py" in block["B"], block["B"]
-    for tag in ("bugfix", "python", "testing"):
-        assert tag in block["B"], (tag, block["B"])
     assert "rotate the staging key" in block["B"]
     for secret in (ANT_KEY, ANT_KEY[13:50], AWS_ID):
         assert secret not in out

@@ -86,7 +86,7 @@ def test_a_planted_index_can_neither_rewrite_nor_disable_the_memory(env, tmp_pat
     p = env.run("index", check=False)
     assert p.returncode == 0, p.stderr
     out = _briefing(env)
-    assert 'last request: "Fix the zanzibarite parser"' in out, out
+    assert '"Fix the zanzibarite parser" [session' in out and '"Fixed it."' in out, out
     assert "TAMPERED" not in out and "backdoor" not in out
     assert [r["session_id"] for r in env.search("zanzibarite")] == [A]
     db = apsw.Connection(str(env.data / "index.db"), flags=apsw.SQLITE_OPEN_READONLY)

@@ -81,7 +81,7 @@ def test_a_recall_only_session_is_no_session_for_search_recent_or_the_briefing(e
     assert [s["branch"] for s in env.json("recent")["sessions"]] == ["feature/quokka", None]
     r = run_hook(env, "session-start", payload(env, "session-start", sid(9)))
     assert r.rc == 0 and WORK in r.out and MIXED in r.out and RECALL_ONLY not in r.out
-    assert "/prima-memory" not in r.out.split("To search")[0]
+    assert "/prima-memory" not in r.out.split("\nMore: ")[0]  # (but in the footer)
     assert "branch HEAD" not in r.out and "branch feature/quokka" in r.out
 
 
