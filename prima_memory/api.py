@@ -760,8 +760,11 @@ def show(mem, session_id: str, range: str | None = None, detail: str = "full",
             msgs = [(i, t) for i, t in msgs if not t.sidechain]
         details = _outputs(store, row, d) if tools and outputs else {}
         # (a turn of tool calls alone is numbered either way, shown only with its calls)
+        # ("calls_only": the agent's turn of tool calls alone, no message of the transcript's:
+        # message_count does not count it)
         d["messages"] = [{"index": i, "role": t.role, "at": iso_utc(t.at),
                           "sidechain": t.sidechain, "text": t.text,
+                          **({"calls_only": True} if not t.text else {}),
                           **({"tool_calls": [_call(c, mem.ws, row.cwd, details)
                                              for c in t.tools]} if tools else {})}
                          for i, t in msgs[sl] if t.text or t.tools]

@@ -755,7 +755,12 @@ def _runs_cut(word: str) -> str:
 
 
 def _around(text: str, low: str, words, width: int) -> str:
-    """About `width` characters around the first query word, on one line, filler cut."""
+    """About `width` characters around the first query word, on one line, filler cut (a text
+    that fits, whole: cut before a word it holds whole, it read as cut for nothing)."""
+    if len(text) <= 2 * width:
+        whole = _plain_line(text)
+        if len(whole) <= width:
+            return whole
     pos = min((p for p in (low.find(w) for w in words) if p >= 0), default=0)
     start = max(0, pos - width // 3)
     end = start + 2 * width  # room for filler that collapses

@@ -56,3 +56,28 @@ def test_every_command_shown_is_accepted_as_written():
         for opt in ("since", "until"):
             if getattr(args, opt, None):
                 parse_when(getattr(args, opt))
+
+
+def _shape(text: str) -> str:
+    """A printed line with what differs from one history to another made alike: ids, digits,
+    the folder a `cd` goes to."""
+    text = re.sub(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", "ID", text)
+    text = re.sub(r"cd \S.* && claude", "cd DIR && claude", text)
+    return re.sub(r"\d+", "9", text)
+
+
+def test_the_search_example_is_what_the_tool_prints(env):
+    """(a bug: the README's search example left out the label every hit starts with, and its
+    demo printed points where the README showed "match %")"""
+    import time
+    block = next(b for b in _blocks() if b.startswith("$ prima-memory search"))
+    command, *shown = block.rstrip("\n").splitlines()
+    t = env.transcript("1a2b3c4d-5e6f-4a1b-9c2d-3e4f5a6b7c8d", start=time.time() - 8 * 86400,
+                       branch="fix/oauth-cookie")
+    t.exchange("Fix login redirect loop after OAuth callback",
+               "The session cookie was set with SameSite=Strict, so the browser dropped it on "
+               "the callback.")
+    t.t += 3600  # (a session of an hour: its span shows both ends, as the example's does)
+    t.exchange("thanks", "Glad it works.")
+    printed = env.run(*shlex.split(command)[2:]).stdout.splitlines()  # (less "$ prima-memory")
+    assert [_shape(x) for x in printed[:len(shown)]] == [_shape(x) for x in shown], printed

@@ -61,7 +61,7 @@ def show(env, session_id: str) -> dict:
 def texts(env, session_id: str) -> list[str]:
     """The main thread's messages, checking the session's message count against them."""
     s = show(env, session_id)
-    out = [m["text"] for m in s["messages"] if not m["sidechain"]]
+    out = [m["text"] for m in s["messages"] if not m["sidechain"] and not m.get("calls_only")]
     assert s["message_count"] == len(out), (s["message_count"], out)
     return out
 
