@@ -486,7 +486,7 @@ def _meaning_hit(store: Store, hit: Hit, match, embedder) -> None:
     hit.message_id = match.exchange
     text = _plain_line(text)
     hit.snippet = text[:_SNIPPET] + ("…" if len(text) > _SNIPPET else "") \
-        if says_something(text) else ""
+        if worth_showing(text) else ""
     hit.matches = [hit.snippet] if hit.snippet else []
     hit.files = store.changed_paths(hit.row.id)
 
@@ -712,12 +712,12 @@ def _decorate(part: Part, hit: Hit, words: list[str]) -> None:
         seen += 1
         if n > id_n:
             hit.message_id, id_n = mid, n
-        if n > best_n and says_something(text):  # ("continue" tells the reader nothing)
+        if n > best_n and worth_showing(text):  # ("continue" tells the reader nothing)
             best, best_n = text, n
         if len(hit.matches) < 3:  # words hold no white space, so one line holds the match
             line = next((ln for ln in text.splitlines() if any(w in fold(ln) for w in words)), text)
             line = _around(line, fold(line), words, 160)
-            if line not in hit.matches and says_something(line):  # (a prompt quoted back in
+            if line not in hit.matches and worth_showing(line):  # (a prompt quoted back in
                 # replies is shown once)
                 hit.matches.append(line)
         if best_n == len(words) and (len(hit.matches) >= 3 or seen >= 12):
@@ -728,7 +728,7 @@ def _decorate(part: Part, hit: Hit, words: list[str]) -> None:
         hit.snippet = next((f for f in hit.files if " ".join(words) in fold(f)), hit.files[0])
 
 
-def says_something(line: str) -> bool:
+def worth_showing(line: str) -> bool:
     """Whether a line shown under a hit tells its reader anything: "continue", "ok", "yes" (a
     prompt whose reply was all tool calls) do not."""
     return len(line.split()) > 1
