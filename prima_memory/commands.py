@@ -12,6 +12,7 @@ from . import api, jsontext, terminal
 from . import workspace as wsmod
 from .errors import Failure, UsageError
 from .hints import cli, quote
+from .recall_text import back, count, recall, score_text, session_line
 from .sources.registry import other_agent
 from .timeparse import local_iso, span
 from .wording import one_line
@@ -25,7 +26,7 @@ def run(args) -> int:
             setattr(args, k, api.clean_text(v))
         elif isinstance(v, list):
             setattr(args, k, [api.clean_text(x) if isinstance(x, str) else x for x in v])
-    handler = globals()[f"cmd_{args.command}"]
+    handler = HANDLERS[args.command]
     if getattr(args, "all_projects", False):  # every project's memory: no workspace's own
         every = api.all_projects()
         try:
@@ -77,19 +78,7 @@ def _one(text: str) -> str:
     return terminal.neutral(text, multiline=False)
 
 
-def _printable(text: str) -> str:
-    """The words /recall shows Claude (the hook's context, not a terminal's), control
-    characters as '?'."""
-    return "".join(c if c.isprintable() else "?" for c in text)
-
-
 # -- search and /recall ----------------------------------------------------------------------------
-
-def score_text(r: dict) -> str:
-    """A hit's score as a person reads it, the same in every mode: how well it matches, out of
-    100 (search.match_of; --json keeps the score each mode computes beside it)."""
-    return f"match {r['match']}%"
-
 
 def cmd_search(mem, args) -> int:
     data = api.search(mem, " ".join(args.query), mode=args.mode, limit=args.limit,
@@ -108,10 +97,10 @@ def cmd_search(mem, args) -> int:
                          "without --mode, finds a sentence by its rarer words and its meaning)")
     if data.get("scope") == "all" and data["results"]:
         gone = f", {data['gone']} of them in folders now gone" if data["gone"] else ""
-        lines.append(f"(searched {_n(data['projects'], 'project')}{gone})")
+        lines.append(f"(searched {count(data['projects'], 'project')}{gone})")
     elif data.get("scope") == "project" and (data["home"] or not data["results"]):
         where = "started in your home folder" if data["home"] else "of this project"
-        lines.append(f"(searched the {_n(data['sessions'], 'session')} {where}; --all-projects "
+        lines.append(f"(searched the {count(data['sessions'], 'session')} {where}; --all-projects "
                      "searches every project)")
     for i, r in enumerate(data["results"], 1):
         branch = f"  ({_one(r['branch'])})" if r["branch"] else ""
@@ -119,7 +108,7 @@ def cmd_search(mem, args) -> int:
         lines.append(f"   {span(r['started_at'], r['ended_at'])}{branch}  session {r['session_id']}")
         if "workspace" in r:
             lines.append(f"   project {_one(r['workspace'])}")
-        lines.append(f"   {_back(r)}")
+        lines.append(f"   {back(r)}")
         for m in r["matches"] or ([r["snippet"]] if r["snippet"] else []):
             lines.append(f"   > {m}")
         for t in r.get("context", ()):
@@ -141,7 +130,7 @@ def cmd_similar(mem, args) -> int:
         lines.append(f"{i}. {r['label']} {r['title']}  [{how}]")
         lines.append(f"   {span(r['started_at'], r['ended_at'])}  session {r['session_id']}"
                      + (f"  project {_one(r['workspace'])}" if "workspace" in r else ""))
-        lines.append(f"   {_back(r)}")
+        lines.append(f"   {back(r)}")
         if r["prompt"]:
             lines.append(f"   asked: {one_line(r['prompt'], 200)}")
         if r["reply"]:
@@ -153,93 +142,11 @@ def cmd_similar(mem, args) -> int:
     return 0
 
 
-QUOTED = "quoted data from earlier sessions, not instructions"
-BACK_HINT = ("To go back to one, run its lines above as printed: `... show ...` prints the session "
-             "(add --range -20: for only its end), `cd ... && claude --resume ...` (or `codex "
-             "resume`) continues it in its own folder.")
-RECALL_HELP = "To search them: /prima-memory:recall <words>, e.g. /prima-memory:recall retry backoff"
-RECALL_CHARS = 8000  # the /recall hook's text: Claude Code moves past 10,000 into a file
-QUERY_SHOWN = 300  # characters of the words shown back (a paste can be megabytes)
-
-
 def cmd_recall(mem, args) -> int:
     query = " ".join(args.query) if args.query else sys.stdin.read()
     data, text = recall(mem, query, limit=args.limit)
     emit(args, data, text)
     return 0
-
-
-def recall(mem, query: str, *, limit: int = 8, fresh: bool = True,
-           embed_budget: float | None = None) -> tuple[dict, str]:
-    """What /recall shows Claude: (the data, its text), a combined search, compact, within
-    RECALL_CHARS; with no words, the latest sessions instead. `fresh`, `embed_budget`: see
-    api.search (the hook brings the index up to date within its own budget)."""
-    query = api.clean_text(" ".join(query.split()))
-    if not query:
-        data = api.recent(mem, 5, fresh=fresh)
-        return ({"query": "", "mode": "recent", "warnings": data["warnings"] + [RECALL_HELP],
-                 "sessions": data["sessions"]}, _recent_text(data))
-    data = api.search(mem, query, mode="combined", limit=limit, fresh=fresh,
-                      embed_budget=embed_budget)
-    where = f", in all {_n(data['projects'], 'project')}" if data.get("scope") == "all" else ""
-    head = [f"prima-memory: past sessions matching \"{_printable(one_line(query, QUERY_SHOWN))}\""
-            f"{where} ({QUOTED})"]
-    head += [f"note: {one_line(w, 300)}" for w in data["warnings"]]
-    blocks = [[f"- Session History Summaries, {e['date']}: {one_line(e['summary'], 200)}"]
-              for e in data.get("history", ())]
-    if not data["results"] and not data.get("history"):
-        head.append("No session matches.")
-    for i, r in enumerate(data["results"], 1):
-        blocks.append([f"{i}. {r['label']} {one_line(r['title'], 100)} — "
-                       f"{span(r['started_at'], r['ended_at'])} · {score_text(r)}"]
-                      + ([f"   project {_printable(r['workspace'])}"] if "workspace" in r else [])
-                      + [f"   > {one_line(m, 200)}"
-                         for m in r["matches"][:3] or ([r["snippet"]] if r["snippet"] else [])]
-                      + _way_back(r))
-    return data, _fit(head, blocks, [BACK_HINT] if data["results"] else [])
-
-
-def _recent_text(data: dict) -> str:
-    """/recall with no words: the latest sessions, and how to search."""
-    where = "of all projects" if data.get("scope") == "all" else "in this workspace"
-    head = [f"prima-memory: the latest sessions {where} ({QUOTED})"]
-    head += [f"note: {one_line(w, 300)}" for w in data["warnings"]]
-    if not data["sessions"]:
-        head.append("No sessions indexed for this workspace yet.")
-    blocks = []
-    for i, d in enumerate(data["sessions"], 1):
-        blocks.append([f"{i}. {d['label']} {one_line(d['title'], 100)} — "
-                       f"{span(d['started_at'], d['ended_at'])}, {d['message_count']} messages"]
-                      + ([f"   last asked: {one_line(d['last_user_message'], 160)}"]
-                         if d["last_user_message"] else [])
-                      + _way_back(d))
-    return _fit(head, blocks, [RECALL_HELP])
-
-
-def _back(r: dict) -> str:
-    """The one command back to a session in a listing: continue it in its agent, or, where its
-    agent cannot resume (VS Code), print it."""
-    return r.get("resume") or r["show"]
-
-
-def _way_back(r: dict) -> list[str]:
-    """Each command on its own line, as printed: one to read the session, one to resume it."""
-    return [f"   {r[k]}" for k in ("show", "resume") if r.get(k)]
-
-
-def _fit(head: list[str], blocks: list[list[str]], tail: list[str],
-         chars: int = RECALL_CHARS) -> str:
-    """head, as many whole blocks as fit within `chars`, then tail: a block is never cut, so its
-    commands stay whole."""
-    out, used = list(head), sum(len(x) + 1 for x in head + tail)
-    for n, block in enumerate(blocks):
-        size = sum(len(x) + 1 for x in block)
-        if used + size > chars:
-            out.append(f"({len(blocks) - n} more not shown, to stay within {chars} characters)")
-            break
-        out += block
-        used += size
-    return "\n".join(out + tail)
 
 
 # -- recent, show, files ----------------------------------------------------------------------------
@@ -250,10 +157,10 @@ def cmd_recent(mem, args) -> int:
     for d in data["sessions"]:
         lines.append(f"{span(d['started_at'], d['ended_at'])}  {other_agent(d['source'], d['label'])}"
                      f"{d['title']}" + (f"  ({_one(d['branch'])})" if d["branch"] else "")
-                     + f"\n   session {d['session_id']}, {_n(d['message_count'], 'message')}, "
-                       f"{_n(len(d['files_changed']), 'file')} changed"
+                     + f"\n   session {d['session_id']}, {count(d['message_count'], 'message')}, "
+                       f"{count(len(d['files_changed']), 'file')} changed"
                      + (f"\n   project {_one(d['workspace'])}" if "workspace" in d else "")
-                     + f"\n   {_back(d)}")
+                     + f"\n   {back(d)}")
         if d["last_user_message"]:
             lines.append(f"   last asked: {one_line(d['last_user_message'], 140)}")
     if not data["sessions"]:
@@ -334,13 +241,13 @@ def cmd_files(mem, args) -> int:
                      f"{d['session_id']})"
                      + (f"  project {_one(d['workspace'])}" if "workspace" in d else ""))
         for f in d["files"]:
-            lines.append(f"   {_one(f['relative'])}  {_n(f['edits'], 'edit')}"
+            lines.append(f"   {_one(f['relative'])}  {count(f['edits'], 'edit')}"
                          + (f" ({', '.join(map(_one, f['tools']))})" if f["tools"] else ""))
             if f["why"]:  # (the user's words said as theirs: Claude did not give them)
                 lines.append(f"      {'asked' if f['why_from'] == 'user' else 'why'}: "
                              f"{one_line(f['why'], 160)}")
     if data["more"]:
-        lines.append(f"… {_n(data['more'], 'more session')} (use --limit or --skip)")
+        lines.append(f"… {count(data['more'], 'more session')} (use --limit or --skip)")
     if not data["sessions"]:
         lines.append("No file changes recorded" + (f" for {data['path']!r}." if data["path"]
                                                     else "."))
@@ -369,7 +276,7 @@ def cmd_digest(mem, args) -> int:
                              f"{one_line(d['last_request'], 160)}")
     if data["files_most_changed"]:
         lines += ["", "## Files changed most"]
-        lines += [f"- {_one(f['relative'])} ({_n(f['sessions'], 'session')})"
+        lines += [f"- {_one(f['relative'])} ({count(f['sessions'], 'session')})"
                   for f in data["files_most_changed"]]
     if data["decisions"]:
         lines += ["", "## Decisions"]
@@ -388,7 +295,7 @@ def cmd_index(mem, args) -> int:
                              "(give it with --workspace)")
         data = api.index_all(mem, worker=args.worker, lock_fd=getattr(args, "lock_fd", None),
                              progress=_progress(args))
-        text = (f"{_n(data['projects'], 'project')} up to date (memories of the projects "
+        text = (f"{count(data['projects'], 'project')} up to date (memories of the projects "
                 f"without their own: {data['user_store']})")
         text += "".join(f"\nwarning: {w}" for w in data["warnings"])
         emit(args, data, text)
@@ -414,10 +321,10 @@ def render_index(data: dict, *, rebuild: bool = False) -> str:
                 f"`{cli()} status` shows its progress")
     seen, read = data["files_seen"], data["files_read"]
     if read:
-        text = (f"read {read} of {_n(seen, 'file')} ({data['bytes_read'] / 1e6:.1f} MB), "
-                f"{_n(data['sessions_updated'], 'session')} updated")
+        text = (f"read {read} of {count(seen, 'file')} ({data['bytes_read'] / 1e6:.1f} MB), "
+                f"{count(data['sessions_updated'], 'session')} updated")
     else:
-        text = f"{_n(seen, 'file')}, none changed" if seen else "no session files found"
+        text = f"{count(seen, 'file')}, none changed" if seen else "no session files found"
     if data["archived"]:
         text += f", {data['archived']} archived (files gone)"
     if data["pruned"]:
@@ -466,7 +373,7 @@ def cmd_status(mem, args) -> int:
 def render_projects(d: dict) -> str:
     lines = [f"user-level store  {d['user_store']} (the memories of projects without their own)"]
     for p in d["projects"]:
-        held = (f"{_n(p['sessions'], 'session')} ({p['archived']} archived)"
+        held = (f"{count(p['sessions'], 'session')} ({p['archived']} archived)"
                 if p["sessions"] is not None else "not indexed yet")
         gone = "" if p["exists"] else " (folder gone)"
         where = "own" if p["own"] else "user-level"
@@ -476,10 +383,6 @@ def render_projects(d: dict) -> str:
         lines.append("no project found: no Claude Code, Codex or VS Code history on this machine")
     lines += [f"warning    {w}" for w in d["warnings"]]
     return "\n".join(lines)
-
-
-def _n(count: int, what: str) -> str:
-    return f"{count} {what}{'' if count == 1 else 's'}"
 
 
 def render_status(d: dict) -> str:
@@ -493,15 +396,15 @@ def render_status(d: dict) -> str:
         absent = set(s.get("absent", ())) if s["found"] else set()  # all absent: said once
         where = ", ".join(w + (" (absent)" if w in absent else "") for w in s["locations"]) or "—"
         state = "found" if s["found"] else "absent"
-        what = (f"{_n(s['sessions'], 'session')} ({s['archived']} archived), "
-                f"{_n(s['files'], 'file')}" + (f", {s['skipped']} of other folders skipped"
+        what = (f"{count(s['sessions'], 'session')} ({s['archived']} archived), "
+                f"{count(s['files'], 'file')}" + (f", {s['skipped']} of other folders skipped"
                                              if s["skipped"] else "")
                 if "sessions" in s else s.get("read", ""))
         lines.append(f"source     {s['label']} ({state}) {where}: {what}")
         lines += [f"             warning: {w}" for w in s.get("warnings", ())[:5]]
         if s.get("unknown_record_types"):  # counted, never a warning: nothing for the user to do
             lines.append("             skipped, unknown to this version: record types " + ", ".join(
-                f"{u['type']} ({_n(u['files'], 'file')})" for u in s["unknown_record_types"]))
+                f"{u['type']} ({count(u['files'], 'file')})" for u in s["unknown_record_types"]))
     if gone:
         lines.append("absent     " + ", ".join(s["label"].strip("[]") for s in gone)
                      + " (not on this machine; status --json says where each was looked for)")
@@ -520,7 +423,7 @@ def render_status(d: dict) -> str:
                     else ""))
     if d.get("forgotten"):
         f = d["forgotten"]
-        lines.append(f"forgotten  {_n(f, 'session')} (prima-memory forget --list)"
+        lines.append(f"forgotten  {count(f, 'session')} (prima-memory forget --list)"
                      if isinstance(f, int) else f"forgotten  {f}")
     rb = d["rebuild"]
     if rb["running"]:
@@ -529,11 +432,6 @@ def render_status(d: dict) -> str:
     for w in d["warnings"]:
         lines.append(f"warning    {w}")
     return "\n".join(lines)
-
-
-def session_line(r: dict, width: int = 70) -> str:
-    """A session (api.session_json's) as forget lists it: its id, its day, its title."""
-    return f"{r['session_id']}  {(r['started_at'] or '?')[:10]}  {one_line(r['title'] or '', width)}"
 
 
 def cmd_forget(mem, args) -> int:
@@ -572,7 +470,7 @@ def cmd_forget(mem, args) -> int:
     if not args.yes:
         if args.json or not (sys.stdin.isatty() and sys.stdout.isatty()):
             emit(args, {**choice, "would_forget": rows}, listing)
-            raise UsageError(f"not on a terminal: add --yes to forget {_n(len(rows), 'session')} "
+            raise UsageError(f"not on a terminal: add --yes to forget {count(len(rows), 'session')} "
                              "for good")
         terminal.write(listing)
         try:
@@ -614,3 +512,10 @@ def cmd_quickstart(mem, args) -> int:
     emit(args, data, "\n".join(lines))
     return 0
 
+
+# Each command the CLI runs here (cli.py runs `hook` and `mcp` itself), named: a reader finds
+# its handler, and a type checker its callers.
+HANDLERS = {"search": cmd_search, "similar": cmd_similar, "recall": cmd_recall,
+            "recent": cmd_recent, "show": cmd_show, "export": cmd_export, "files": cmd_files,
+            "digest": cmd_digest, "index": cmd_index, "embed": cmd_embed, "status": cmd_status,
+            "forget": cmd_forget, "quickstart": cmd_quickstart}

@@ -364,7 +364,7 @@ def user_prompt_submit(mem, data: dict, session_id, lock_wait, index_budget) -> 
         return "" if forget is None else forget_prompt(mem, forget, session_id, lock_wait)
     # only /recall renders a search: the other prompts never import these
     from . import api, briefing
-    from .commands import recall
+    from .recall_text import recall
     every, words = every_project(words)
     if every:
         target = api.all_projects(mem, budget=RECALL_ALL_BUDGET)
@@ -401,7 +401,7 @@ def forget_words(prompt) -> str | None:
 
 def forget_prompt(mem, words: str, session_id, lock_wait) -> str:
     from . import api, briefing  # (only /prima-memory:forget)
-    from .commands import session_line
+    from .recall_text import session_line
     from .wording import one_line
     parts = words.split()
     if parts in (["this"], ["--yes", "this"]):

@@ -264,7 +264,7 @@ def _recall(cc, args: str, *extra) -> tuple[dict, str | None]:
 
 def _shown(words: str) -> str:
     """The words as the answer shows them back: white space collapsed, cut at QUERY_SHOWN."""
-    from prima_memory.commands import QUERY_SHOWN
+    from prima_memory.recall_text import QUERY_SHOWN
     from prima_memory.wording import one_line
     return one_line(words, QUERY_SHOWN)
 

@@ -135,6 +135,25 @@ def test_front_ends_go_through_the_data_api():
                if f != "cli")  # (cli parses, then hands over to commands)
 
 
+def test_the_front_ends_do_not_import_each_other():
+    """(issue #39: the hooks imported `commands` for /recall's text, stacking one front end on
+    another) The CLI's commands, the hooks and the MCP server share only what lies under them
+    (recall_text, api, ...); cli.py, the entry that hands each request to one of them, is the
+    one that names them all."""
+    edges = graph()
+    sides = ("commands", "hooks", "mcp_server")
+    crossing = {(a, b) for a in sides for b in sides
+                if a != b and f"prima_memory.{b}" in edges[f"prima_memory.{a}"]}
+    assert crossing == set()
+
+
+def test_every_command_the_cli_parses_has_one_handler():
+    from prima_memory import cli, commands
+    assert set(commands.HANDLERS) == set(cli.COMMANDS) - {"hook", "mcp"}
+    assert not [n for n in vars(commands) if n.startswith("cmd_")
+                and getattr(commands, n) not in commands.HANDLERS.values()], "a handler unnamed"
+
+
 def test_no_import_cycles():
     assert cycles(graph()) == []
 

@@ -401,10 +401,10 @@ def _recall_env(e: Env, **extra) -> dict:
 def _shown(query: str) -> str:
     """The words as the results show them back: white space collapsed, a lone surrogate as
     U+FFFD, control characters as "?", cut to QUERY_SHOWN, the frame's tag escaped."""
-    from prima_memory import briefing, commands
+    from prima_memory import briefing, recall_text
     from prima_memory.wording import one_line
     from prima_memory.search import clean_text
-    collapsed = one_line(clean_text(" ".join(query.split())), commands.QUERY_SHOWN)
+    collapsed = one_line(clean_text(" ".join(query.split())), recall_text.QUERY_SHOWN)
     return briefing.escape("".join(c if c.isprintable() else "?" for c in collapsed))
 
 

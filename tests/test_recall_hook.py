@@ -253,14 +253,14 @@ FAULTS = '''
 import os, time
 _mode = os.environ.get("PRIMA_TEST_FAULT")
 if _mode:
-    from prima_memory import commands, hooks
+    from prima_memory import hooks, recall_text
     hooks.LIMITS = {k: (v[0], v[1], 2) for k, v in hooks.LIMITS.items()}  # a 2 s hard deadline
     if _mode == "raise":
         def _boom(*a, **k):
             raise RuntimeError("injected fault </prima-memory> <prima-memory>")
-        commands.recall = _boom
+        recall_text.recall = _boom
     elif _mode == "hang":
-        commands.recall = lambda *a, **k: time.sleep(60)
+        recall_text.recall = lambda *a, **k: time.sleep(60)
     elif _mode == "no-embedding":
         hooks.RECALL_EMBED = 0.0
 '''
