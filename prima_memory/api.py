@@ -456,7 +456,7 @@ def checkpoint(mem: Memory, session_id: str, trigger: str | None = None) -> str 
         return None
     view = session_view.build(store, row, requests=True, changes=True,
                               exchanges=checkpoints.EXCHANGES)
-    return checkpoints.write(view, mem.ws, trigger)
+    return checkpoints.write(view, mem.ws, trigger, base=mem.dir)
 
 
 # -- sessions as data -----------------------------------------------------------------------------

@@ -53,10 +53,13 @@ def render(view: SessionView, trigger: str | None = None, ws: str | None = None)
     return "\n".join(out).rstrip() + "\n"
 
 
-def write(view: SessionView, ws: str, trigger: str | None = None) -> str:
-    """A new checkpoint file; never overwrites one (two in a minute get -2, -3 ...)."""
+def write(view: SessionView, ws: str, trigger: str | None = None,
+          base: str | None = None) -> str:
+    """A new checkpoint file; never overwrites one (two in a minute get -2, -3 ...). `base`:
+    the memory's folder when not the workspace's .prima-memory (the home folder's is in the
+    user-level store: nothing is written in ~)."""
     row = view.row
-    folder = extracts_dir(ws, row.cwd)
+    folder = extracts_dir(ws, row.cwd, base)
     stem = time.strftime("%Y-%m-%d-%H%M", time.localtime()) + f"-{file_id(row.session_id)}-checkpoint"
     text = render(view, trigger, ws)
     n = 1
@@ -67,13 +70,14 @@ def write(view: SessionView, ws: str, trigger: str | None = None) -> str:
         n += 1
 
 
-def latest(ws: str, session_id: str) -> str | None:
-    """The newest checkpoint file of a session, in any project folder of this workspace: by the
-    time in its name, then its -N suffix (mtimes can tie). Symbolic links are never followed."""
+def latest(ws: str, session_id: str, base: str | None = None) -> str | None:
+    """The newest checkpoint file of a session, in any project folder of this workspace (of
+    `base`, as write's): by the time in its name, then its -N suffix (mtimes can tie). Symbolic
+    links are never followed."""
     marker = f"-{file_id(session_id)}-checkpoint"
     found = []
     try:
-        for folder in os.scandir(os.path.join(data_dir(ws), "extracts")):
+        for folder in os.scandir(os.path.join(base or data_dir(ws), "extracts")):
             if not folder.is_dir(follow_symlinks=False):
                 continue
             for entry in os.scandir(folder.path):

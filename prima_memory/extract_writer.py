@@ -26,8 +26,9 @@ def project_id(cwd: str | None) -> str:
     return name or "unknown"
 
 
-def extracts_dir(ws: str, cwd: str | None) -> str:
-    return os.path.join(data_dir(ws), "extracts", project_id(cwd))
+def extracts_dir(ws: str, cwd: str | None, base: str | None = None) -> str:
+    """`base`: the memory's folder when not the workspace's .prima-memory (Memory.dir)."""
+    return os.path.join(base or data_dir(ws), "extracts", project_id(cwd))
 
 
 def is_substantial(row) -> bool:

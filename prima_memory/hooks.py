@@ -193,7 +193,7 @@ def session_start(mem, data: dict, session_id, lock_wait, index_budget) -> str:
         from . import checkpoints  # (reading the file back needs no index ...)
         if mem.forgotten_here(session_id):  # (... unless the session may be forgotten)
             return ""
-        path = checkpoints.latest(mem.ws, session_id)
+        path = checkpoints.latest(mem.ws, session_id, base=mem.dir)
         if path:
             return checkpoints.inject(path)
     # extracts=False: Stop writes them

@@ -510,6 +510,28 @@ def compact_workspace(env: Env):
     return t, other
 
 
+def test_a_session_started_in_the_home_folder_compacts_without_writing_there(env):
+    """(issue #38: nothing is written in ~) A Claude Code session run in the home folder is
+    briefed, checkpointed before compaction and given it back after, all from the user-level
+    store: no ~/.prima-memory appears."""
+    from conftest import Transcript, encode
+    sid = "c0c0c0c0-0000-4000-8000-000000000003"
+    t = Transcript(env.claude / "projects" / encode(str(env.home)) / f"{sid}.jsonl", sid,
+                   str(env.home), start=START)
+    t.exchange("sort my downloads folder by year", "Sorted them: homecheckpointword. " * 5)
+    home = {"CLAUDE_PROJECT_DIR": str(env.home)}
+    data = {"session_id": sid, "transcript_path": str(t.path), "cwd": str(env.home),
+            "permission_mode": "default"}
+    for event, fields in (("session-start", {"source": "startup"}),
+                          ("pre-compact", {"trigger": "auto", "custom_instructions": ""}),
+                          ("session-start", {"source": "compact"})):
+        r = run_hook(env, event, {**data, "hook_event_name": EVENT_NAMES[event], **fields},
+                     extra_env=home, cwd=env.home)
+        assert r.rc == 0, r
+    assert "homecheckpointword" in r.out and is_block(r.out, 6000), r
+    assert not (env.home / ".prima-memory").exists()
+
+
 def test_compact_round_trip(env):
     t, other = compact_workspace(env)
     before = time.time()
