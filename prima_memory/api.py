@@ -1342,11 +1342,11 @@ def _ranked_similar(parts, embedder, query: str, limit: int) -> list[tuple[int, 
     got = searchmod.rank(parts, embedder, query, limit=limit)
     out = []
     for score, (i, sid) in got.top:
-        if (i, sid) not in got.where and (i, sid) not in got.best and got.scoreds:
-            got.best.update({(i, s): m for s, m in got.scoreds[i].best({sid}).items()})
+        match = got.best.get((i, sid)) or (
+            got.scoreds[i].best({sid}).get(sid) if got.scoreds and (i, sid) not in got.where
+            else None)  # (past the candidates the meaning was looked up for)
         exchange, similarity = got.where.get((i, sid)) or (
-            (got.best[(i, sid)].exchange, got.best[(i, sid)].similarity)
-            if (i, sid) in got.best else (None, 0.0))
+            (match.exchange, match.similarity) if match else (None, 0.0))
         if exchange is not None:  # (a session with no exchange embedded has none to show)
             relevance = ranking.relevance(score)
             out.append((i, exchange, {"match": searchmod.match_of(relevance, "relevance"),

@@ -8,10 +8,10 @@ Beside the session's whole, its best turn: the weight of the query words said in
 and its neighbours, so the session where they are said together wins over one where they are
 strewn about. A session's changed paths are among its words: a path holding a word counts as
 PATHS messages saying it, and one holding several as a turn that says them together; a word in
-its title adds TITLE x the word's weight. All of it
-is taken over the weight of every word of the query, a word the history
-never holds weighing most; and a session holding under HALF of that weight gets little: the
-words of a paraphrase, found in sessions about something else, then say little of them.
+its title adds TITLE x the word's weight. All of it is taken over the weight of every word of
+the query, a word the history never holds weighing most; and a session holding under HALF of
+that weight gets little: the words of a paraphrase, found in sessions about something else,
+then say little of them.
 
 Dates a question names ("in March", "on 25 May, 2022", "last week", "during the summer":
 timeparse.question_dates), and the events it places itself by ("before the release", dated by
@@ -160,15 +160,15 @@ def _best_turns(p: WordCounts, idf: list[float]) -> tuple[dict[int, float], dict
     millisecond, not tens."""
     from .embed import numpy  # (loaded already, as said)
     np = numpy()
+    said = {w: np.fromiter(ids, np.int64, len(ids)) for w, ids in enumerate(p.turns)
+            if ids and idf[w] > 0}  # each word's messages
     spans, words = [], []
-    for w, ids in enumerate(p.turns):
-        if ids and idf[w] > 0:
-            got = np.fromiter(ids, np.int64, len(ids))
-            for d in range(-NEAR, NEAR + 1):
-                near = got + d
-                near = near[(near >> SHIFT) == (got >> SHIFT)]
-                spans.append(near)
-                words.append(np.full(len(near), w, np.int64))
+    for w, got in said.items():
+        for d in range(-NEAR, NEAR + 1):
+            near = got + d
+            near = near[(near >> SHIFT) == (got >> SHIFT)]
+            spans.append(near)
+            words.append(np.full(len(near), w, np.int64))
     if not spans:
         return {}, {}
     n, idf_ = len(idf), np.asarray(idf)  # (message, word) as one number: counted once in a turn
@@ -176,10 +176,8 @@ def _best_turns(p: WordCounts, idf: list[float]) -> tuple[dict[int, float], dict
     messages, at = np.unique(pairs // n, return_inverse=True)
     weight = np.bincount(at, weights=idf_[pairs % n], minlength=len(messages))
     own = np.zeros(len(messages))
-    for w, ids in enumerate(p.turns):
-        if ids and idf[w] > 0:
-            mine = np.searchsorted(messages, np.fromiter(ids, np.int64, len(ids)))
-            own[mine] += idf[w]
+    for w, got in said.items():
+        own[np.searchsorted(messages, got)] += idf[w]
     order = np.lexsort((own, weight, messages >> SHIFT))  # by session, weight: its best last
     sessions = messages[order] >> SHIFT
     top = order[np.r_[sessions[1:] != sessions[:-1], True]]

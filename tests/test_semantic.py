@@ -301,13 +301,21 @@ def test_status_counts_embedded_and_pending(env):
     assert (st["embedded"], st["pending"]) == (3, 0)
 
 
-def test_a_search_past_its_budget_says_what_waits_and_starts_the_embedder(env):
+def _forty_sessions(env):
     for i in range(40):
         env.transcript(f"{i:08x}-0000-4000-8000-{i:012x}", start=OLD + i * 60).exchange(
             f"question number {i} about the parser", f"answer number {i} about the parser")
-    got = env.json("search", "parser", env={"PRIMA_EMBED_BUDGET": "0"})
+
+
+def _says_one_batch_embedded(got: dict) -> None:
     assert any(f"{40 - semantic.BATCH} exchanges are not embedded yet" in w
                for w in got["warnings"]), got["warnings"]
+
+
+def test_a_search_past_its_budget_says_what_waits_and_starts_the_embedder(env):
+    _forty_sessions(env)
+    got = env.json("search", "parser", env={"PRIMA_EMBED_BUDGET": "0"})
+    _says_one_batch_embedded(got)
     assert len(got["results"]) == 10, "keyword still finds them all"
 
 
@@ -316,12 +324,9 @@ def test_a_first_search_answers_by_its_deadline_and_leaves_the_rest(env):
     answering: 7 to 20 s on a new user's history) It now embeds, newest first, only until it
     can answer by PRIMA_ANSWER_BY (1.5 s; 0 here: one batch), says what is left, and a budget
     the user set (PRIMA_EMBED_BUDGET) is kept as the seed has it."""
-    for i in range(40):
-        env.transcript(f"{i:08x}-0000-4000-8000-{i:012x}", start=OLD + i * 60).exchange(
-            f"question number {i} about the parser", f"answer number {i} about the parser")
+    _forty_sessions(env)
     got = env.json("search", "parser", env={"PRIMA_ANSWER_BY": "0"})
-    assert any(f"{40 - semantic.BATCH} exchanges are not embedded yet" in w
-               for w in got["warnings"]), got["warnings"]
+    _says_one_batch_embedded(got)
     assert len(got["results"]) == 10, "the words still find them"
     assert _status_semantic(env)["pending"] == 40 - semantic.BATCH
     got = env.json("search", "parser", env={"PRIMA_ANSWER_BY": "0", "PRIMA_EMBED_BUDGET": "60"})
