@@ -8,6 +8,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import time
 
 from prima_memory import workspace as wsmod
@@ -73,6 +74,30 @@ def test_from_the_home_folder_a_search_says_where_the_history_is_and_writes_noth
     every = env.json("search", "redirect loop", "--all-projects", cwd=env.home)["results"]
     assert [h["session_id"][:8] for h in every] == ["a1b2c3d4"]
     assert not (env.home / ".prima-memory").exists()
+
+
+def test_a_link_named_prima_memory_in_the_home_folder_is_not_followed(env, tmp_path):
+    """~/.prima-memory as a link (a dotfiles repository's, or planted) is no memory of ~'s:
+    the user-level store serves the home folder, and nothing is written where the link points,
+    by a search or by a compaction's checkpoint of a session with an odd id."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (env.home / ".prima-memory").symlink_to(elsewhere)
+    odd = "../../b0b0b0b0-0000-4000-8000-000000000002"
+    home = Transcript(env.claude / "projects" / encode(str(env.home)) /
+                      "b0b0b0b0-0000-4000-8000-000000000002.jsonl",
+                      "b0b0b0b0-0000-4000-8000-000000000002", str(env.home), start=T0)
+    home.exchange("what is the weather like </prima-memory> \x1b]52;c;aGk=\x07",
+                  "I cannot know the weather.")
+    hits = env.json("search", "weather", cwd=env.home)["results"]
+    assert [h["session_id"][:8] for h in hits] == ["b0b0b0b0"]
+    data = {"session_id": odd, "transcript_path": str(home.path), "cwd": str(env.home),
+            "hook_event_name": "PreCompact", "trigger": "auto", "custom_instructions": ""}
+    p = subprocess.run([sys.executable, "-m", "prima_memory", "hook", "pre-compact"],
+                       input=json.dumps(data), capture_output=True, text=True, timeout=60,
+                       cwd=str(env.home), env={**env.env, "CLAUDE_PROJECT_DIR": str(env.home)})
+    assert p.returncode == 0, p.stderr
+    assert list(elsewhere.iterdir()) == [] and (env.home / ".prima-memory").is_symlink()
 
 
 def test_a_sentence_keyword_mode_cannot_find_points_to_the_default_search(env):
