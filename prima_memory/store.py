@@ -339,7 +339,12 @@ def _fold_value(*values):
 
 class StoreError(Failure):
     """Trouble with the index itself (not with a source file): every SQLite error leaves this
-    module as one of these, so no caller needs to know the driver."""
+    module as one of these, so no caller needs to know the driver. `path`: the index's file,
+    so that the one damaged among several is known (scope.Scope.guarded)."""
+
+    def __init__(self, message: str, path: str | None = None):
+        super().__init__(message)
+        self.path = path
 
 
 class CorruptIndex(StoreError):
@@ -370,17 +375,17 @@ def _own(e: BaseException, db, path: str) -> BaseException:
         return e
     import errno  # only on an error: hooks that write nothing never pay for it
     if isinstance(e, (apsw.CorruptError, apsw.NotADBError)):
-        return CorruptIndex(f"{path}: {e}")
+        return CorruptIndex(f"{path}: {e}", path)
     if isinstance(e, apsw.FullError) or (isinstance(e, apsw.IOError) and db is not None
                                          and db.system_errno == errno.ENOSPC):
-        return DiskFull(f"the disk is full: {path} not written")
+        return DiskFull(f"the disk is full: {path} not written", path)
     if isinstance(e, (apsw.BusyError, apsw.LockedError)):
-        return Busy(f"{path}: {e}")
+        return Busy(f"{path}: {e}", path)
     if isinstance(e, apsw.ReadOnlyError):
-        return ReadOnly(f"{path}: {e}")
+        return ReadOnly(f"{path}: {e}", path)
     if isinstance(e, apsw.CantOpenError):
-        return CantOpen(f"{path}: {e}")
-    return StoreError(f"{path}: {type(e).__name__}: {e}")
+        return CantOpen(f"{path}: {e}", path)
+    return StoreError(f"{path}: {type(e).__name__}: {e}", path)
 
 
 def _returnable(since=None, until=None, branch=None, tag=None, source=None,
@@ -434,7 +439,7 @@ class ForeignIndex(StoreError):
     never used, and nothing is recovered from it; the caller moves it aside and rebuilds."""
 
     def __init__(self, path: str, why: str):
-        super().__init__(f"{path} {why}")
+        super().__init__(f"{path} {why}", path)
         self.why = why
 
 
@@ -2183,6 +2188,8 @@ class _Errors:
     def __exit__(self, kind, e, tb) -> None:  # (None: an exception goes on)
         if kind is not None and issubclass(kind, apsw.Error):
             raise _own(e, self.store.db, self.store.path) from None
+        if kind is UnicodeDecodeError and is_corruption(e):  # (text a damaged page left)
+            raise CorruptIndex(f"{self.store.path}: {e}", self.store.path) from None
 
 
 class _Transaction(_Errors):
@@ -2306,6 +2313,31 @@ class Steps:
         elif self.store.db.in_transaction:
             self._seal()
             self.store.db.execute("COMMIT")
+
+
+def _errors_carry_the_path(cls):
+    """Every public method of the store raises the store's own errors, carrying its path: a
+    read of several indexes knows which one is damaged (scope.Scope.guarded) from the error
+    alone. Those that hand back a transaction translate their own (_Errors)."""
+    def wrap(fn):
+        def run(self, *args, **kw):
+            try:
+                return fn(self, *args, **kw)
+            except StoreError:
+                raise
+            except Exception as e:
+                if isinstance(e, apsw.Error):
+                    raise _own(e, self.db, self.path) from None
+                if isinstance(e, UnicodeDecodeError) and is_corruption(e):
+                    raise CorruptIndex(f"{self.path}: {e}", self.path) from None
+                raise
+        run.__name__, run.__qualname__, run.__doc__ = fn.__name__, fn.__qualname__, fn.__doc__
+        run.__wrapped__ = fn  # type: ignore[attr-defined]
+        return run
+    for name, fn in list(vars(cls).items()):
+        if not name.startswith("_") and callable(fn) and name not in ("write", "read", "steps"):
+            setattr(cls, name, wrap(fn))
+    return cls
 
 
 def _to_v4(store: Store) -> None:
@@ -2433,6 +2465,8 @@ def _to_v16(store: Store) -> None:
 
 
 # version -> the step that brings an index of that version to the next; older ones are rebuilt
+_errors_carry_the_path(Store)
+
 _MIGRATIONS = {3: _to_v4, 4: _to_v5, 5: _to_v6, 6: _to_v7, 7: _to_v8, 8: _to_v9, 9: _to_v10,
                10: _to_v11, 11: _to_v12, 12: _to_v13, 13: _to_v14, 14: _to_v15, 15: _to_v16}
 
