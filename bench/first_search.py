@@ -38,7 +38,7 @@ from bench.run import _cpu_name, pct  # noqa: E402
 QUERY = "how did we get the playwright screenshots working in the browser agent again?"
 # the launcher's own two lines (scripts/launcher.py), run by this Python with -P: the package
 # comes from PYTHONPATH (the checkout measured), never from the current folder
-LAUNCHER = "from prima_memory.cli import exit_with, main; exit_with(main())"
+LAUNCHER = "from prima_memory.main import exit_with, main; exit_with(main())"
 
 
 def one(cmd: list[str], env: dict, ws: Path, timeout: float) -> dict:

@@ -191,7 +191,7 @@ def worker() -> None:
         mem = mems.get(job["ws"]) or mems.setdefault(job["ws"], api.open_memory(job["ws"],
                                                                                lasting=True))
         t = time.perf_counter()
-        got = api.search(mem, job["query"], mode=job["mode"], limit=LIMIT, fresh=False)
+        got = api.search(mem, job["query"], mode=job["mode"], limit=LIMIT)
         ms = (time.perf_counter() - t) * 1000
         print(json.dumps({"ids": [r["session_id"] for r in got["results"]], "ms": ms,
                           "warnings": got["warnings"]}), flush=True)

@@ -4,11 +4,11 @@ import os
 import sys
 
 try:
-    from prima_memory.cli import main
+    from prima_memory.main import main
 except ImportError:
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     try:
-        from prima_memory.cli import main
+        from prima_memory.main import main
     except ImportError as e:
         print(f"prima-memory: {sys.executable} cannot run prima-memory ({e}); run install.sh",
               file=sys.stderr)

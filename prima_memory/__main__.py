@@ -1,3 +1,3 @@
-from .cli import exit_with, main
+from .main import exit_with, main
 
 exit_with(main())

@@ -1,14 +1,20 @@
-"""One data API over a workspace's memory: each function returns plain data (what `--json`
-prints), and the CLI (commands.py) only renders it; the MCP server returns the same data, and
-the hooks bring the index up to date, brief and checkpoint through it. No front end imports the
-store, the indexer, the search or the embeddings: they ask here, holding the Memory opened here
-(its locks, and the background work that Stop and the MCP server start).
+"""One data API over a memory: each function returns plain data (what `--json` prints), and
+the front ends only render it (commands.py as text, mcp_server.py as a tool result, the hooks
+as context for Claude). No front end imports the store, the indexer, the search or the
+embeddings: they ask here.
+
+A request reads a scope (scope.py): a workspace's memory or every project's, the same
+functions for both. It has two steps: `bring_up`, which a front end or hook runs first and is
+the only one that writes (what changed indexed, new exchanges embedded, within budgets), and
+the read (`search`, `recent`, `show`, `files`, `similar`, `digest`), which only reads, in one
+read transaction of each index. The scope's `guarded` runs both, the one place a request is
+tried again (a damaged index made again, a busy one waited for once).
 
 A session is shown from its view (session_view.py): where it stopped, its first and last
 requests, its excerpts are defined there once.
 
 Errors are errors.PrimaError: UsageError for a wrong request, Failure for one that cannot be
-done now. `call` holds the policy for a damaged or busy index, the same for every caller.
+done now.
 """
 from __future__ import annotations
 
@@ -18,10 +24,9 @@ import time
 from . import hints, jsontext
 from . import workspace as wsmod
 from .errors import Failure, UsageError
-from .indexer import SEARCH_SWEEP
-from .memory import ALL, EXTRACTS, REBUILD_KEY, DiskFull, IndexBusy, IndexReadOnly, Memory
+from .memory import ALL, LOCK_SECONDS, DiskFull, IndexBusy, IndexReadOnly, Memory
 from .sources.registry import CLAUDE_CODE, OTHERS, SOURCES, source_named
-from .store import SHIFT, Busy, Store, StoreError, is_corruption
+from .store import SHIFT, Busy, Store, StoreError
 from .timeparse import iso_utc, local, parse_when
 from .wording import short_path
 from .workspace import path_variants
@@ -34,33 +39,14 @@ if TYPE_CHECKING:
     from .search import Filters
 
 
-def _every(target) -> bool:
-    """Whether a request's target is every project's memory (an AllProjects: api.all_projects),
-    not a workspace's Memory."""
-    return not isinstance(target, Memory)
-
-LOCK_SECONDS = 10.0  # how long a request waits for another writer before answering as it stands
-EMBEDDER_WAIT = 2.0  # seconds a search waits for a running background embedder (newest first)
-
-
 def call(ws: str, fn, *, before_start=None, home: str | None = None):
-    """fn(memory) on the workspace's memory, guarded (see `guarded`), then closed.
+    """fn(memory) on the workspace's memory, guarded (scope.Scope.guarded), then closed.
     `before_start`, `home`: see Memory."""
     mem = Memory(ws, before_start=before_start, home=home)
     try:
-        return guarded(mem, fn)
+        return mem.guarded(lambda: fn(mem))
     finally:
         mem.close()
-
-
-def guarded(mem: Memory, fn):
-    """fn(mem): a damaged index is moved aside and rebuilt and fn runs again; SQLite busy past
-    its timeout gets one more try after a pause."""
-    try:
-        return mem.guarded(lambda: fn(mem))
-    except Busy:
-        time.sleep(0.5)
-        return mem.guarded(lambda: fn(mem))
 
 
 def _home() -> str:
@@ -95,55 +81,6 @@ def all_projects(mine: Memory | None = None, *, budget: float | None = None) -> 
     every = AllProjects(mine)
     every.budget = budget
     return every
-
-
-def _opened(target, warnings: list[str], *, fresh: bool = True, progress=None,
-            deep: bool = False) -> tuple[list[Memory], list[set[int]]]:
-    """The memories a request reads, each brought up to date, and the sessions each leaves to
-    another (AllProjects.exclusions): the workspace's memory (`fresh=False`: the caller brought
-    it up to date), or every project's (`target` an AllProjects, within its budget), which must
-    hold one at least."""
-    if not _every(target):
-        warnings += _begin(target, fresh=fresh, progress=progress)
-        if deep:
-            _deep(target, warnings)
-        return [target], [set()]
-    opened = target.bring_up(target.scan(), budget=target.budget, progress=progress,
-                             warnings=warnings)
-    if target.left_behind:
-        _background_all(target, warnings)
-    if deep:
-        for _p, mem in opened:
-            if not mem.detached:
-                _deep(mem, [])
-    if not opened:
-        raise Failure("no project has any session to search: no Claude Code, Codex or VS Code "
-                      "history was found on this machine")
-    return [m for _p, m in opened], target.exclusions(opened)
-
-
-def _deep(mem: Memory, warnings: list[str]) -> None:
-    """A deep search's extracts and checkpoints, read back into the index."""
-    if mem.store().readonly:  # (read-only: refresh has said so once)
-        return
-    try:
-        mem.update(sources=EXTRACTS, lock_timeout=LOCK_SECONDS, extracts=False)
-    except (IndexBusy, IndexReadOnly, DiskFull) as e:
-        warnings.append(f"{e}: extracts searched as last indexed")
-
-
-def _background_all(every: AllProjects, warnings: list[str]) -> None:
-    """What a request within a budget left (projects to index, exchanges to embed) goes on in
-    one background process over every project."""
-    from . import background  # not on the hooks' paths, which import this module
-    try:
-        pid = background.start_all()
-    except Exception as e:  # noqa: BLE001 - the next request does it anyway
-        every.log.warn(f"all projects: could not start the background run: {e}", once=True)
-        return
-    if pid:
-        warnings.append("the rest is being indexed and embedded in the background (a search "
-                        "in a minute finds more)")
 
 
 def other_history(ws: str) -> bool:
@@ -183,7 +120,7 @@ def clean_text(text: str) -> str:
     return clean(text)
 
 
-def _query(text: str) -> str:
+def query_of(text: str) -> str:
     """A search's words as they are looked for; an empty query is a UsageError."""
     query = clean_text(text)
     if not query.strip():
@@ -191,36 +128,72 @@ def _query(text: str) -> str:
     return query
 
 
-def _begin(mem: Memory, *, fresh: bool = True, progress=None) -> list[str]:
-    """Every request's start: the index brought up to date (unless the caller did, `fresh=False`),
-    and the warnings its answer will carry, the first of them from that update."""
-    warnings: list[str] = []
-    if fresh:
-        refresh(mem, warnings, progress=progress)
-    return warnings
+# -- the step before a read: the only one that writes ---------------------------------------------
+
+class Ready:
+    """What `bring_up` leaves for the read that follows: the warnings its answer carries first,
+    and for a search by meaning the model (or why it could not load)."""
+    __slots__ = ("warnings", "embedder", "why_not")
+
+    def __init__(self) -> None:
+        self.warnings: list[str] = []
+        self.embedder = None
+        self.why_not: str | None = None
 
 
-# -- keeping the index current before an answer ---------------------------------------------------
-
-def refresh(mem: Memory, warnings: list[str], *, progress=None) -> None:
-    """Bring the index up to date before answering, so a session written a second ago is found.
-    Not while a rebuild reads the files: it holds the index, and answers from what it has read."""
-    state = None
-    if mem.store().get_meta(REBUILD_KEY):  # (a rebuild's module only when one left a state)
-        from . import background
-        state = background.rebuild_state(mem)
-    if state and state.get("phase") == "reading":
-        warnings.append(f"a rebuild is reading every file (pid {state.get('pid')}): answering "
-                        "from what it has read so far")
-        return
+def bring_up(scope, *, mode: str = "keyword", deep: bool = False, progress=None,
+             embed_budget: float | None = None, index: bool = True) -> Ready:
+    """The explicit, bounded step a front end runs before a read: what changed indexed
+    (`index=False`: the caller did it, a hook within its own budget), a deep search's extracts
+    read back, and for a search by meaning (`mode` semantic, combined or "similar") the model
+    loaded and the new exchanges embedded within a budget (PRIMA_EMBED_BUDGET, or
+    `embed_budget` when shorter, or until semantic.ANSWER_BY after the start), and for
+    "similar" their SIMILAR_TO edges linked, for LINK_BUDGET seconds. What is left goes on in
+    the background; the read answers from what is there."""
+    started = time.monotonic()
+    ready = Ready()
+    early = Early.start(scope, mode)
     try:
-        mem.update(sources=ALL, lock_timeout=LOCK_SECONDS, progress=progress, quick=True,
-                   sweep=SEARCH_SWEEP)
-    except IndexBusy as e:
-        warnings.append(f"{e} for more than {LOCK_SECONDS:.0f}s: "
-                        "answering from the index as it stands")
-    except (IndexReadOnly, DiskFull) as e:
-        warnings.append(f"{e}: answering from the index as it stands")
+        if index:
+            scope.bring_up(ready.warnings, progress=progress, deep=deep)
+        if mode != "keyword":
+            mems = [m for m, _x in scope.memories(ready.warnings)]
+            if early:
+                early.prefetch(mems)
+            ready.embedder, ready.why_not = _model(scope, early)
+            if ready.embedder is not None:
+                from .semantic import Settings  # (semantic work only)
+                settings = Settings()
+                budget = min(settings.budget, embed_budget if embed_budget is not None
+                             else float("inf"))
+                if settings.answer_by is not None:
+                    budget = min(budget, max(0.0, started + settings.answer_by
+                                             - time.monotonic()))
+                scope.embed_new(ready.embedder, budget, ready.warnings)
+                if mode == "similar":
+                    scope.link_new(LINK_BUDGET, ready.warnings)
+    finally:
+        if early:
+            early.wait()  # (a thread still loading must not outlive a failed request)
+    return ready
+
+
+def _model(scope, early=None):
+    """(the model, None), or (None, why) when it cannot load: then a search answers by its
+    words, and says so."""
+    try:
+        return (scope.embedder(load=early) if early else scope.embedder()), None
+    except Exception as e:  # noqa: BLE001 - any failure to load means: keyword results, said so
+        scope.log.warn(f"semantic search unavailable: {type(e).__name__}: {e}", once=True)
+        return None, error_line(e)
+
+
+def _read(scope, ready: Ready | None) -> tuple[list[str], list[Memory], list[set[int]]]:
+    """A read's start: the warnings its answer carries (bring_up's first), the memories it
+    reads and the sessions each leaves to another."""
+    warnings = list(ready.warnings) if ready is not None else []
+    opened = scope.memories(warnings)
+    return warnings, [m for m, _x in opened], [x for _m, x in opened]
 
 
 # Seconds a search waits for the model to load beside it, from when it first needs it (the load
@@ -248,10 +221,10 @@ class Early:
         self._thread.start()
 
     @classmethod
-    def start(cls, mem, mode: str) -> Early | None:
-        if mode == "keyword" or not isinstance(mem, Memory) or mem.model_tried():
+    def start(cls, scope, mode: str) -> Early | None:
+        if mode == "keyword" or not scope.early_model():
             return None
-        return cls(brief=not mem.lasting)
+        return cls(brief=not scope.lasting)
 
     def _load(self) -> None:
         from . import embed  # semantic work only
@@ -311,96 +284,6 @@ def _wants() -> tuple[str, int] | None:
     if model != embed.MODEL:
         return None
     return vector_key(model, Settings(), embed.expected_build()), embed.DIM
-
-
-def meaning(mem, mode: str, warnings: list[str], budget: float | None = None,
-            mems: list[Memory] | None = None, early: Early | None = None,
-            started: float | None = None):
-    """The embedder for a semantic or combined search, with the seed's lazy update done first
-    (new or changed exchanges, newest first, for up to the budget: PRIMA_EMBED_BUDGET, or
-    `budget` when that is shorter, or, the budget not set, until semantic.ANSWER_BY after the
-    request `started`), or (None, why) when the model cannot load. Skipped while a rebuild
-    runs: it owns the index. `mem` an AllProjects: the budget is shared by `mems`, the projects
-    with the newest sessions first, and what is left goes to one background run."""
-    if mode == "keyword":
-        return None, None
-    # not on the hooks' paths, which import this module
-    from .semantic import Settings
-    every = mem if _every(mem) else None
-    mems = mems or [mem]
-    try:
-        embedder = every.embedder(mems[0]) if every else mems[0].embedder(load=early)
-    except Exception as e:  # noqa: BLE001 - any failure to load means: keyword results, said so
-        (every or mems[0]).log.warn(f"semantic search unavailable: {type(e).__name__}: {e}",
-                                    once=True)
-        return None, error_line(e)
-    settings = Settings()
-    budget = min(settings.budget, budget if budget is not None else float("inf"))
-    if settings.answer_by is not None and started is not None:
-        budget = min(budget, max(0.0, started + settings.answer_by - time.monotonic()))
-    if every is None:
-        left, ran = _embed_new(mems[0], embedder, budget, warnings)
-        if left:
-            warnings.append(f"{left} exchanges are not embedded yet (found by keyword only "
-                            "until they are); they are being embedded in the background")
-            if ran:  # (not: the background embedder is on them already)
-                from . import background  # (as above)
-                background.start_embedder(mems[0])
-        return embedder, None
-    from .semantic import key_of  # (as above)
-    deadline, key = time.monotonic() + budget, key_of(embedder)
-    left = 0
-    for m in mems:
-        m.embedder(embedder)
-    for m in sorted((m for m in mems if m.store().count_pending(key)), key=_newest,
-                    reverse=True):  # (most have nothing new: no lock is taken for them)
-        left += _embed_new(m, embedder, max(0.0, deadline - time.monotonic()), None)[0]
-    if left:
-        warnings.append(f"{left} exchanges are not embedded yet (found by keyword only until "
-                        "they are)")
-        _background_all(every, warnings)
-    return embedder, None
-
-
-def _newest(mem: Memory) -> float:
-    rows = mem.store().recent_sessions(1)
-    return (rows[0].ended_at or 0.0) if rows else 0.0
-
-
-def _embed_new(mem: Memory, embedder, budget: float,
-               warnings: list[str] | None) -> tuple[int, bool]:
-    """One memory's new exchanges embedded for up to `budget` seconds: (how many are left,
-    whether this process embedded: else another one, the background embedder, is at it).
-    `warnings` gets why none could be (a rebuild running, a read-only index)."""
-    from . import background  # not on the hooks' paths, which import this module
-    from .semantic import key_of
-    store = mem.store()
-    if background.rebuild_state(mem):
-        if warnings is not None:
-            warnings.append("a rebuild is running: searching the exchanges it has embedded so "
-                            "far")
-        return 0, False
-    left = store.count_pending(key_of(embedder))  # (known already if read ahead: prefetch)
-    if not left:
-        return 0, False
-    if store.readonly:
-        if warnings is not None:
-            warnings.append(f"the index is read-only: {left} exchanges cannot be embedded and "
-                            "are found by keyword only")
-        return 0, False
-    try:
-        # a background embedder already works newest first: wait for it only a moment
-        got = mem.embed(budget, wait=min(budget, EMBEDDER_WAIT))
-    except Exception as e:  # search what is embedded rather than fail
-        if is_corruption(e):
-            raise
-        mem.log.warn(f"embedding before the search failed: {type(e).__name__}: {e}")
-        if warnings is not None:
-            warnings.append(f"new exchanges could not be embedded ({error_line(e)}): "
-                            "searching the ones embedded before")
-        return 0, False
-    return (got[1] if got is not None else store.count_pending(key_of(embedder))), \
-        got is not None
 
 
 def catch_up(mem: Memory) -> None:
@@ -522,29 +405,20 @@ def _when(text: str, end_of_day: bool = False) -> float:
 
 # -- the requests ---------------------------------------------------------------------------------
 
-def search(mem, query: str, *, mode: str = "combined", limit: int = 10,
+def search(scope, query: str, *, mode: str = "combined", limit: int = 10,
            filters: Filters | None = None, deep: bool = False, context: int = 0,
-           progress=None, fresh: bool = True, embed_budget: float | None = None) -> dict:
-    """Sessions matching the query, best first, with the seed's warnings first; `context`: the
-    turn that matched best and that many turns each side of it. `fresh=False`: the caller
-    brought the index up to date itself (a hook, within its budget); `embed_budget`: seconds
-    at most of embedding new exchanges first (the rest are left to the background). `mem` an
-    AllProjects: every project's sessions ranked as one list, each naming its project."""
+           ready: Ready | None = None) -> dict:
+    """Sessions matching the query, best first, with the warnings first (bring_up's, then the
+    search's); `context`: the turn that matched best and that many turns each side of it.
+    `ready`: what bring_up left (without it, the index is read as it stands and the model, if
+    the mode wants it, loaded here). `scope` every project's: their sessions ranked as one
+    list, each naming its project. Only reads."""
     from . import search as searchmod  # not imported by the hooks' paths
-    started = time.monotonic()
-    query = _query(query)
-    every = _every(mem)
-    warnings: list[str] = []
-    early = Early.start(mem, mode)
-    try:
-        mems, skip = _opened(mem, warnings, fresh=fresh, progress=progress, deep=deep)
-        if early:
-            early.prefetch(mems)
-        embedder, why_not = meaning(mem, mode, warnings, embed_budget, mems, early,
-                                    started=started)
-    finally:
-        if early:
-            early.wait()  # (a thread still loading must not outlive a failed request)
+    query = query_of(query)
+    warnings, mems, skip = _read(scope, ready)
+    embedder, why_not = (ready.embedder, ready.why_not) if ready is not None and (
+        ready.embedder is not None or ready.why_not) else (
+        _model(scope) if mode != "keyword" else (None, None))
     parts = [searchmod.Part(m.store(), filters, deep, x) for m, x in zip(mems, skip)]
 
     def answer() -> tuple[list[dict], list[str]]:
@@ -556,7 +430,7 @@ def search(mem, query: str, *, mode: str = "combined", limit: int = 10,
             m = mems[h.part]
             if h.part not in origins:
                 origins[h.part] = m.store().origins(x.row.id for x in hits if x.part == h.part)
-            d = session_json(h.row, m.ws, origins[h.part].get(h.row.id), every)
+            d = session_json(h.row, m.ws, origins[h.part].get(h.row.id), scope.wide)
             d.update(title=h.title, match=h.match, score=h.score, score_kind=h.kind,
                      files_changed=h.files,
                      snippet=h.snippet, matches=h.matches, message_id=h.message_id)
@@ -565,36 +439,32 @@ def search(mem, query: str, *, mode: str = "combined", limit: int = 10,
                                 for t in m.store().messages_around(h.message_id, context)]
             results.append(d)
         return results, search_warnings
-    results, search_warnings = _reading([m.store() for m in mems], answer)
+    results, search_warnings = _reading(mems, answer)
     out: dict = {"query": query, "mode": mode, "warnings": search_warnings + warnings,
-                 "results": results}
-    if every:  # (a project whose folder is gone is searched from its transcripts: said so)
-        out.update(scope="all", projects=len(mems),
-                   gone=sum(not os.path.isdir(m.ws) for m in mems))
-    else:  # (what a person needs to know to look wider: --all-projects, scope "all")
-        out.update(scope="project", sessions=mem.store().count_sessions(),
-                   home=mem.ws == _home())
-    if not every and not results and not filters:  # the last search step (the seed's table):
-        # the session history summaries, which no filter applies to
-        from .sources import history
-        found, problems = history.search(mem.ws, searchmod.normalize_query(query)[1],
-                                         limit=limit)
-        for p in problems:
-            mem.log.warn(f"session history: {p}", once=True)
-        if found:
-            out["warnings"].append("no conversation matched: showing Session History Summaries")
-            out["history"] = found
+                 "results": results, **scope.describe(mems)}
+    if not results and not filters:  # the last search step: what else the sources keep
+        from .sources import history  # (the session history summaries, no filter applies)
+        for m in mems[:1] if not scope.wide else ():
+            found, problems = history.search(m.ws, searchmod.normalize_query(query)[1],
+                                             limit=limit)
+            for p in problems:
+                m.log.warn(f"session history: {p}", once=True)
+            if found:
+                out["warnings"].append("no conversation matched: showing Session History "
+                                       "Summaries")
+                out["history"] = found
     return out
 
 
-def _reading(stores: list[Store], fn):
+def _reading(mems: list[Memory], fn):
     """fn() inside a read transaction of each index: one state of each for a whole answer, not
-    one per statement (and one lock taken, not one a statement). (contextlib.ExitStack's work,
-    by hand: its import is 3 ms of a 28 ms search, which loads it nowhere else.)"""
+    one per statement (and one lock taken, not one a statement): a read writes nothing.
+    (contextlib.ExitStack's work, by hand: its import is 3 ms of a 28 ms search, which loads
+    it nowhere else.)"""
     held = []
     try:
-        for store in stores:
-            tx = store.read()
+        for m in mems:
+            tx = m.store().read()
             tx.__enter__()
             held.append(tx)
         result = fn()
@@ -620,30 +490,29 @@ def _turn(m, *, matched: bool) -> dict:
             "text": cut}
 
 
-def recent(mem, n: int = 10, *, fresh: bool = True) -> dict:
+def recent(scope, n: int = 10, *, ready: Ready | None = None) -> dict:
     """The latest n sessions, each with its changed files and first and last request
-    (`fresh=False`: see search); `mem` an AllProjects: the latest of every project's."""
+    (`ready`: see search); every project's latest for a scope of all."""
     from . import session_view  # (the views of sessions: not a search's)
-    every = _every(mem)
-    warnings: list[str] = []
-    mems, skip = _opened(mem, warnings, fresh=fresh)
-    latest = sorted(((-(row.ended_at or 0), i, row) for i, m in enumerate(mems)
-                     for row in m.store().recent_sessions(n + len(skip[i]))
-                     if row.id not in skip[i]), key=lambda x: x[:2])[:n]
-    sessions = []
-    for _e, i, row in latest:
-        store = mems[i].store()
-        view = session_view.build(store, row, requests=True, paths=True)
-        d = session_json(row, mems[i].ws, store.origins([row.id]).get(row.id), every)
-        d.update(files_changed=view.changed_paths,
-                 first_user_message=_text(view.first_request),
-                 last_user_message=_text(view.last_request))
-        sessions.append(d)
-    out: dict = {"workspace": None if every else mem.ws, "warnings": warnings,
-                 "sessions": sessions}
-    if every:
-        out.update(scope="all", projects=len(mems))
-    return out
+    warnings, mems, skip = _read(scope, ready)
+
+    def answer() -> list[dict]:
+        latest = sorted(((-(row.ended_at or 0), i, row) for i, m in enumerate(mems)
+                         for row in m.store().recent_sessions(n + len(skip[i]))
+                         if row.id not in skip[i]), key=lambda x: x[:2])[:n]
+        sessions = []
+        for _e, i, row in latest:
+            store = mems[i].store()
+            view = session_view.build(store, row, requests=True, paths=True)
+            d = session_json(row, mems[i].ws, store.origins([row.id]).get(row.id), scope.wide)
+            d.update(files_changed=view.changed_paths,
+                     first_user_message=_text(view.first_request),
+                     last_user_message=_text(view.last_request))
+            sessions.append(d)
+        return sessions
+    # (where it looked first: its count of sessions gives way to the sessions listed)
+    return {**scope.describe(mems), "workspace": None if scope.wide else mems[0].ws,
+            "warnings": warnings, "sessions": _reading(mems, answer)}
 
 
 def _text(said: session_view.Said | None) -> str | None:
@@ -722,22 +591,27 @@ def _candidates(rows) -> str:
 DETAILS = ("summary", "turns", "full")
 
 
-def show(mem, session_id: str, range: str | None = None, detail: str = "full",
-         tools: bool = True, outputs: bool = False) -> dict:
+def show(scope, session_id: str, range: str | None = None, detail: str = "full",
+         tools: bool = True, outputs: bool = False, *, ready: Ready | None = None) -> dict:
     """One session at a depth: `summary` (its facts, changed files with Claude's reasons,
     decisions, first and last request, where it stopped: see session_view), `turns` (and the main
     thread's messages) or `full` (and the subagents' too). `range` slices the messages.
     `tools`: the tool calls too, each in brief with the agent's turn that made it
     (session_view.turns; a summary: how many of each tool); `outputs`: and what each printed
     and changed, while its transcript holds it (`_outputs`). `mem` an AllProjects: the session
-    is found in any project."""
-    from . import session_view  # (the views of sessions: not a search's)
+    is found in any project. Only reads."""
     if detail not in DETAILS:
         raise UsageError(f"detail must be one of {', '.join(DETAILS)}, not {detail!r}")
     sl = parse_range(range)
-    every = _every(mem)
-    warnings: list[str] = []
-    mems, skip = _opened(mem, warnings)
+    warnings, mems, skip = _read(scope, ready)
+    session = _reading(mems, lambda: _shown(scope.wide, mems, skip, session_id, sl, detail,
+                                            tools, outputs))
+    return {"warnings": warnings, "detail": detail, "session": session}
+
+
+def _shown(every: bool, mems: list[Memory], skip: list[set[int]], session_id: str, sl: slice,
+           detail: str, tools: bool, outputs: bool) -> dict:
+    from . import session_view  # (the views of sessions: not a search's)
     mem, row = _holder(mems, session_id, skip)
     store = mem.store()
     summary = detail == "summary"
@@ -768,7 +642,7 @@ def show(mem, session_id: str, range: str | None = None, detail: str = "full",
                           **({"tool_calls": [_call(c, mem.ws, row.cwd, details)
                                              for c in t.tools]} if tools else {})}
                          for i, t in msgs[sl] if t.text or t.tools]
-    return {"warnings": warnings, "detail": detail, "session": d}
+    return d
 
 
 def _call(c: session_view.ToolUse, ws: str, cwd: str | None, details: dict) -> dict:
@@ -803,10 +677,11 @@ def _outputs(store, row, d: dict) -> dict:
     return got
 
 
-def export(mem, session_id: str, *, tools: bool = True, outputs: bool = True) -> dict:
+def export(scope, session_id: str, *, tools: bool = True, outputs: bool = True,
+           ready: Ready | None = None) -> dict:
     """A session whole, as `prima-memory export` writes it: show's `full` detail, its tool
     calls in the agent's turns (`tools`) with what each printed and changed (`outputs`)."""
-    return show(mem, session_id, detail="full", tools=tools, outputs=outputs)
+    return show(scope, session_id, detail="full", tools=tools, outputs=outputs, ready=ready)
 
 
 def workspace_path(ws: str, path: str) -> str:
@@ -838,8 +713,8 @@ def _given(path: str) -> None:
         raise UsageError("the path holds a NUL character")
 
 
-def files(mem, path: str | None = None, skip: int = 0,
-          limit: int | None = None) -> dict:
+def files(scope, path: str | None = None, skip: int = 0,
+          limit: int | None = None, *, ready: Ready | None = None) -> dict:
     """Which sessions changed a file (or the files under a folder), newest first: one entry per
     session, and in it one per file with its edits counted, their first and last time, the
     tools, and the best reason the session holds for the change (reasons.best: Claude's words
@@ -849,17 +724,21 @@ def files(mem, path: str | None = None, skip: int = 0,
     any case) are shown, with a warning. `skip` leaves out the newest that many sessions and
     `limit` keeps that many of the rest; "more" counts the sessions after those kept. `mem` an
     AllProjects: every project's changes, `path` taken in each (an absolute one: in the project
-    holding it)."""
+    holding it). Only reads."""
     if skip < 0:
         raise UsageError(f"skip must be 0 or more, not {skip}")
     if limit is not None and limit < 1:
         raise UsageError(f"limit must be 1 or more, not {limit}")
-    every = _every(mem)
-    rel = workspace_path(mem.ws, path) if path is not None and not every else None
-    if every and path is not None:
+    if path is not None:
         _given(path)
-    warnings: list[str] = []
-    mems, skipped = _opened(mem, warnings)
+    warnings, mems, skipped = _read(scope, ready)
+    return _reading(mems, lambda: _files(scope, mems, skipped, warnings, path, skip, limit))
+
+
+def _files(scope, mems: list[Memory], skipped: list[set[int]], warnings: list[str],
+           path: str | None, skip: int, limit: int | None) -> dict:
+    every = scope.wide
+    rel = workspace_path(mems[0].ws, path) if path is not None and not every else None
     exact: list[tuple] = []
     loose: list[tuple] = []  # the paths merely containing it: shown only if none is it
     for i, m in enumerate(mems):
@@ -896,12 +775,9 @@ def files(mem, path: str | None = None, skip: int = 0,
             entry["workspace"] = mems[i].ws
         entry["files"] = its
         sessions.append(entry)
-    out: dict = {"path": path if every else rel, "warnings": warnings,
-                 "total_sessions": len(newest), "total_changes": len(rows), "skipped": skip,
-                 "more": max(0, len(newest) - end), "sessions": sessions}
-    if every:
-        out.update(scope="all", projects=len(mems))
-    return out
+    return {**scope.describe(mems), "path": path if every else rel, "warnings": warnings,
+            "total_sessions": len(newest), "total_changes": len(rows), "skipped": skip,
+            "more": max(0, len(newest) - end), "sessions": sessions}
 
 
 def _file_entry(store, sid: int, changes: list[tuple]) -> dict:
@@ -1000,7 +876,7 @@ def index_all(every: AllProjects, *, worker: bool = False, lock_fd: int | None =
         opened, embedded, pending = got
         warnings = every.warnings
     else:
-        opened = every.bring_up(every.scan(), progress=progress, warnings=warnings)
+        opened = every.update_projects(every.scan(), progress=progress, warnings=warnings)
     return {"scope": "all", "projects": len(opened), "user_store": wsmod.user_store(),
             "warnings": warnings, "embedded": embedded, "embed_pending": pending}
 
@@ -1059,12 +935,13 @@ class TooMany(UsageError):
 
 
 def forget_choice(mem: Memory, ids: list[str], *, before: str | None = None,
-                  match: str | None = None, capped: bool = True) -> dict:
+                  match: str | None = None, capped: bool = True,
+                  ready: Ready | None = None) -> dict:
     """The sessions `forget` would remove: those the ids (or unique prefixes) name, those that
     ended before `before`, those a keyword search for `match` finds (as `search` chooses them).
     `capped`: TooMany when `before` or `match` choose over FORGET_SHOWN. Nothing is removed."""
     _named(ids)
-    warnings = _begin(mem)
+    warnings = list(ready.warnings) if ready is not None else []
     store = mem.store()
     rows = {r.id: r for r in (one_session(mem, i) for i in ids)}
     most = FORGET_SHOWN + 1 if capped else 1 << 31  # (no index holds that many)
@@ -1072,7 +949,7 @@ def forget_choice(mem: Memory, ids: list[str], *, before: str | None = None,
         until = _when(before)
         rows.update((r.id, r) for r in store.sessions_ended_before(until, most))
     if match:
-        found = search(mem, match, mode="keyword", limit=most, fresh=False)
+        found = search(mem, match, mode="keyword", limit=most)
         warnings += found.get("warnings", [])
         for hit in found["results"]:
             row = store.session_by_session_id(hit["session_id"], hit["source"])
@@ -1168,7 +1045,7 @@ def embed(mem: Memory, *, worker: bool = False, lock_fd: int | None = None,
     else:
         if background.rebuild_state(mem):
             raise Failure("a rebuild is running: it embeds everything itself")
-        refresh(mem, warnings)
+        mem.bring_up(warnings)
         try:
             mem.embedder()
         except Exception as e:  # noqa: BLE001
@@ -1286,53 +1163,44 @@ def _excerpt(text: str | None, n: int = EXCERPT) -> str | None:
     return text if len(text) <= n else text[:n].rstrip() + "…"
 
 
-def similar(mem, query: str, *, limit: int = 10) -> dict:
+def similar(scope, query: str, *, limit: int = 10, ready: Ready | None = None) -> dict:
     """find_similar: past exchanges most like the query, one per session, each with the
     exchanges of other sessions its SIMILAR_TO edges join it to (cosine >= 0.85; within one
     project's memory). The sessions are those the default search ranks first (search.rank:
     rarity of words, meaning, dates), each shown by the exchange where the query's words are
     said, or else its most similar. `PRIMA_SEED_EXACT=1` keeps the continuity seed's ranking of
     exchanges: 0.7 similarity + 0.2 recency (linear, zero at 365 days) + 0.1 min(1, session
-    turns / 50). `mem` an AllProjects: every project's exchanges as one list."""
+    turns / 50). `ready`: bring_up's with mode "similar" (the model loaded, new exchanges
+    embedded and linked); without it, the model is loaded here. Only reads."""
     # not on the hooks' paths, which import this module
-    from . import background, semantic
+    from . import semantic
     from . import search as searchmod
-    started = time.monotonic()
-    query = _query(query)
-    every = _every(mem)
-    warnings: list[str] = []
-    mems, skip = _opened(mem, warnings)
-    embedder, why_not = meaning(mem, "semantic", warnings, None, mems, started=started)
+    query = query_of(query)
+    warnings, mems, skip = _read(scope, ready)
+    embedder, why_not = (ready.embedder, ready.why_not) if ready is not None and (
+        ready.embedder is not None or ready.why_not) else _model(scope)
     if embedder is None:
         raise Failure(f"find_similar needs the embedding model, which cannot load ({why_not}); "
                       "search_sessions with mode keyword still works")
     settings = semantic.Settings()
     model = semantic.key_of(embedder, settings)
-    deadline, unlinked = time.monotonic() + LINK_BUDGET, 0
-    for m in mems:
-        store = m.store()
-        if not store.readonly and not background.rebuild_state(m):
-            got = m.link(max(0.0, deadline - time.monotonic()), wait=EMBEDDER_WAIT)
-            unlinked += len(store.unlinked_exchanges(model)) if got is None else got[1]
-    if unlinked:
-        warnings.append(f"{unlinked} exchanges have no similarity links yet (they are still "
-                        "found; their links come in the background)")
     parts = [searchmod.Part(m.store(), exclude=x) for m, x in zip(mems, skip)]
-    found = _seed_similar(parts, embedder, query, limit, settings) if searchmod.seed_exact() \
-        else _ranked_similar(parts, embedder, query, limit)
-    results = []
-    for i, ex, scores in found:
-        store = mems[i].store()
-        rows = store.sessions_by_id([ex >> SHIFT])
-        if not rows:
-            continue  # (pruned meanwhile)
-        d = session_json(rows[0], mems[i].ws, every=every)
-        d.update(_exchange(store, ex), **scores, linked=_linked(store, model, ex))
-        results.append(d)
-    out: dict = {"query": query, "warnings": warnings, "results": results}
-    if every:
-        out.update(scope="all", projects=len(mems))
-    return out
+
+    def answer() -> list[dict]:
+        found = _seed_similar(parts, embedder, query, limit, settings) \
+            if searchmod.seed_exact() else _ranked_similar(parts, embedder, query, limit)
+        results = []
+        for i, ex, scores in found:
+            store = mems[i].store()
+            rows = store.sessions_by_id([ex >> SHIFT])
+            if not rows:
+                continue  # (pruned meanwhile)
+            d = session_json(rows[0], mems[i].ws, every=scope.wide)
+            d.update(_exchange(store, ex), **scores, linked=_linked(store, model, ex))
+            results.append(d)
+        return results
+    return {"query": query, "warnings": warnings, "results": _reading(mems, answer),
+            **scope.describe(mems)}
 
 
 def _ranked_similar(parts, embedder, query: str, limit: int) -> list[tuple[int, int, dict]]:
@@ -1420,13 +1288,18 @@ DIGEST_SESSIONS = 200  # a digest names at most this many sessions (the newest),
 DIGEST_FILES = 10
 
 
-def digest(mem: Memory, since: str | None = None, until: str | None = None) -> dict:
+def digest(mem: Memory, since: str | None = None, until: str | None = None, *,
+           ready: Ready | None = None) -> dict:
     """A period's digest from the index alone, no model: its sessions by (local) day with their
     titles, tags and branch, the files changed most, the decisions marked (DECIDED, SAVE ...)
-    and where each session stopped. Default: the last seven days."""
-    from . import session_view  # (the views of sessions: not a search's)
-    warnings = _begin(mem)
+    and where each session stopped. Default: the last seven days. Only reads."""
     f = filters(since or "7d", until)
+    warnings, mems, _skip = _read(mem, ready)
+    return _reading(mems, lambda: _digest(mem, f, warnings))
+
+
+def _digest(mem: Memory, f: Filters, warnings: list[str]) -> dict:
+    from . import session_view  # (the views of sessions: not a search's)
     store = mem.store()
     facts = sorted(store.session_facts(f.since, f.until), key=lambda r: -(r[2] or r[1] or 0))
     if len(facts) > DIGEST_SESSIONS:

@@ -14,10 +14,10 @@ import sys
 import time
 
 from . import jsontext
-from .errors import Failure
+from .errors import Failure, IndexReadOnly
 from .locking import LockTimeout, WriterLock
-from .memory import ALL, OTHERS, REBUILD_KEY, IndexReadOnly
 from .settings import flag
+from .sources.registry import OTHERS, SOURCES as ALL
 from .workspace import make_private, user_store
 
 TYPE_CHECKING = False  # (typing's own is an import the Stop hook, which imports this, skips)
@@ -119,6 +119,7 @@ def held(mem, name: str) -> bool:
     return False
 
 
+REBUILD_KEY = "rebuild"  # meta: a running rebuild's state (rebuild_state)
 NO_MODEL_KEY = "embedder_failed"  # when a background embedder last found no model to load
 NO_MODEL_RETRY = 3600.0  # seconds before one is started again
 # The background embedder's own lock, held for its whole life: at most one is ever alive. (The
@@ -285,7 +286,7 @@ def run_all(every, lock_fd: int | None = None, progress=None):
             return None
     try:
         lower_priority()
-        opened = every.bring_up(every.scan(), progress=progress, warnings=every.warnings)
+        opened = every.update_projects(every.scan(), progress=progress, warnings=every.warnings)
         done = left = 0
         for _p, mem in opened:
             if mem.store().readonly or rebuild_state(mem):

@@ -1,7 +1,7 @@
-"""The `prima-memory` entry point: parses the command line (DESIGN §7) and hands the command
-to commands.py, which asks the data API and renders its answer; `hook EVENT` and `mcp` skip
-argparse and go straight to hooks.py and mcp_server.py. Errors become one line and an exit
-status: 2 for a wrong request, 1 for anything else."""
+"""The command line: parses it and hands the command to commands.py, which asks the data API and
+renders its answer (`hook EVENT` and `mcp` never come here: main.py hands them to hooks.py and
+mcp_server.py first). Errors become one line and an exit status: 2 for a wrong request, 1 for
+anything else."""
 from __future__ import annotations
 
 import os
@@ -305,31 +305,6 @@ def _attach_slices(argv: list[str]) -> list[str]:
     return out
 
 
-def _direct_call(argv: list[str]) -> tuple[list[str], str | None] | None:
-    """(the words, workspace) for `hook EVENT` and `mcp`, with --workspace DIR and --json
-    anywhere among them, which skip argparse: a hook because argparse's errors exit 2, which
-    Claude Code reads as "block"; both because Claude Code waits for them, and argparse costs
-    milliseconds. (--json changes nothing there: a hook prints its context block, the server
-    JSON-RPC.)"""
-    ws = None
-    words: list[str] = []
-    i = 0
-    while i < len(argv):
-        a = argv[i]
-        if a == "--workspace" and i + 1 < len(argv):
-            ws = argv[i + 1]
-            i += 2
-            continue
-        if a.startswith("--workspace="):
-            ws = a.split("=", 1)[1]
-        elif a != "--json":
-            words.append(a)
-        i += 1
-    if (len(words) >= 2 and words[0] == "hook") or words == ["mcp"]:
-        return words, ws
-    return None
-
-
 READS = frozenset({"search", "similar", "recent", "show", "export", "files", "digest", "recall",
                    "status"})  # the commands that end once they have answered
 COMMANDS = ("search", "similar", "recent", "show", "export", "files", "digest", "index", "embed",
@@ -359,7 +334,7 @@ def _write(text: str, stream, *, multiline: bool = False, end: str = "\n") -> No
     terminal.write(text, stream, multiline=multiline, end=end)
 
 
-def _say(text: str) -> None:
+def say(text: str) -> None:
     """One line on stderr, "prima-memory: " first: an error quotes a title or a path, which can
     hold anything."""
     _write(f"prima-memory: {text}", sys.stderr)
@@ -384,25 +359,12 @@ def exit_with(code: int) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """A command of the command line (`hook` and `mcp` are main.py's to hand over)."""
     argv = _attach_slices(sys.argv[1:] if argv is None else argv)
-    direct = _direct_call(argv)
-    if direct is not None and direct[0] == ["mcp"]:
-        # only the front end that runs: Claude Code waits for the hooks and the MCP server
-        from . import mcp_server
-        from .workspace import resolve_workspace
-        return mcp_server.serve(resolve_workspace(direct[1]))
-    if direct is not None:
-        # only the front end that runs: Claude Code waits for the hooks and the MCP server
-        from . import hooks
-        event = direct[0][1]
-        if event not in hooks.EVENTS:
-            _say(f"unknown hook event {event!r}")
-            return 0
-        return hooks.run(event, direct[1])
     try:
         args = _plain_search(argv) or _parser(_command_in(argv)).parse_args(argv)
     except UsageError as e:
-        _say(f"error: {e}")
+        say(f"error: {e}")
         return EXIT_USAGE
     args.json = getattr(args, "json", False)
     if args.command in READS:
@@ -413,30 +375,25 @@ def main(argv: list[str] | None = None) -> int:
         global _answered
         _answered = True
     if not args.command:
-        _say("error: a command is required (see prima-memory --help)")
+        say("error: a command is required (see prima-memory --help)")
         return EXIT_USAGE
-    if args.command == "mcp":  # (normally a direct call, above; this is its safety net)
-        # only the front end that runs: Claude Code waits for the hooks and the MCP server
-        from . import mcp_server
-        from .workspace import resolve_workspace
-        return mcp_server.serve(resolve_workspace(getattr(args, "workspace", None)))
-    if args.command == "hook":
-        # only the front end that runs: Claude Code waits for the hooks and the MCP server
-        from . import hooks
-        return hooks.run(args.event, getattr(args, "workspace", None))
-    # only the front end that runs: Claude Code waits for the hooks and the MCP server
+    if args.command in ("hook", "mcp"):  # (main.py hands these over before any parsing)
+        say(f"error: {args.command} runs as `prima-memory {args.command} ...`, from "
+             "prima_memory.main")
+        return EXIT_USAGE
+    # the commands' modules: not loaded by --help or a usage error
     from . import commands
     try:
         return commands.run(args)
     except UsageError as e:
-        _say(f"error: {e}")
+        say(f"error: {e}")
         return EXIT_USAGE
     except KeyboardInterrupt:
-        _say("interrupted")
+        say("interrupted")
         return 130
     except Exception as e:  # the contract: one line, never a traceback
         msg = str(e) if isinstance(e, (PrimaError, OSError)) else f"{type(e).__name__}: {e}"
-        _say(f"error: {' '.join(msg.split())}")
+        say(f"error: {' '.join(msg.split())}")
         from .settings import flag  # (not at the top: the hooks' fast paths never need it)
         if flag("PRIMA_DEBUG", default=False):
             raise

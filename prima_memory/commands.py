@@ -81,10 +81,11 @@ def _one(text: str) -> str:
 # -- search and /recall ----------------------------------------------------------------------------
 
 def cmd_search(mem, args) -> int:
-    data = api.search(mem, " ".join(args.query), mode=args.mode, limit=args.limit,
-                      filters=api.filters(args.since, args.until, args.branch, args.tag,
-                                          args.source),
-                      deep=args.deep, context=args.context, progress=_progress(args))
+    query = api.query_of(" ".join(args.query))  # (empty: said before anything is brought up)
+    filters = api.filters(args.since, args.until, args.branch, args.tag, args.source)
+    ready = api.bring_up(mem, mode=args.mode, deep=args.deep, progress=_progress(args))
+    data = api.search(mem, query, mode=args.mode, limit=args.limit,
+                      filters=filters, deep=args.deep, context=args.context, ready=ready)
     lines = [f"warning: {w}" for w in data["warnings"]]
     if data.get("history"):
         lines.append("Session History Summaries")
@@ -119,7 +120,8 @@ def cmd_search(mem, args) -> int:
 
 
 def cmd_similar(mem, args) -> int:
-    data = api.similar(mem, " ".join(args.query), limit=args.limit)
+    query = api.query_of(" ".join(args.query))  # (empty: said before anything is brought up)
+    data = api.similar(mem, query, limit=args.limit, ready=api.bring_up(mem, mode="similar"))
     lines = [f"warning: {w}" for w in data["warnings"]]
     if not data["results"]:
         lines.append(f"No past exchange is like \"{_one(data['query'])}\".")
@@ -152,7 +154,7 @@ def cmd_recall(mem, args) -> int:
 # -- recent, show, files ----------------------------------------------------------------------------
 
 def cmd_recent(mem, args) -> int:
-    data = api.recent(mem, args.n)
+    data = api.recent(mem, args.n, ready=api.bring_up(mem))
     lines = [f"warning: {w}" for w in data["warnings"]]
     for d in data["sessions"]:
         lines.append(f"{span(d['started_at'], d['ended_at'])}  {other_agent(d['source'], d['label'])}"
@@ -171,7 +173,9 @@ def cmd_recent(mem, args) -> int:
 
 
 def cmd_show(mem, args) -> int:
-    data = api.show(mem, args.session_id, args.range, args.detail, tools=not args.no_tools)
+    api.parse_range(args.range)  # (a wrong range: said before anything is brought up)
+    data = api.show(mem, args.session_id, args.range, args.detail, tools=not args.no_tools,
+                    ready=api.bring_up(mem))
     d = data["session"]
     lines = [f"{d['title']}", f"session {d['session_id']}  {d['label']}  "
              f"{span(d['started_at'], d['ended_at'])}  branch {_one(d['branch'] or '—')}",
@@ -220,7 +224,7 @@ def cmd_export(mem, args) -> int:
     # only export renders documents and writes files
     from . import export
     data = api.export(mem, args.session_id, tools=not args.no_tools,
-                      outputs=not args.no_outputs)
+                      outputs=not args.no_outputs, ready=api.bring_up(mem))
     for w in data["warnings"]:  # (not in the document)
         terminal.write(f"prima-memory: warning: {w}", sys.stderr, multiline=False)
     text = _json(data) + "\n" if args.json else export.render(data, args.format)
@@ -234,7 +238,7 @@ def cmd_export(mem, args) -> int:
 
 
 def cmd_files(mem, args) -> int:
-    data = api.files(mem, args.path, args.skip, args.limit)
+    data = api.files(mem, args.path, args.skip, args.limit, ready=api.bring_up(mem))
     lines = [f"warning: {w}" for w in data["warnings"]]
     for d in data["sessions"]:
         lines.append(f"{span(d['first_at'], d['last_at'])}  {d['title']}  (session "
@@ -257,7 +261,8 @@ def cmd_files(mem, args) -> int:
 
 def cmd_digest(mem, args) -> int:
     from .session_view import stopped_line  # (a session's view: not a search's)
-    data = api.digest(mem, args.since, args.until)
+    api.filters(args.since, args.until)  # (a wrong date: said before anything is brought up)
+    data = api.digest(mem, args.since, args.until, ready=api.bring_up(mem))
     lines = [f"warning: {w}" for w in data["warnings"]]
     lines.append(f"{data['sessions']} sessions from {local_iso(data['since'])} to "
                  f"{local_iso(data['until']) if data['until'] else 'now'}")
@@ -458,7 +463,7 @@ def cmd_forget(mem, args) -> int:
         raise UsageError("--all goes with --before or --match: every session they choose")
     try:
         choice = api.forget_choice(mem, args.session_ids, before=args.before, match=args.match,
-                                   capped=not args.all)
+                                   capped=not args.all, ready=api.bring_up(mem))
     except api.TooMany:
         raise UsageError(f"that chooses over {api.FORGET_SHOWN} sessions: choose fewer at a "
                          "time, or add --all to forget every one of them") from None

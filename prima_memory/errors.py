@@ -16,6 +16,18 @@ class Failure(PrimaError):
     """The request is fine but cannot be done (no such session, the index is busy)."""
 
 
+class IndexBusy(Failure):
+    """Another process holds the writer lock."""
+
+
+class IndexReadOnly(Failure):
+    """The index can be read but not written (a read-only folder or file system)."""
+
+    def __init__(self, path: str, why: str | None = None):
+        super().__init__(f"{path} is not updated: {why}" if why else
+                         f"{path} is read-only: not updated")
+
+
 class NotNow(ValueError):
     """A source file this setup cannot read (no zstd support): tried again on every look, since
     what fixes it (installing a package) changes no file."""

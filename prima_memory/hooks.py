@@ -374,7 +374,7 @@ def user_prompt_submit(mem, data: dict, session_id, lock_wait, index_budget) -> 
             target.close()
         return briefing.frame(RECALL_ALL_FRAME, text)
     api.update(mem, lock_timeout=lock_wait, budget=index_budget, extracts=False, quick=True)
-    _data, text = recall(mem, words, fresh=False, embed_budget=RECALL_EMBED)
+    _data, text = recall(mem, words, index=False, embed_budget=RECALL_EMBED)
     return briefing.frame(RECALL_FRAME, text)
 
 

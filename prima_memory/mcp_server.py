@@ -88,9 +88,8 @@ class ServedMemory:
         return self._mem
 
     def call(self, fn, every: bool = False):
-        """fn(this workspace's memory), or fn(every project's) with `every`."""
-        # after the handshake: Claude Code waits for it (see above)
-        from . import api
+        """fn(this workspace's memory), or fn(every project's) with `every`, under the scope's
+        guard (scope.Scope.guarded: the one place a request is tried again)."""
         with self._counting:
             self.waiting += 1
         got = self.lock.acquire(timeout=CALL_WAIT)  # (the idle work stops between its steps)
@@ -101,9 +100,8 @@ class ServedMemory:
                           f"{CALL_WAIT:g}s: try again in a moment")
         try:
             self._reopen_if_replaced()
-            if every:
-                return self.every.guarded(lambda: fn(self.every))
-            return api.guarded(self.mem, fn)
+            scope = self.every if every else self.mem
+            return scope.guarded(lambda: fn(scope))
         finally:
             self.last_request = time.monotonic()
             self.lock.release()
@@ -406,8 +404,9 @@ def tools(memory: ServedMemory) -> list[proto.Tool]:
         # after the handshake: Claude Code waits for it (see above)
         from . import api
         data = guarded_tool(memory, lambda mem: api.search(
-            mem, a["query"], mode=a["mode"], limit=a["limit"], context=1,
-            filters=api.filters(a["since"], a["until"])), a["scope"])
+            mem, api.query_of(a["query"]), mode=a["mode"], limit=a["limit"], context=1,
+            filters=api.filters(a["since"], a["until"]),
+            ready=api.bring_up(mem, mode=a["mode"])), a["scope"])
         return bounded(data, "Ask with a smaller limit, a narrower period (since/until), or "
                              "read one session with recall_session.")
 
@@ -427,7 +426,8 @@ def tools(memory: ServedMemory) -> list[proto.Tool]:
         rng = None if a["range"] == "full" else a["range"]
         # (the tool calls of every message would crowd the messages out: a summary's count)
         data = guarded_tool(memory, lambda mem: api.show(mem, a["session_id"], rng, a["detail"],
-                                                         tools=a["detail"] == "summary"),
+                                                         tools=a["detail"] == "summary",
+                                                         ready=api.bring_up(mem)),
                             a["scope"])
 
         def more(kept: dict, dropped: dict) -> str:
@@ -449,7 +449,8 @@ def tools(memory: ServedMemory) -> list[proto.Tool]:
     def recent_sessions(a: dict) -> str:
         # after the handshake: Claude Code waits for it (see above)
         from . import api
-        data = guarded_tool(memory, lambda mem: api.recent(mem, a["n"]), a["scope"])
+        data = guarded_tool(memory, lambda mem: api.recent(mem, a["n"], ready=api.bring_up(mem)),
+                            a["scope"])
         return bounded(data, "Ask for fewer (n), or read one with recall_session.")
 
     @tool("find_similar", """Past exchanges (a request and Claude's reply) most like the query,
@@ -461,8 +462,9 @@ def tools(memory: ServedMemory) -> list[proto.Tool]:
     def find_similar(a: dict) -> str:
         # after the handshake: Claude Code waits for it (see above)
         from . import api
-        data = guarded_tool(memory, lambda mem: api.similar(mem, a["query"], limit=a["limit"]),
-                            a["scope"])
+        data = guarded_tool(memory, lambda mem: api.similar(
+            mem, api.query_of(a["query"]), limit=a["limit"],
+            ready=api.bring_up(mem, mode="similar")), a["scope"])
         return bounded(data, "Ask with a smaller limit, or read one with recall_session.")
 
     @tool("get_file_history", """Which past sessions changed a file (or files under a folder),
@@ -480,8 +482,8 @@ def tools(memory: ServedMemory) -> list[proto.Tool]:
     def get_file_history(a: dict) -> str:
         # after the handshake: Claude Code waits for it (see above)
         from . import api
-        data = guarded_tool(memory, lambda mem: api.files(mem, a["path"], a["skip"]),
-                            a["scope"])
+        data = guarded_tool(memory, lambda mem: api.files(mem, a["path"], a["skip"],
+                                                          ready=api.bring_up(mem)), a["scope"])
 
         def more(kept: dict, dropped: dict) -> str:
             if "sessions" in dropped:
@@ -500,7 +502,8 @@ def tools(memory: ServedMemory) -> list[proto.Tool]:
     def summarize_period(a: dict) -> str:
         # after the handshake: Claude Code waits for it (see above)
         from . import api
-        data = guarded_tool(memory, lambda mem: api.digest(mem, a["since"], a["until"]))
+        data = guarded_tool(memory, lambda mem: api.digest(mem, a["since"], a["until"],
+                                                           ready=api.bring_up(mem)))
         return bounded(data, "Ask for a shorter period.")
 
     @tool("rebuild_index", """Start rebuilding this workspace's index from the transcripts, in

@@ -10,10 +10,11 @@ import time
 
 from . import forgotten
 from . import workspace as wsmod
-from .errors import Failure
-from .indexer import Indexer
+from .errors import Failure, IndexBusy, IndexReadOnly
+from .indexer import SEARCH_SWEEP, Indexer
 from .locking import LockTimeout, WriterLock
 from .logs import Log
+from .scope import Scope
 from .sources import registry
 from .store import (SCHEMA_VERSION, CantOpen, CorruptIndex, DiskFull, ForeignIndex, ReadOnly,
                     SchemaMismatch, Store, StoreError, is_corruption, move_aside, own_error)
@@ -27,7 +28,6 @@ HOOK = (registry.CLAUDE_CODE,)  # what a hook reads: a machine-wide look at VS C
 ALL = registry.SOURCES  # every agent's sessions (a search, an index, the background)
 OTHERS = registry.OTHERS  # all but the hooks' (the background embedder, after a hook's run)
 EXTRACTS = (registry.EXTRACTS,)  # prima-memory's own extracts, for a deep search
-REBUILD_KEY = "rebuild"  # meta: a running rebuild's state (background.rebuild_state)
 IDS_CLEARED = "forgotten_ids"  # meta: the forgotten sessions the folder's files were cleared of
 
 
@@ -49,23 +49,13 @@ def _store_errors(fn):
     return run
 
 
-class IndexBusy(Failure):
-    """Another process holds the writer lock."""
-
-
 class ForgetPending(Failure):
     """The index holds a forgotten session that cannot be removed now: it is not read."""
 
 
-class IndexReadOnly(Failure):
-    """The index can be read but not written (a read-only folder or file system)."""
+class Memory(Scope):
+    """One workspace's memory, and the scope of a request of that workspace (scope.py)."""
 
-    def __init__(self, path: str, why: str | None = None):
-        super().__init__(f"{path} is not updated: {why}" if why else
-                         f"{path} is read-only: not updated")
-
-
-class Memory:
     def __init__(self, ws: str, *, log: Log | None = None, before_start=None,
                  home: str | None = None, strict: bool = False):
         """`home`: the folder the memory lives in, when not the workspace's own .prima-memory:
@@ -298,19 +288,8 @@ class Memory:
         finally:
             self.lock().release()
 
-    def guarded(self, fn):
-        """fn(), run once more on a fresh index if it finds the index damaged on the way (moved
-        aside and rebuilt): the same recovery for every command and every hook."""
-        try:
-            return fn()
-        except Exception as e:
-            if not is_corruption(e):
-                own = own_error(e, self._store)
-                if own is e:
-                    raise
-                raise own from None  # a driver error from a plain read, as the store's type
-            self.recover_corrupt(f"{type(e).__name__}: {e}")
-            return fn()
+    def own_error(self, e: BaseException) -> BaseException:
+        return own_error(e, self._store)
 
     def recover_corrupt(self, why: str = "") -> Store:
         """Called when the database turns out corrupt mid-operation."""
@@ -863,6 +842,122 @@ class Memory:
     def pending(self) -> tuple[int, int]:
         """(files, bytes) changed on disk since they were indexed, without indexing them."""
         return Indexer(self.ws, self.store(), self.log).pending()
+
+
+    # -- the scope of a request (scope.py) ----------------------------------------------------------
+
+    def memories(self, warnings: list[str]) -> list[tuple[Memory, set[int]]]:
+        return [(self, set())]
+
+    def bring_up(self, warnings: list[str], *, progress=None, deep: bool = False) -> None:
+        """What changed indexed, so a session written a second ago is found (`deep`: the
+        extracts and checkpoints too). Not while a rebuild reads the files: it holds the index,
+        and answers from what it has read. No extract is written here: Stop and the background
+        write them."""
+        if self.store().get_meta("rebuild"):  # (a rebuild's module only when one left a state)
+            from . import background  # (its state, read only when a rebuild left one)
+            state = background.rebuild_state(self)
+            if state and state.get("phase") == "reading":
+                warnings.append(f"a rebuild is reading every file (pid {state.get('pid')}): "
+                                "answering from what it has read so far")
+                return
+        try:
+            self.update(sources=ALL, lock_timeout=LOCK_SECONDS, progress=progress, quick=True,
+                        sweep=SEARCH_SWEEP, extracts=False)
+        except IndexBusy as e:
+            warnings.append(f"{e} for more than {LOCK_SECONDS:.0f}s: "
+                            "answering from the index as it stands")
+        except (IndexReadOnly, DiskFull) as e:
+            warnings.append(f"{e}: answering from the index as it stands")
+        if deep:
+            self.read_extracts(warnings)
+
+    def read_extracts(self, warnings: list[str]) -> None:
+        """A deep search's extracts and checkpoints, read back into the index."""
+        if not self.store().readonly:  # (read-only: bring_up has said so once)
+            try:
+                self.update(sources=EXTRACTS, lock_timeout=LOCK_SECONDS, extracts=False)
+            except (IndexBusy, IndexReadOnly, DiskFull) as e:
+                warnings.append(f"{e}: extracts searched as last indexed")
+
+    def embed_new(self, embedder, budget: float, warnings: list[str]) -> None:
+        left, ran = self.embed_within(embedder, budget, warnings)
+        if left:
+            warnings.append(f"{left} exchanges are not embedded yet (found by keyword only "
+                            "until they are); they are being embedded in the background")
+            if ran:  # (not: the background embedder is on them already)
+                from . import background  # (detached work: not on the hooks' paths)
+                background.start_embedder(self)
+
+    def embed_within(self, embedder, budget: float,
+                     warnings: list[str] | None) -> tuple[int, bool]:
+        """New exchanges embedded for up to `budget` seconds: (how many are left, whether this
+        process embedded: else another one, the background embedder, is at it). `warnings`
+        gets why none could be (a rebuild running, a read-only index)."""
+        from . import background  # (detached work: not on the hooks' paths)
+        from .semantic import key_of  # (semantic work only)
+        store = self.store()
+        if background.rebuild_state(self):
+            if warnings is not None:
+                warnings.append("a rebuild is running: searching the exchanges it has embedded "
+                                "so far")
+            return 0, False
+        left = store.count_pending(key_of(embedder))  # (known already if read ahead: prefetch)
+        if not left:
+            return 0, False
+        if store.readonly:
+            if warnings is not None:
+                warnings.append(f"the index is read-only: {left} exchanges cannot be embedded "
+                                "and are found by keyword only")
+            return 0, False
+        try:
+            # a background embedder already works newest first: wait for it only a moment
+            got = self.embed(budget, wait=min(budget, EMBEDDER_WAIT))
+        except Exception as e:
+            if is_corruption(e):
+                raise
+            self.log.warn(f"embedding before the search failed: {type(e).__name__}: {e}")
+            if warnings is not None:
+                warnings.append(f"new exchanges could not be embedded ({_line(e)}): "
+                                "searching the ones embedded before")
+            return 0, False
+        return (got[1] if got is not None else store.count_pending(key_of(embedder))), \
+            got is not None
+
+    def link_new(self, budget: float, warnings: list[str]) -> None:
+        left = self.link_within(budget)
+        if left:
+            warnings.append(f"{left} exchanges have no similarity links yet (they are still "
+                            "found; their links come in the background)")
+
+    def link_within(self, budget: float) -> int:
+        """SIMILAR_TO edges of what was embedded since, for up to `budget` seconds: how many
+        exchanges are left unlinked."""
+        from . import background  # (detached work: not on the hooks' paths)
+        from .semantic import key_of  # (semantic work only)
+        store = self.store()
+        if store.readonly or background.rebuild_state(self):
+            return 0
+        got = self.link(budget, wait=EMBEDDER_WAIT)
+        return len(store.unlinked_exchanges(key_of(self.embedder()))) if got is None else got[1]
+
+    def early_model(self) -> bool:
+        return not self.model_tried()
+
+    def describe(self, mems: list[Memory]) -> dict:
+        return {"scope": "project", "sessions": self.store().count_sessions(),
+                "home": self.ws == os.path.abspath(os.path.expanduser("~"))}
+
+    def damaged(self, e: BaseException) -> Memory | None:
+        return self  # (the one index a request of this memory reads)
+
+
+LOCK_SECONDS = 10.0  # how long a request waits for another writer before answering as it stands
+EMBEDDER_WAIT = 2.0  # seconds a search waits for a running background embedder (newest first)
+
+
+def _line(e: BaseException) -> str:
+    return " ".join(str(e).split())[:300] or type(e).__name__
 
 
 def _holds_any(path: str, wanted: list[bytes]) -> bool:

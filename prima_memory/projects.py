@@ -30,9 +30,13 @@ from . import workspace as wsmod
 from .errors import Failure
 from .logs import Log
 from .memory import ALL, DiskFull, IndexBusy, IndexReadOnly, Memory
+from .scope import Scope
 from .sources.registry import SOURCES, SharedLog
-from .store import (SCHEMA_VERSION, CantOpen, ReadOnly, SchemaMismatch, Store, StoreError,
-                    is_corruption)
+from .store import (SCHEMA_VERSION, CantOpen, ReadOnly, SchemaMismatch, Store, StoreError)
+
+TYPE_CHECKING = False  # (typing's own import: see memory.py)
+if TYPE_CHECKING:
+    from .embed import Embedder
 
 CATALOG = "catalog.json"
 CATALOG_VERSION = 1
@@ -110,23 +114,30 @@ class _Looked(dict):
         return {k: v for k, v in self.items() if k in self.used}
 
 
-class AllProjects:
+def _newest(mem: Memory) -> float:
+    rows = mem.store().recent_sessions(1)
+    return (rows[0].ended_at or 0.0) if rows else 0.0
+
+
+class AllProjects(Scope):
     """Every project's memory, found and opened once and kept open across requests (the MCP
     server keeps one for its life; a command's lives for the command). Its log is the
     user-level store's."""
 
     def __init__(self, mine: Memory | None = None):
+        self.wide = True  # (each hit names its project)
         self.mine = mine  # the serving workspace's own memory, used as it is for its project
         self.log = Log(wsmod.user_store())  # (nothing written until the store is made)
         self._mems: dict[str, Memory] = {}
         self._foreign: dict[str, tuple] = {}  # folder -> its own index's stat, not stamped ours
         self._files: dict[str, int | None] = {}  # folder -> its open memory's index's inode
         self._kept: dict[str, tuple] = {}  # index path -> what exclusions() read of it, and when
-        self._embedder = None
+        self._embedder: Embedder | None = None
         self._key: tuple[bytes | None] | None = None  # the user's key, once read
         self.budget: float | None = None  # seconds a request brings projects up to date for
         self.left_behind = False  # the last bring_up left projects to index
         self.warnings: list[str] = []  # a background run's, for its log
+        self._opened_now: list[tuple[Project, Memory]] | None = None  # by this request's bring_up
 
     # -- finding the projects ----------------------------------------------------------------------
 
@@ -255,8 +266,8 @@ class AllProjects:
             pass  # knows it meanwhile)
         return mem
 
-    def bring_up(self, projects: list[Project], *, budget: float | None = None,
-                 progress=None, warnings: list[str]) -> list[tuple[Project, Memory]]:
+    def update_projects(self, projects: list[Project], *, budget: float | None = None,
+                        progress=None, warnings: list[str]) -> list[tuple[Project, Memory]]:
         """Each project's memory, brought up to date where its files changed (within `budget`
         seconds in all: the rest answer as they stand, and a project with no memory yet is
         left out, counted in `warnings`). Another writer's lock is waited for a moment, then
@@ -360,45 +371,99 @@ class AllProjects:
             out.append(skip)
         return out
 
-    def guarded(self, fn):
-        """fn(), run once more for each project's index found damaged on the way: that index,
-        and no other, is moved aside and made again from its transcripts, as a search in that
-        project would (Memory.guarded); the damage is named when it cannot be placed."""
-        recovered: set[str] = set()
-        while True:
-            try:
-                return fn()
-            except Exception as e:
-                if not is_corruption(e):
-                    raise
-                mem = self._damaged(e)
-                if mem is None or mem.db_path in recovered:
-                    raise Failure(f"a project's index is damaged ({' '.join(str(e).split())}):"
-                                  " a search in that project moves it aside") from None
-                recovered.add(mem.db_path)
-                mem.recover_corrupt(f"{type(e).__name__}: {e}")
-                self.log.warn(f"all projects: {mem.db_path} was damaged: made again", once=True)
+    # -- the scope of a request (scope.py) ----------------------------------------------------------
 
-    def _damaged(self, e: BaseException) -> Memory | None:
-        """The memory whose index raised `e`: every read of an index is a Store method's, so
-        the innermost Store on the way is the one."""
-        stores = []
-        tb = e.__traceback__
-        while tb is not None:
-            found = tb.tb_frame.f_locals.get("self")
-            if isinstance(found, Store):
-                stores.append(found)
-            tb = tb.tb_next
+    def bring_up(self, warnings: list[str], *, progress=None, deep: bool = False) -> None:
+        """The projects whose files changed brought up to date, within `budget` (what is left
+        goes on in one background run); `deep`: each project's own extracts read back too."""
+        opened = self.update_projects(self.scan(), budget=self.budget, progress=progress,
+                                      warnings=warnings)
+        if self.left_behind:
+            self._background(warnings)
+        if deep:
+            for _p, mem in opened:
+                if not mem.detached:
+                    mem.read_extracts([])
+        self._opened_now = opened
+
+    def memories(self, warnings: list[str]) -> list[tuple[Memory, set[int]]]:
+        """Every project that has a memory: those the bring_up of this request opened, else
+        those whose index is there (none is made by a read)."""
+        opened, self._opened_now = self._opened_now, None
+        if opened is None:
+            opened = []
+            for p in self.scan():
+                path = wsmod.index_path(p.folder) if p.own or p.home is None else \
+                    os.path.join(p.home, "index.db")
+                if os.path.isfile(path) or p.folder in self._mems:
+                    try:
+                        opened.append((p, self.memory(p)))
+                    except (Failure, OSError) as e:
+                        self.log.warn(f"all projects: {p.folder}: {' '.join(str(e).split())}",
+                                      once=True)
+        opened = [(p, m) for p, m in opened if m.exists()]
+        if not opened:
+            raise Failure("no project has any session to search: no Claude Code, Codex or VS "
+                          "Code history was found on this machine")
+        return list(zip([m for _p, m in opened], self.exclusions(opened)))
+
+    def embed_new(self, embedder, budget: float, warnings: list[str]) -> None:
+        """The projects with the newest sessions first share the budget; what is left goes
+        to one background run."""
+        from .semantic import key_of  # (semantic work only)
+        deadline, key = time.monotonic() + budget, key_of(embedder)
+        mems = [m for m in self._mems.values()]
+        left = 0
+        for m in sorted((m for m in mems if m.store().count_pending(key)), key=_newest,
+                        reverse=True):  # (most have nothing new: no lock is taken for them)
+            left += m.embed_within(embedder, max(0.0, deadline - time.monotonic()), None)[0]
+        if left:
+            warnings.append(f"{left} exchanges are not embedded yet (found by keyword only "
+                            "until they are)")
+            self._background(warnings)
+
+    def link_new(self, budget: float, warnings: list[str]) -> None:
+        deadline, left = time.monotonic() + budget, 0
+        for m in list(self._mems.values()):
+            left += m.link_within(max(0.0, deadline - time.monotonic()))
+        if left:
+            warnings.append(f"{left} exchanges have no similarity links yet (they are still "
+                            "found; their links come in the background)")
+
+    def describe(self, mems: list[Memory]) -> dict:
+        # (a project whose folder is gone is searched from its transcripts: said so)
+        return {"scope": "all", "projects": len(mems),
+                "gone": sum(not os.path.isdir(m.ws) for m in mems)}
+
+    def damaged(self, e: BaseException) -> Memory | None:
+        """The memory whose index the error names (a store error carries its path)."""
+        path = getattr(e, "path", None)
         mems = list(self._mems.values()) + ([self.mine] if self.mine else [])
-        for store in reversed(stores):
-            for mem in mems:
-                if mem._store is store:
-                    return mem
-        return None
+        return next((m for m in mems if m.db_path == path), None)
 
-    def embedder(self, mem: Memory):
-        """The model, loaded once for every memory."""
+    def _background(self, warnings: list[str]) -> None:
+        """What a request within a budget left (projects to index, exchanges to embed) goes on
+        in one background process over every project."""
+        from . import background  # (detached work)
+        try:
+            pid = background.start_all()
+        except Exception as e:  # noqa: BLE001 - the next request does it anyway
+            self.log.warn(f"all projects: could not start the background run: {e}", once=True)
+            return
+        if pid:
+            warnings.append("the rest is being indexed and embedded in the background (a "
+                            "search in a minute finds more)")
+
+    def embedder(self, mem: Memory | None = None):
+        """The model, loaded once for every memory (`mem`: by that one's, else the first's)."""
+        mem = mem or self.mine or next(iter(self._mems.values()), None)
+        if mem is None:
+            from . import embed  # (semantic work only: no memory open to load it for)
+            self._embedder = self._embedder or embed.load()
+            return self._embedder
         self._embedder = mem.embedder(self._embedder)
+        for m in self._mems.values():
+            m.embedder(self._embedder)
         return self._embedder
 
     def close(self) -> None:

@@ -38,18 +38,18 @@ RECALL_CHARS = 8000  # the /recall hook's text: Claude Code moves past 10,000 in
 QUERY_SHOWN = 300  # characters of the words shown back (a paste can be megabytes)
 
 
-def recall(mem, query: str, *, limit: int = 8, fresh: bool = True,
+def recall(scope, query: str, *, limit: int = 8, index: bool = True,
            embed_budget: float | None = None) -> tuple[dict, str]:
     """What /recall shows Claude: (the data, its text), a combined search, compact, within
-    RECALL_CHARS; with no words, the latest sessions instead. `fresh`, `embed_budget`: see
-    api.search (the hook brings the index up to date within its own budget)."""
+    RECALL_CHARS; with no words, the latest sessions instead. `index`, `embed_budget`: see
+    api.bring_up (the hook brings the index up to date within its own budget)."""
     query = api.clean_text(" ".join(query.split()))
     if not query:
-        data = api.recent(mem, 5, fresh=fresh)
+        data = api.recent(scope, 5, ready=api.bring_up(scope, index=index))
         return ({"query": "", "mode": "recent", "warnings": data["warnings"] + [RECALL_HELP],
                  "sessions": data["sessions"]}, recent_text(data))
-    data = api.search(mem, query, mode="combined", limit=limit, fresh=fresh,
-                      embed_budget=embed_budget)
+    data = api.search(scope, query, mode="combined", limit=limit, ready=api.bring_up(
+        scope, mode="combined", index=index, embed_budget=embed_budget))
     where = f", in all {count(data['projects'], 'project')}" if data.get("scope") == "all" else ""
     head = [f"prima-memory: past sessions matching \"{printable(one_line(query, QUERY_SHOWN))}\""
             f"{where} ({QUOTED})"]

@@ -14,7 +14,7 @@ import os
 import shlex
 import sys
 
-BODY = "from prima_memory.cli import exit_with, main\nexit_with(main())\n"
+BODY = "from prima_memory.main import exit_with, main\nexit_with(main())\n"
 
 
 def launcher(python: str) -> str:

@@ -74,7 +74,7 @@ def test_a_keyword_search_imports_neither_argparse_nor_re(env):
     env.run("index")
     for extra in ([], ["--json"]):
         p = subprocess.run([sys.executable, "-X", "importtime", "-c",
-                            "import sys; from prima_memory.cli import main; sys.exit(main())",
+                            "import sys; from prima_memory.main import main; sys.exit(main())",
                             "search", "login", "--mode", "keyword", *extra],
                            capture_output=True, text=True, cwd=str(env.ws), env=env.env,
                            timeout=60)

@@ -122,7 +122,8 @@ def test_a_disk_that_fills_while_the_index_is_open_is_said_and_loses_nothing(env
         env.transcript(B, start=OLD + 60).exchange(
             "Plan the quokka release " + "with notes " * 3000, "Planned. " * 3000)
         _fill(data_mount)
-        found = api.search(mem, "zanzibarite", mode="keyword")
+        found = api.search(mem, "zanzibarite", mode="keyword",
+                           ready=api.bring_up(mem))
         assert [r["session_id"] for r in found["results"]] == [A]
         assert any("disk is full" in w for w in found["warnings"]), found["warnings"]
         with pytest.raises(Failure) as e:
@@ -132,7 +133,8 @@ def test_a_disk_that_fills_while_the_index_is_open_is_said_and_loses_nothing(env
         if (data_mount / "filler2").exists():
             os.unlink(data_mount / "filler2")
         api.index(mem)
-        assert [r["session_id"] for r in api.search(mem, "quokka", mode="keyword")["results"]] \
+        assert [r["session_id"] for r in api.search(mem, "quokka", mode="keyword",
+                                                     ready=api.bring_up(mem))["results"]] \
             == [B]
     finally:
         mem.close()

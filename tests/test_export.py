@@ -223,7 +223,8 @@ def test_the_html_export_reads_without_markdown_it(env, monkeypatch):
 
     from prima_memory import api, export
     monkeypatch.setitem(sys.modules, "markdown_it", None)  # (an import of it fails)
-    data = api.call(str(env.ws), lambda mem: api.export(mem, SID, outputs=False))
+    data = api.call(str(env.ws), lambda mem: api.export(mem, SID, outputs=False,
+                                                           ready=api.bring_up(mem)))
     page = export.to_html(data)
     assert "<div class=\"plain\">Fixed:\n\n```python\nCOOKIE = &#x27;Lax&#x27;\n```" in page
     assert "<pre>" not in page
@@ -236,7 +237,7 @@ def test_the_mcp_session_answer_stays_lean(env):
     from prima_memory.mcp_server import lean
     for detail, counted, listed in (("summary", True, False), ("full", False, False)):
         data = api.call(str(env.ws), lambda mem, d=detail: api.show(
-            mem, SID, None, d, tools=d == "summary"))
+            mem, SID, None, d, tools=d == "summary", ready=api.bring_up(mem)))
         text = json.dumps(lean(data, str(env.ws)))
         assert ('"tools_used"' in text) == counted and ('"tool_calls"' in text) == listed
 
@@ -319,7 +320,9 @@ def test_tool_calls_are_shown_under_the_agent_that_made_them(env):
     from prima_memory import api
     from prima_memory.mcp_server import lean
     recall = lean(api.call(str(env.ws), lambda mem: api.show(mem, SID, None, "full",
-                                                             tools=False)), str(env.ws))
+                                                             tools=False,
+                                                             ready=api.bring_up(mem))),
+                  str(env.ws))
     assert [(m["index"], m["role"]) for m in recall["session"]["messages"]] == [
         (m["index"], m["role"]) for m in data if m["text"]]
 

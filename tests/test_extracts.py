@@ -88,6 +88,7 @@ def test_each_criterion_alone(env, kind, amount, written):
         _files_session(env, sid, amount, start, changes=10)
     else:
         _duration_session(env, sid, amount, start)
+    env.run("index")  # (extracts are written by an update, never by a read: #39)
     s = env.json("show", sid)["session"]
     # the session is what it says, and below the other two thresholds
     files = len({c["path"] for c in s["files_changed"]})
@@ -344,7 +345,7 @@ def fdopen(fd, *args, **kw):
     return Dying()
 
 os.fdopen = fdopen
-from prima_memory.cli import main
+from prima_memory.main import main
 sys.exit(main(sys.argv[1:]))
 '''
 

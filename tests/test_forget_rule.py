@@ -286,6 +286,8 @@ def test_an_open_memory_never_answers_with_a_session_forgotten_since(env, monkey
     from prima_memory.memory import ForgetPending
     s, _k = _history(env)
     env.run("index")
+    from prima_memory import memory
+    monkeypatch.setattr(memory, "LOCK_SECONDS", 0.3)
     monkeypatch.setattr(api, "LOCK_SECONDS", 0.3)
     mem = api.open_memory(str(env.ws), lasting=True)
     mem.settle_wait = 0.3
@@ -299,7 +301,7 @@ def test_an_open_memory_never_answers_with_a_session_forgotten_since(env, monkey
             _pending_forget(env, s.session_id)
             for name, read in reads.items():
                 try:
-                    got = api.guarded(mem, lambda _m, read=read: read())
+                    got = mem.guarded(read)
                 except ForgetPending as e:
                     assert len(str(e).splitlines()) == 1
                 else:
@@ -323,6 +325,8 @@ def test_an_undo_while_the_index_is_busy_loses_nothing(env, monkeypatch):
     env.run("index")
     _forget(env, s.session_id)
     env.run("index")  # (its file is set aside as a forgotten session's)
+    from prima_memory import memory
+    monkeypatch.setattr(memory, "LOCK_SECONDS", 0.3)
     monkeypatch.setattr(api, "LOCK_SECONDS", 0.3)
     held = _Held(env)
     try:

@@ -135,16 +135,36 @@ def test_front_ends_go_through_the_data_api():
                if f != "cli")  # (cli parses, then hands over to commands)
 
 
+# Each front end and its modules; main.py, which hands a run to one of them, names them all.
+SIDES = {"command line": ("cli", "commands"), "hooks": ("hooks",),
+         "mcp": ("mcp_server", "mcp_protocol")}
+
+
 def test_the_front_ends_do_not_import_each_other():
-    """(issue #39: the hooks imported `commands` for /recall's text, stacking one front end on
-    another) The CLI's commands, the hooks and the MCP server share only what lies under them
-    (recall_text, api, ...); cli.py, the entry that hands each request to one of them, is the
-    one that names them all."""
+    """(issue #39: the hooks imported `commands` for /recall's text, and the CLI the hooks and
+    the MCP server, stacking one front end on another) The command line, the hooks and the MCP
+    server share only what lies under them (recall_text, api, ...)."""
     edges = graph()
-    sides = ("commands", "hooks", "mcp_server")
-    crossing = {(a, b) for a in sides for b in sides
-                if a != b and f"prima_memory.{b}" in edges[f"prima_memory.{a}"]}
-    assert crossing == set()
+    crossing = sorted((a, b) for side, mine in SIDES.items() for a in mine
+                      for other, theirs in SIDES.items() if other != side for b in theirs
+                      if f"prima_memory.{b}" in edges[f"prima_memory.{a}"])
+    assert crossing == []
+    assert {t.rsplit(".", 1)[-1] for t in edges["prima_memory.main"]} == {
+        "cli", "hooks", "mcp_server", "workspace"}
+
+
+def test_the_front_end_rule_can_fail(tmp_path):
+    # the check itself: a made-up package whose CLI reaches into the hooks, late
+    pkg = tmp_path / "prima_memory"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "hooks.py").write_text("")
+    (pkg / "cli.py").write_text("def main():\n    from . import hooks  # late\n")
+    known = modules(pkg)
+    edges = {name: set().union(*[targets(name, path, node, known)
+                                 for node, _ in imports(ast.parse(path.read_text()))] or [set()])
+             for name, path in known.items()}
+    assert "prima_memory.hooks" in edges["prima_memory.cli"]
 
 
 def test_every_command_the_cli_parses_has_one_handler():

@@ -154,7 +154,8 @@ def test_a_model_that_never_loads_leaves_a_keyword_search(env, monkeypatch, stuc
     mem = api.open_memory(str(env.ws))
     try:
         out = within(60, lambda: mem.guarded(
-            lambda: api.search(mem, "rotate the webhook signing keys")))
+            lambda: api.search(mem, "rotate the webhook signing keys",
+                                              ready=api.bring_up(mem, mode="combined"))))
     finally:
         never.set()  # (the thread ends)
         mem.close()
@@ -189,10 +190,12 @@ def test_a_model_late_once_is_tried_again_by_a_lasting_process(env, monkeypatch)
     monkeypatch.setattr(api, "MODEL_WAIT", 0.5)
     mem = api.open_memory(str(env.ws), lasting=True)
     try:
-        first = within(60, lambda: api.search(mem, "rotate the webhook signing keys"))
+        first = within(60, lambda: api.search(mem, "rotate the webhook signing keys",
+                                              ready=api.bring_up(mem, mode="combined")))
         assert any("did not load within" in w for w in first["warnings"])
         slow.set()
-        second = within(60, lambda: api.search(mem, "rotate the webhook signing keys"))
+        second = within(60, lambda: api.search(mem, "rotate the webhook signing keys",
+                                              ready=api.bring_up(mem, mode="combined")))
     finally:
         slow.set()
         mem.close()
@@ -220,12 +223,14 @@ def test_a_load_step_late_once_is_tried_again_by_a_lasting_process(env, monkeypa
     mem = api.open_memory(str(env.ws), lasting=True)
     held = stuck == "numpy's import" and embed._IMPORTING.acquire(timeout=5)
     try:
-        first = within(60, lambda: api.search(mem, "rotate the webhook signing keys"))
+        first = within(60, lambda: api.search(mem, "rotate the webhook signing keys",
+                                              ready=api.bring_up(mem, mode="combined")))
         assert any("did not end within" in w for w in first["warnings"]), first["warnings"]
         if held:
             embed._IMPORTING.release()
             held = False
-        second = within(60, lambda: api.search(mem, "rotate the webhook signing keys"))
+        second = within(60, lambda: api.search(mem, "rotate the webhook signing keys",
+                                              ready=api.bring_up(mem, mode="combined")))
     finally:
         if held:
             embed._IMPORTING.release()

@@ -972,11 +972,13 @@ def test_a_search_by_meaning_loads_the_model_on_another_thread_and_waits_for_it(
     monkeypatch.setattr(embed, "load", load)
     mem = api.open_memory(str(env.ws))
     try:
-        got = mem.guarded(lambda: api.search(mem, "nightly pg_dump", mode="combined"))
+        got = mem.guarded(lambda: api.search(mem, "nightly pg_dump", mode="combined",
+                                             ready=api.bring_up(mem, mode="combined")))
         assert loads == ["model"]
         assert got["results"][0]["session_id"] == BACKUP
         assert any("no model in this test" in w for w in got["warnings"]), got["warnings"]
-        api.search(mem, "nightly pg_dump", mode="combined")
+        api.search(mem, "nightly pg_dump", mode="combined",
+                   ready=api.bring_up(mem, mode="combined"))
         assert loads == ["model"], "tried once per process, as before"
     finally:
         mem.close()
@@ -986,10 +988,10 @@ def test_a_search_by_meaning_loads_the_model_on_another_thread_and_waits_for_it(
     def broken(*a, **kw):
         raise RuntimeError("the index went away")
 
-    monkeypatch.setattr(api, "_opened", broken)
+    monkeypatch.setattr(type(mem), "bring_up", broken)
     try:
         with pytest.raises(RuntimeError):
-            api.search(mem, "nightly pg_dump", mode="combined")
+            api.bring_up(mem, mode="combined")
         assert loads == ["model"]
         assert not any(t.name == "model" for t in threading.enumerate())
     finally:

@@ -14,7 +14,7 @@ SID = "5e55e55e-0000-4000-8000-000000000001"
 def _view(env, **parts):
     mem = api.open_memory(str(env.ws))
     try:
-        api.refresh(mem, [])
+        api.bring_up(mem)
         store = mem.store()
         row = store.session_by_session_id(SID, "claude-code")
         return session_view.build(store, row, **parts)

@@ -475,6 +475,7 @@ def test_secrets_in_a_copilot_title_or_first_prompt_are_redacted(env):
     p = env.run("search", "secretword", "--mode", "keyword", "--json")
     assert json.loads(p.stdout)["results"], "indexed"
     shown = p.stdout + env.run("recent").stdout + env.run("show", "sec").stdout
+    env.run("index")  # (extracts are written by an update, never by a read: #39)
     extracts = "".join(f.read_text() for f in env.data.rglob("*-session-extract.md"))
     assert extracts, "the session is substantial: an extract exists"
     for text in (shown, extracts, repr(_db_rows(env, "SELECT * FROM sessions"))):
@@ -1130,6 +1131,7 @@ def test_a_hostile_copilot_session_id_stays_data(env, sid):
     owner.key()  # the user's key, made by any first use (in their config folder, on purpose)
     before = {str(p) for p in env.root.rglob("*")}
     assert len(env.search("sidprobeword")) == 1
+    env.run("index")  # (extracts are written by an update, never by a read: #39)
     new = {str(p) for p in env.root.rglob("*")} - before
     assert new and all(str(env.data) in p for p in new), sorted(new)
     assert any(p.endswith("-session-extract.md") for p in new)
