@@ -10,11 +10,11 @@ import time
 from .errors import Failure
 from .hints import cli
 
-# path_variants and text_of live with Claude Code's folder names (they spell a path as it does):
-# kept importable from here, where the rest of the package looks for them
-from .sources.claude_dirs import path_variants as path_variants
-from .sources.claude_dirs import project_dirs
-from .sources.claude_dirs import text_of as text_of
+from .host import project_dirs
+# path_variants and text_of live in paths.py: kept importable from here, where the rest of the
+# package looks for them
+from .paths import path_variants as path_variants
+from .paths import text_of as text_of
 
 DATA_DIR_NAME = ".prima-memory"
 
