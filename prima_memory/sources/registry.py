@@ -13,6 +13,9 @@ Indexer.run reads every source through one pipeline. What a source declares chan
   session's files for Stop: `session_files`; a quick look for SessionStart: `files` of some
   folders and `file`), read newest first within a time budget, by a second process for a big
   cold run (`read_chunks` takes `bulk`). `skips_reply` is for the Stop hook's provisional reply.
+  Every source has these (the streamed protocol): the base class builds them on `discover` and
+  `read`, so a source declares `streamed` without writing them, and the indexer asks any
+  source (`session_files` of a source that does not tell its files apart by session: none).
 - `spans_files`: a session is several files (a transcript and its subagents'): a rewritten file
   is read again with its whole session, and a file read from the start replaces no other.
 - `claims_cwdless`: whether a file whose lines name no working folder yet is this workspace's.
@@ -62,8 +65,44 @@ class Source:
                     *, mtime: float | None = None, size: int | None = None, bulk: bool = False):
         """read()'s results in steps of about `max_bytes` read, for a source whose files can be
         too big to hold what they say at once: each is indexed before the next is read.
-        `mtime`, `size`: the file's, as stat'ed; `bulk`: a big run (see Indexer.run)."""
-        yield self.read(path, extra, offset, state)
+        `mtime`, `size`: the file's, as stat'ed; `bulk`: a big run (see Indexer.run). `extra`
+        may be a file of `files` (the streamed protocol): what discover gave goes to read."""
+        yield self.read(path, extra.extra if isinstance(extra, Listed) else extra, offset, state)
+
+    # -- the streamed protocol (see above): what the pipeline asks of a streamed source ------------
+
+    def files(self, ws: str, log=None, only_dirs: list[str] | None = None,
+              known=None) -> list:
+        """The files in scope, each with `path`, `session_id` (None: not known before it is
+        read) and `sidechain`, and given back to read_chunks as its `extra`. `only_dirs`: those
+        directly in these folders; `known`: the paths the index holds (a source may skip work
+        for them); `log`: where a source says what it could not list."""
+        out = [Listed(p, x, self.sidechain(x)) for p, x in self.discover(ws)]
+        if only_dirs is not None:
+            dirs = set(only_dirs)
+            out = [f for f in out if os.path.dirname(f.path) in dirs]
+        return out
+
+    def file(self, path: str):
+        """The file of `files` at `path`, for one the index names (None: not one of its own)."""
+        return None
+
+    def session_files(self, ws: str, session_id: str) -> list:
+        """The files of one session (as `files` gives them), for the Stop hook and a forgotten
+        session's marks; none where a file does not name its session before it is read."""
+        return []
+
+    def read_chunk(self, sf, offset: int, state: dict | None, mtime: float | None = None,
+                   max_bytes: int | None = None, bulk: bool = False):
+        """The first step of read_chunks on a file of `files`: (records, end, state, problems)."""
+        return next(iter(self.read_chunks(sf.path, sf, offset, state, max_bytes or (1 << 62),
+                                          mtime=mtime, bulk=bulk)))
+
+    def skips_reply(self, state: dict | None) -> bool:
+        """Whether the Stop hook's provisional reply is not memory, by the session's main file's
+        parser state (the reply to a command of our own). None by default."""
+        return False
+
 
     def claims_cwdless(self, path: str, ws: str, cache: dict | None = None) -> bool:
         """Whether a file whose records name no working folder (yet) is this workspace's."""
@@ -104,6 +143,15 @@ class Source:
         return []
 
 
+class Listed:
+    """A file as the base class's `files` gives it: discover's (path, extra), with what the
+    pipeline asks of a file of a streamed source."""
+
+    __slots__ = ("path", "extra", "session_id", "sidechain")
+
+    def __init__(self, path: str, extra, sidechain: bool = False) -> None:
+        self.path, self.extra, self.session_id, self.sidechain = path, extra, None, sidechain
+
 class ClaudeCode(Source):
     name, label, mode, streamed = "claude-code", "[transcript]", "append", True
     spans_files = True  # agent-*.jsonl files carry their parent session's id
@@ -131,11 +179,12 @@ class ClaudeCode(Source):
         return claude_code.source_file(path)
 
     def read_chunk(self, sf, offset, state, mtime=None, max_bytes=None, bulk=False):
-        return claude_code.read(sf, offset, state, mtime, max_bytes=max_bytes, bulk=bulk)
+        delta, end, state, problems = claude_code.read(sf, offset, state, mtime,
+                                                       max_bytes=max_bytes, bulk=bulk)
+        return _records(delta), end, state, problems
 
     def read(self, path, extra, offset, state):
-        delta, end, state, problems = self.read_chunk(extra, offset, state)
-        return _records(delta), end, state, problems
+        return self.read_chunk(extra, offset, state)
 
     def read_chunks(self, path, extra, offset, state, max_bytes, *, mtime=None, size=None,
                     bulk=False):
@@ -143,9 +192,9 @@ class ClaudeCode(Source):
         holds nothing to index (one with a cwd is not empty: its scope is still checked)."""
         size = os.path.getsize(path) if size is None else size
         while True:
-            delta, end, state, problems = self.read_chunk(extra, offset, state, mtime,
-                                                          max_bytes=max_bytes, bulk=bulk)
-            yield _records(delta), end, state, problems
+            records, end, state, problems = self.read_chunk(extra, offset, state, mtime,
+                                                            max_bytes=max_bytes, bulk=bulk)
+            yield records, end, state, problems
             if end >= size or end == offset:
                 return
             offset = end
