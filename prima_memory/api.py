@@ -20,7 +20,8 @@ from . import workspace as wsmod
 from .errors import Failure, UsageError
 from .indexer import SEARCH_SWEEP
 from .memory import ALL, EXTRACTS, REBUILD_KEY, DiskFull, IndexBusy, IndexReadOnly, Memory
-from .sources.registry import CLAUDE_CODE, OTHERS, SOURCES, source_named
+from .sources.registry import CLAUDE_CODE, FALLBACKS, OTHERS, SOURCES, source_named
+from .sources.registry import fallback_search, fallback_status
 from .store import SHIFT, Busy, Store, StoreError, is_corruption
 from .timeparse import iso_utc, local, parse_when
 from .wording import short_path
@@ -149,8 +150,7 @@ def _background_all(every: AllProjects, warnings: list[str]) -> None:
 def other_history(ws: str) -> bool:
     """Whether another agent's sessions (Codex, VS Code, a shared log) belong to this folder,
     where Claude Code keeps no history and no memory exists yet."""
-    from .sources import history  # read only here and by a search
-    return any(src.holds(ws) for src in OTHERS) or bool(history.current(ws, []))
+    return any(src.holds(ws) for src in OTHERS + FALLBACKS)
 
 
 def holds_nothing(ws: str) -> bool:
@@ -576,14 +576,11 @@ def search(mem, query: str, *, mode: str = "combined", limit: int = 10,
                    home=mem.ws == _home())
     if not every and not results and not filters:  # the last search step (the seed's table):
         # the session history summaries, which no filter applies to
-        from .sources import history
-        found, problems = history.search(mem.ws, searchmod.normalize_query(query)[1],
-                                         limit=limit)
-        for p in problems:
-            mem.log.warn(f"session history: {p}", once=True)
-        if found:
-            out["warnings"].append("no conversation matched: showing Session History Summaries")
-            out["history"] = found
+        got = fallback_search(mem.ws, searchmod.normalize_query(query)[1], limit,
+                              lambda p: mem.log.warn(p, once=True))
+        if got:
+            out["warnings"].append(f"no conversation matched: showing {got[0].label}")
+            out[got[0].answers] = got[1]
     return out
 
 
@@ -1205,12 +1202,7 @@ def status(mem: Memory) -> dict:
                         **by_source.get(src.name, none),
                         "warnings": jsontext.loads(store.get_meta(f"warnings:{src.name}") or "[]"),
                         "unknown_record_types": unknown_types(store, src)})
-    # only when no conversation matched
-    from .sources import history
-    state = history.folder(mem.ws)
-    sources.append({"source": "session-history", "label": history.LABEL,
-                    "locations": [state], "found": os.path.isdir(state),
-                    "read": "only when the conversations find nothing"})
+    sources += fallback_status(mem.ws)  # only when no conversation matched
     return {
         "workspace": mem.ws,
         "index": {"path": mem.db_path, "bytes": size_on_disk,

@@ -7,7 +7,8 @@ The seed's table says "for the current month", but an entry is rotated into the 
 time after its month ends: on December 1st a summary of November 22nd still in state.json was
 found nowhere (issue #20). An entry in both is found once.
 
-Read by api.search when no conversation matches; never indexed.
+Declared in the registry (SessionHistory): never indexed, read by its fallback_search when no
+conversation matches a search of one workspace.
 """
 from __future__ import annotations
 

@@ -45,6 +45,8 @@ class Source:
     follows_links = False  # its files may be links, read through (Claude Code's only)
     agent = "Agent"  # who answers, as extracts name it
     resume = ""  # the command that resumes a session, with {id}
+    answers = ""  # a source read as a search's last step: the key its answer holds (see below)
+    read_when = ""  # ...and when it is read, as status says
 
     def locations(self, ws: str) -> list[str]:
         raise NotImplementedError
@@ -133,6 +135,13 @@ class Source:
     def whole(self, path: str) -> bool:
         """This file is read whole every time (never resumed from an offset)."""
         return self.mode == "snapshot"
+
+    def fallback_search(self, ws: str, words: list[str],
+                        limit: int) -> tuple[list[dict], list[str]]:
+        """A source never indexed, read as the last step of a search of one workspace whose
+        conversations matched nothing: (entries holding every one of `words`, problems as the
+        log says them). None by default."""
+        return [], []
 
     def everywhere(self, known: dict) -> list[tuple[str, tuple[str, ...]]]:
         """For a search of all projects: every file of this source on this machine, each with
@@ -470,14 +479,63 @@ class Extracts(Source):
         return ([d] if d else []), _size(path), state, []
 
 
+class SessionHistory(Source):
+    """Claude Code's session history summaries (.claude/state, sources/history.py): never
+    indexed, read as the last step of a search whose conversations matched nothing."""
+    name, label = "session-history", "Session History Summaries"
+    answers, read_when = "history", "only when the conversations find nothing"
+
+    def locations(self, ws: str) -> list[str]:
+        return [os.path.join(ws, ".claude", "state")]  # (history.folder)
+
+    def discover(self, ws: str, folders: list | None = None) -> list[tuple[str, object]]:
+        return []  # never indexed
+
+    def read(self, path, extra, offset, state):
+        return [], offset, state, []
+
+    def holds(self, ws: str) -> bool:
+        from . import history  # read only by a search, and where no memory exists yet
+        return bool(history.current(ws, []))
+
+    def fallback_search(self, ws: str, words: list[str],
+                        limit: int) -> tuple[list[dict], list[str]]:
+        from . import history  # read only when the conversations found nothing
+        found, problems = history.search(ws, words, limit=limit)
+        return found, [f"session history: {p}" for p in problems]
+
+
 CLAUDE_CODE = ClaudeCode()  # what the hooks read
-SOURCES = (CLAUDE_CODE, Codex(), CopilotChat(), SharedLog())  # the seed's, and status's, list
+SOURCES = (CLAUDE_CODE, Codex(), CopilotChat(), SharedLog())  # indexed, as status lists them
 OTHERS = SOURCES[1:]  # the other agents': read outside the hooks
 EXTRACTS = Extracts()
+FALLBACKS = (SessionHistory(),)  # never indexed: a search's last step (fallback_search)
+DECLARED = SOURCES + (EXTRACTS,) + FALLBACKS  # every source
 
 
 def source_named(name: str) -> Source | None:
-    return next((s for s in SOURCES + (EXTRACTS,) if s.name == name), None)
+    return next((s for s in DECLARED if s.name == name), None)
+
+
+def fallback_search(ws: str, words: list[str], limit: int,
+                    warn) -> tuple[Source, list[dict]] | None:
+    """The last search step, for a search of one workspace whose conversations matched nothing
+    and that no filter narrows: the first source of FALLBACKS that finds something, with what
+    it found; each source's problems go to `warn`."""
+    for src in FALLBACKS:
+        found, problems = src.fallback_search(ws, words, limit)
+        for p in problems:
+            warn(p)
+        if found:
+            return src, found
+    return None
+
+
+def fallback_status(ws: str) -> list[dict]:
+    """What status says of the sources read only as a search's last step."""
+    return [{"source": src.name, "label": src.label, "locations": src.locations(ws),
+             "found": any(os.path.isdir(w) for w in src.locations(ws)), "read": src.read_when}
+            for src in FALLBACKS]
 
 
 def other_agent(source: str, label: str) -> str:
