@@ -21,6 +21,7 @@ from .errors import Failure, UsageError
 from .indexer import SEARCH_SWEEP
 from .memory import ALL, EXTRACTS, REBUILD_KEY, DiskFull, IndexBusy, IndexReadOnly, Memory
 from .sources.registry import CLAUDE_CODE, FALLBACKS, OTHERS, SOURCES, source_named
+from .sources.names import agents
 from .sources.registry import fallback_search, fallback_status
 from .store import SHIFT, Busy, Store, StoreError, is_corruption
 from .timeparse import iso_utc, local, parse_when
@@ -118,7 +119,7 @@ def _opened(target, warnings: list[str], *, fresh: bool = True, progress=None,
             if not mem.detached:
                 _deep(mem, [])
     if not opened:
-        raise Failure("no project has any session to search: no Claude Code, Codex or VS Code "
+        raise Failure(f"no project has any session to search: no {agents('or')} "
                       "history was found on this machine")
     return [m for _p, m in opened], target.exclusions(opened)
 

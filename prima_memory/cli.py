@@ -9,6 +9,7 @@ import sys
 
 from . import __version__
 from .errors import PrimaError, UsageError
+from .sources.names import agents
 
 EXIT_ERROR, EXIT_USAGE = 1, 2
 
@@ -43,7 +44,7 @@ _COMMON = (
     ("--workspace", {"metavar": "DIR", "default": _SUPPRESS, "help": "the workspace to serve "
                      "(default: CLAUDE_PROJECT_DIR or the current folder)"}))
 _EVERY = (("--all-projects", {"action": "store_true", "help": (
-    "every project on this machine (Claude Code, Codex and VS Code sessions of any folder), "
+    f"every project on this machine ({agents()} sessions of any folder), "
     "not just this workspace")}),)
 
 

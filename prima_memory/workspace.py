@@ -15,6 +15,7 @@ from .host import project_dirs
 # package looks for them
 from .paths import path_variants as path_variants
 from .paths import text_of as text_of
+from .sources.names import agents
 
 DATA_DIR_NAME = ".prima-memory"
 
@@ -57,7 +58,7 @@ class Found:
         return (f"no memory for {text_of(self.start)}: Claude Code has no history for it or any "
                 f"folder above it, and none has a {DATA_DIR_NAME} folder. Search every project "
                 f"with --all-projects, run it in your project's folder, or pass --workspace DIR "
-                f"(`{cli()} index` makes a memory here of its Codex and VS Code sessions)")
+                f"(`{cli()} index` makes a memory here of its {agents(others=True)} sessions)")
 
 
 def find_workspace(start: str, *, history_only: bool = False, empty=None) -> Found:

@@ -16,9 +16,10 @@ import os
 import re
 
 from ..workspace import read_plain, stays_inside
+from .names import SESSION_HISTORY
 from .text import load_json, strip_private
 
-LABEL = "Session History Summaries"
+LABEL = SESSION_HISTORY[1]  # (the registry's SessionHistory label)
 MAX_BYTES = 8 << 20
 _MONTH_FILE = re.compile(r"^(\d{4})-(\d{2})\.json$")
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")

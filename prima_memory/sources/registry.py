@@ -28,7 +28,7 @@ import sys
 
 from ..workspace import is_within
 from ..settings import flag
-from . import claude_code
+from . import claude_code, names
 from .listing import shared_log_folder, unlisted, utf8_name, watch
 from .listing import files as _files
 from .listing import size as _size
@@ -42,6 +42,7 @@ class Source:
     spans_files = False  # one session, several files (see above)
     extracted = True  # its substantial sessions get a markdown extract
     host = False  # the conversations the memory is mostly made of: lists leave its label out
+    product = ""  # the agent a person knows it by ("Codex"), as lists of sources say it
     follows_links = False  # its files may be links, read through (Claude Code's only)
     agent = "Agent"  # who answers, as extracts name it
     resume = ""  # the command that resumes a session, with {id}
@@ -162,7 +163,7 @@ class Listed:
         self.path, self.extra, self.session_id, self.sidechain = path, extra, None, sidechain
 
 class ClaudeCode(Source):
-    name, label, mode, streamed = "claude-code", "[transcript]", "append", True
+    (name, label, product), mode, streamed = names.CLAUDE_CODE, "append", True
     spans_files = True  # agent-*.jsonl files carry their parent session's id
     host, agent, resume = True, "Claude", "claude --resume {id}"
     follows_links = True  # a transcript linked into the project folder is read (discover)
@@ -263,7 +264,7 @@ HEAD_BYTES = 65536  # a rollout's first lines, which name its working folder
 
 
 class Codex(Source):
-    name, label, mode = "codex", "[Codex]", "append"
+    (name, label, product), mode = names.CODEX, "append"
     agent, resume = "Codex", "codex resume {id}"
 
     def home(self) -> str:
@@ -372,7 +373,7 @@ def _chat_here(folder: str | None, ws: str) -> bool:
 
 
 class CopilotChat(Source):
-    name, label, mode, agent = "copilot-chat", "[VS Code]", "snapshot", "Copilot"
+    (name, label, product), mode, agent = names.COPILOT_CHAT, "snapshot", "Copilot"
 
     def locations(self, ws: str) -> list[str]:
         return vscode_user_dirs()
@@ -442,7 +443,7 @@ class CopilotChat(Source):
 
 
 class SharedLog(Source):
-    name, label, mode = "shared-log", "[shared log · author]", "snapshot"
+    (name, label, product), mode = names.SHARED_LOG, "snapshot"
 
     def locations(self, ws: str) -> list[str]:
         return [shared_log_folder(ws)]  # (its module only once the source is read)
@@ -460,7 +461,7 @@ class SharedLog(Source):
 class Extracts(Source):
     """prima-memory's own extracts and checkpoints, read back for a deep search (no extract of
     an extract is ever written)."""
-    name, label, mode, extracted = "extract", "[extract]", "snapshot", False
+    (name, label, product), mode, extracted = names.EXTRACT, "snapshot", False
 
     def locations(self, ws: str) -> list[str]:
         # only once this source is read (never by a hook)
@@ -482,7 +483,7 @@ class Extracts(Source):
 class SessionHistory(Source):
     """Claude Code's session history summaries (.claude/state, sources/history.py): never
     indexed, read as the last step of a search whose conversations matched nothing."""
-    name, label = "session-history", "Session History Summaries"
+    name, label, product = names.SESSION_HISTORY
     answers, read_when = "history", "only when the conversations find nothing"
 
     def locations(self, ws: str) -> list[str]:
