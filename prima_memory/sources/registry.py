@@ -87,8 +87,9 @@ class Source:
         return out
 
     def file(self, path: str):
-        """The file of `files` at `path`, for one the index names (None: not one of its own)."""
-        return None
+        """The file of `files` at `path`, for one the index names (None: not one of its own).
+        By default with no extra: a streamed source whose discover gives one writes its own."""
+        return Listed(path, None)
 
     def session_files(self, ws: str, session_id: str) -> list:
         """The files of one session (as `files` gives them), for the Stop hook and a forgotten
@@ -136,6 +137,13 @@ class Source:
     def whole(self, path: str) -> bool:
         """This file is read whole every time (never resumed from an offset)."""
         return self.mode == "snapshot"
+
+    def sample(self, ws: str, text: str) -> str:
+        """Write one small file of this source's kind, of a session of `ws` saying `text` (a
+        person's prompt), where this source finds it (its locations, as the environment sets
+        them), and return its path: the contract test's sample (tests/test_source_contract.py),
+        which every source brings."""
+        raise NotImplementedError
 
     def fallback_search(self, ws: str, words: list[str],
                         limit: int) -> tuple[list[dict], list[str]]:
@@ -255,6 +263,22 @@ class ClaudeCode(Source):
         """A reply the Stop hook saw is not memory: Claude's answer to our own command."""
         return claude_code.answering_command(state)
 
+    def sample(self, ws: str, text: str) -> str:
+        sid = "0c0c0c0c-0000-4000-8000-000000000001"
+        return _sample(os.path.join(self.locations(ws)[0], f"{sid}.jsonl"), [{
+            "type": "user", "sessionId": sid, "uuid": "u1", "cwd": ws,
+            "timestamp": "2026-01-02T00:00:00Z", "message": {"role": "user", "content": text}}])
+
+
+def _sample(path: str, lines: list, whole: bool = False) -> str:
+    """A sample file (Source.sample): JSON lines, or one JSON document (`whole`), or text."""
+    import json  # (the contract test's samples only)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(json.dumps(lines[0]) if whole else
+                "".join(x if isinstance(x, str) else json.dumps(x) + "\n" for x in lines))
+    return path
+
 
 def _records(delta) -> list:
     return [delta] if delta is not None and not delta.is_empty() else []
@@ -327,6 +351,15 @@ class Codex(Source):
             if named is not None:
                 out.append((path, (named,) if named else ()))
         return out
+
+    def sample(self, ws: str, text: str) -> str:
+        return _sample(os.path.join(self.locations(ws)[0], "2026", "01", "02",
+                                    "rollout-2026-01-02T00-00-00-abc.jsonl"), [
+            {"timestamp": "2026-01-02T00:00:00Z", "type": "session_meta",
+             "payload": {"id": "abc", "cwd": ws}},
+            {"timestamp": "2026-01-02T00:00:01Z", "type": "response_item",
+             "payload": {"type": "message", "role": "user",
+                         "content": [{"type": "input_text", "text": text}]}}])
 
     def _folder(self, path: str) -> str | None:
         """The folder a rollout's head names ("": none), None when it cannot be read or holds
@@ -411,6 +444,14 @@ class CopilotChat(Source):
         return [(p, () if every or not folder else (os.path.normpath(folder),))
                 for p, folder in self._chats(known)]
 
+    def sample(self, ws: str, text: str) -> str:
+        """A chat of a workspace VS Code does not name (no workspace.json): every one takes it."""
+        return _sample(os.path.join(self.locations(ws)[0], "workspaceStorage", "w1",
+                                    "chatSessions", "abc.json"), [
+            {"version": 3, "sessionId": "abc", "requests": [
+                {"requestId": "r", "message": {"text": text}, "response": [{"value": "ok"}]}]}],
+            whole=True)
+
     def _chats(self, known: dict | None = None, folders: list | None = None):
         """(path, its workspace's folder or None) of every chat file, the newest copy of each
         session id. `known`: storage folder -> workspace folder, read once; `folders`: see
@@ -457,6 +498,10 @@ class SharedLog(Source):
         d, problems = shared_log.read(path, extra)
         return ([d] if d else []), _size(path), state, problems
 
+    def sample(self, ws: str, text: str) -> str:
+        return _sample(os.path.join(self.locations(ws)[0], "P1", "abc.md"),
+                       [f"**Author:** A\n{text}"])
+
 
 class Extracts(Source):
     """prima-memory's own extracts and checkpoints, read back for a deep search (no extract of
@@ -478,6 +523,10 @@ class Extracts(Source):
         from . import extract_reader as extracts
         d = extracts.read(extra, path)  # None for a link, never followed
         return ([d] if d else []), _size(path), state, []
+
+    def sample(self, ws: str, text: str) -> str:
+        return _sample(os.path.join(self.locations(ws)[0], "2026-01", "2026-01-02-abc.md"),
+                       [f"# Session abc\n\n## Request\n{text}\n"])
 
 
 class SessionHistory(Source):
@@ -504,6 +553,10 @@ class SessionHistory(Source):
         from . import history  # read only when the conversations found nothing
         found, problems = history.search(ws, words, limit=limit)
         return found, [f"session history: {p}" for p in problems]
+
+    def sample(self, ws: str, text: str) -> str:
+        return _sample(os.path.join(self.locations(ws)[0], "state.json"), [{"sessionHistory": [
+            {"date": "2026-01-02", "summary": text, "projectsWorked": ["P1"]}]}], whole=True)
 
 
 CLAUDE_CODE = ClaudeCode()  # what the hooks read
