@@ -192,3 +192,18 @@ def test_imports_inside_functions_say_why():
     # an import belongs at the top of its module unless it is heavy, optional or deliberately late
     # (the hooks' start-up time); then a comment says which
     assert unexplained_function_imports() == []
+
+
+NEUTRAL = ("workspace", "wording", "paths", "host")
+
+
+def test_neutral_helpers_import_no_source():
+    """(issue #39) The helpers every layer uses do not build on a source: a path's spellings
+    are paths.py's, the host's folders host.py's. sources.names, the sources' names as data
+    (no code), is the one module of sources/ they may read."""
+    edges = graph()
+    reach = {m: sorted(t for t in edges[f"prima_memory.{m}"]
+                       if t.startswith("prima_memory.sources")
+                       and t not in ("prima_memory.sources", "prima_memory.sources.names"))
+             for m in NEUTRAL}
+    assert reach == {m: [] for m in NEUTRAL}
