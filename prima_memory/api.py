@@ -575,7 +575,7 @@ def search(mem, query: str, *, mode: str = "combined", limit: int = 10,
     else:  # (what a person needs to know to look wider: --all-projects, scope "all")
         out.update(scope="project", sessions=mem.store().count_sessions(),
                    home=mem.ws == _home())
-    if not every and not results and not filters:  # the last search step (the seed's table):
+    if not every and not results and not filters:  # the last step (docs/design.md § Search steps):
         # the session history summaries, which no filter applies to
         got = fallback_search(mem.ws, searchmod.normalize_query(query)[1], limit,
                               lambda p: mem.log.warn(p, once=True))

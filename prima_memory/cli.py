@@ -1,7 +1,7 @@
-"""The `prima-memory` entry point: parses the command line (DESIGN §7) and hands the command
-to commands.py, which asks the data API and renders its answer; `hook EVENT` and `mcp` skip
-argparse and go straight to hooks.py and mcp_server.py. Errors become one line and an exit
-status: 2 for a wrong request, 1 for anything else."""
+"""The `prima-memory` entry point: parses the command line (docs/design.md § Command line) and
+hands the command to commands.py, which asks the data API and renders its answer; `hook EVENT`
+and `mcp` skip argparse and go straight to hooks.py and mcp_server.py. Errors become one line
+and an exit status: 2 for a wrong request, 1 for anything else."""
 from __future__ import annotations
 
 import os

@@ -222,7 +222,7 @@ def check_host(workspace: str, index: str | None = None) -> None:
 
 
 # Names prima-memory opens in its folder. A cloned repository can ship any of them, or the folder
-# itself, as a symbolic link: none is ever followed (DESIGN §8).
+# itself, as a symbolic link: none is ever followed (docs/design.md § Safety).
 SWEEP_FILE = "sweep"  # where a search's share of the sweep goes on from (Memory.update)
 _OWN_NAMES = (".gitignore", "index.db", "index.db-wal", "index.db-shm", "index.db-journal",
               "index.lock", "embed.lock", "embedder.lock", "rebuild.lock", "prima-memory.log",

@@ -1,7 +1,8 @@
 """Session history summaries, the last search step: read only when the conversations find
 nothing. First the current files, `.claude/state/state.json` and `.claude/state/projects/*.json`,
 whose entries count whatever their date; then `.claude/state/history/YYYY-MM.json` newest first,
-that archive only when the current files find nothing (formats in DESIGN §9, read tolerantly).
+that archive only when the current files find nothing (formats in docs/design.md § Session history,
+read tolerantly).
 
 The seed's table says "for the current month", but an entry is rotated into the archive only some
 time after its month ends: on December 1st a summary of November 22nd still in state.json was

@@ -328,7 +328,8 @@ class Codex(Source):
                    for folder in map(self._folder, (p for p, _extra in self.discover(ws))))
 
     def in_scope(self, delta, ws: str) -> bool:
-        """The seed: this workspace or a folder inside it, or no folder recorded."""
+        """The seed's scope (docs/design.md § Sources): this workspace or a folder inside it, or
+        no folder recorded."""
         return not delta.cwd or is_within(os.path.normpath(delta.cwd), ws)
 
     def everywhere(self, known: dict) -> list[tuple[str, tuple[str, ...]]]:
