@@ -20,8 +20,8 @@ from . import workspace as wsmod
 from .errors import Failure, UsageError
 from .indexer import SEARCH_SWEEP
 from .memory import ALL, EXTRACTS, REBUILD_KEY, DiskFull, IndexBusy, IndexReadOnly, Memory
-from .sources.registry import CLAUDE_CODE, FALLBACKS, OTHERS, SOURCES, source_named
 from .sources.names import agents
+from .sources.registry import CLAUDE_CODE, FALLBACKS, OTHERS, SOURCES, source_named
 from .sources.registry import fallback_search, fallback_status
 from .store import SHIFT, Busy, Store, StoreError, is_corruption
 from .timeparse import iso_utc, local, parse_when

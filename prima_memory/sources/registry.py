@@ -20,6 +20,13 @@ Indexer.run reads every source through one pipeline. What a source declares chan
   is read again with its whole session, and a file read from the start replaces no other.
 - `claims_cwdless`: whether a file whose lines name no working folder yet is this workspace's.
 Claude Code is the one source with all three.
+
+A source read only as a search's last step (the session history summaries) is never indexed: it
+offers `fallback_search`, and the registry asks FALLBACKS for it (fallback_search,
+fallback_status). Each source's name, label and agent are data in names.py (the lists of sources
+a person reads are built from it), and each brings a `sample` of its files for the contract test
+(tests/test_source_contract.py). To add a source: its module, its class here (in SOURCES), its
+line in names.py.
 """
 from __future__ import annotations
 
