@@ -25,7 +25,8 @@ from . import hints, jsontext
 from . import workspace as wsmod
 from .errors import Failure, UsageError
 from .memory import ALL, LOCK_SECONDS, DiskFull, IndexBusy, IndexReadOnly, Memory
-from .sources.registry import CLAUDE_CODE, OTHERS, SOURCES, source_named
+from .sources.registry import CLAUDE_CODE, FALLBACKS, OTHERS, SOURCES, source_named
+from .sources.registry import fallback_search, fallback_status
 from .store import SHIFT, Busy, Store, StoreError
 from .timeparse import iso_utc, local, parse_when
 from .wording import short_path
@@ -86,8 +87,7 @@ def all_projects(mine: Memory | None = None, *, budget: float | None = None) -> 
 def other_history(ws: str) -> bool:
     """Whether another agent's sessions (Codex, VS Code, a shared log) belong to this folder,
     where Claude Code keeps no history and no memory exists yet."""
-    from .sources import history  # read only here and by a search
-    return any(src.holds(ws) for src in OTHERS) or bool(history.current(ws, []))
+    return any(src.holds(ws) for src in OTHERS + FALLBACKS)
 
 
 def holds_nothing(ws: str) -> bool:
@@ -442,17 +442,15 @@ def search(scope, query: str, *, mode: str = "combined", limit: int = 10,
     results, search_warnings = _reading(mems, answer)
     out: dict = {"query": query, "mode": mode, "warnings": search_warnings + warnings,
                  "results": results, **scope.describe(mems)}
-    if not results and not filters:  # the last search step: what else the sources keep
-        from .sources import history  # (the session history summaries, no filter applies)
+    if not results and not filters:  # the last step (docs/design.md § Search steps):
+        # what the sources keep besides the conversations (the session history summaries,
+        # which no filter applies to), for a workspace's memory
         for m in mems[:1] if not scope.wide else ():
-            found, problems = history.search(m.ws, searchmod.normalize_query(query)[1],
-                                             limit=limit)
-            for p in problems:
-                m.log.warn(f"session history: {p}", once=True)
-            if found:
-                out["warnings"].append("no conversation matched: showing Session History "
-                                       "Summaries")
-                out["history"] = found
+            got = fallback_search(m.ws, searchmod.normalize_query(query)[1], limit,
+                                  lambda p, m=m: m.log.warn(p, once=True))
+            if got:
+                out["warnings"].append(f"no conversation matched: showing {got[0].label}")
+                out[got[0].answers] = got[1]
     return out
 
 
@@ -1082,12 +1080,7 @@ def status(mem: Memory) -> dict:
                         **by_source.get(src.name, none),
                         "warnings": jsontext.loads(store.get_meta(f"warnings:{src.name}") or "[]"),
                         "unknown_record_types": unknown_types(store, src)})
-    # only when no conversation matched
-    from .sources import history
-    state = history.folder(mem.ws)
-    sources.append({"source": "session-history", "label": history.LABEL,
-                    "locations": [state], "found": os.path.isdir(state),
-                    "read": "only when the conversations find nothing"})
+    sources += fallback_status(mem.ws)  # only when no conversation matched
     return {
         "workspace": mem.ws,
         "index": {"path": mem.db_path, "bytes": size_on_disk,

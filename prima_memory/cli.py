@@ -1,7 +1,7 @@
-"""The command line: parses it and hands the command to commands.py, which asks the data API and
-renders its answer (`hook EVENT` and `mcp` never come here: main.py hands them to hooks.py and
-mcp_server.py first). Errors become one line and an exit status: 2 for a wrong request, 1 for
-anything else."""
+"""The command line (docs/design.md § Command line): parses it and hands the command to
+commands.py, which asks the data API and renders its answer (`hook EVENT` and `mcp` never come
+here: main.py hands them to hooks.py and mcp_server.py first). Errors become one line and an
+exit status: 2 for a wrong request, 1 for anything else."""
 from __future__ import annotations
 
 import os
@@ -9,6 +9,7 @@ import sys
 
 from . import __version__
 from .errors import PrimaError, UsageError
+from .sources.names import agents
 
 EXIT_ERROR, EXIT_USAGE = 1, 2
 
@@ -43,7 +44,7 @@ _COMMON = (
     ("--workspace", {"metavar": "DIR", "default": _SUPPRESS, "help": "the workspace to serve "
                      "(default: CLAUDE_PROJECT_DIR or the current folder)"}))
 _EVERY = (("--all-projects", {"action": "store_true", "help": (
-    "every project on this machine (Claude Code, Codex and VS Code sessions of any folder), "
+    f"every project on this machine ({agents()} sessions of any folder), "
     "not just this workspace")}),)
 
 

@@ -13,6 +13,7 @@ from . import workspace as wsmod
 from .errors import Failure, UsageError
 from .hints import cli, quote
 from .recall_text import back, count, recall, score_text, session_line
+from .sources.names import agents
 from .sources.registry import other_agent
 from .timeparse import local_iso, span
 from .wording import one_line
@@ -385,7 +386,7 @@ def render_projects(d: dict) -> str:
         lines.append(f"{_one(p['folder'])}{gone}\n   {held}, {where} memory {p['memory']}"
                      + (f"\n   problem: {p['problem']}" if p.get("problem") else ""))
     if not d["projects"]:
-        lines.append("no project found: no Claude Code, Codex or VS Code history on this machine")
+        lines.append(f"no project found: no {agents('or')} history on this machine")
     lines += [f"warning    {w}" for w in d["warnings"]]
     return "\n".join(lines)
 

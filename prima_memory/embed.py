@@ -1,4 +1,5 @@
-"""Sentence embeddings for semantic search (DESIGN §4): all-MiniLM-L6-v2, 384 dimensions.
+"""Sentence embeddings for semantic search: all-MiniLM-L6-v2, 384 dimensions (docs/design.md
+§ Semantic search).
 
 Two backends give the same vectors (cosine >= 0.99 to each other):
   * OnnxEmbedder: the int8 ONNX build made once by `python -m prima_memory.embed_build` (install.sh

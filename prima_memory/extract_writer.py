@@ -1,6 +1,6 @@
 """Writes prima-memory's markdown: the extract of each substantial session, written once and
-never updated (the seed's rules), and the file-writing rules checkpoints share. (The files are
-read back for a deep search by sources/extract_reader.py.)"""
+never updated (the seed's rules: docs/design.md § Extracts), and the file-writing rules
+checkpoints share. (The files are read back for a deep search by sources/extract_reader.py.)"""
 from __future__ import annotations
 
 import os

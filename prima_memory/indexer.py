@@ -803,7 +803,7 @@ class Indexer:
         if where not in self._orders:
             src = registry.source_named(source)
             self._orders[where] = file_order(src, self.ws, session_id) \
-                if src is not None and hasattr(src, "session_files") else None
+                if src is not None else None
         return self._orders[where]
 
     def _recheck(self) -> None:
@@ -845,7 +845,7 @@ class Indexer:
         src = registry.source_named(d.source)
         for origin in sorted(origins):
             self._grown.add(origin)
-            if src is not None and hasattr(src, "session_files"):
+            if src is not None:  # (a source that names no session's files: nothing to read)
                 said, titles = read_marks(src, self.ws, origin[1])
                 self._add_marks(origin[0], origin[1], said, titles, shared=True)
 

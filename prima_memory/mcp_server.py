@@ -23,6 +23,7 @@ import time
 
 from . import __version__, mcp_protocol as proto
 from .errors import Failure, PrimaError
+from .sources.names import agents
 from .terminal import neutral
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
@@ -377,7 +378,7 @@ WHEN = _text(WHEN_FORMS, 40)
 READS = {"readOnlyHint": True, "openWorldHint": False}
 SCOPE = dict(_choice(("workspace", "all"), "workspace"), description=(
     '"workspace" (the default): this workspace\'s sessions; "all": every project on this '
-    "machine (Claude Code, Codex and VS Code sessions of any folder), each result naming its "
+    f"machine ({agents()} sessions of any folder), each result naming its "
     "project (workspace), for \"where did I solve this before, in any repository?\""))
 
 

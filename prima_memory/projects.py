@@ -31,6 +31,7 @@ from .errors import Failure
 from .logs import Log
 from .memory import ALL, DiskFull, IndexBusy, IndexReadOnly, Memory
 from .scope import Scope
+from .sources.names import agents
 from .sources.registry import SOURCES, SharedLog
 from .store import (SCHEMA_VERSION, CantOpen, ReadOnly, SchemaMismatch, Store, StoreError)
 
@@ -403,8 +404,8 @@ class AllProjects(Scope):
                                       once=True)
         opened = [(p, m) for p, m in opened if m.exists()]
         if not opened:
-            raise Failure("no project has any session to search: no Claude Code, Codex or VS "
-                          "Code history was found on this machine")
+            raise Failure(f"no project has any session to search: no {agents('or')} "
+                          "history was found on this machine")
         return list(zip([m for _p, m in opened], self.exclusions(opened)))
 
     def embed_new(self, embedder, budget: float, warnings: list[str]) -> None:

@@ -1,9 +1,9 @@
 """Rank sessions for a query. Knows the index's records, nothing of file formats.
 
-Keyword scoring is the seed's table: whole query in the title 20; each changed file whose path
-contains the whole query 10; each message containing a query word, 2 per word it contains;
-recency up to 10, falling to 0 at seven days; 1 per changed file, up to 5. Matching ignores case
-and finds words inside longer words.
+Keyword scoring is the seed's table (docs/design.md § Keyword search): whole query in the title
+20; each changed file whose path contains the whole query 10; each message containing a query
+word, 2 per word it contains; recency up to 10, falling to 0 at seven days; 1 per changed file,
+up to 5. Matching ignores case and finds words inside longer words.
 
 A query is read as a person types it: filler words ("when did we", "the", "wie haben wir") and
 the punctuation around words are not required to match, unless the query holds nothing else.

@@ -1,8 +1,9 @@
 """Meaning: exchanges embedded and kept current, and searched by vector.
 
-An exchange is one reply with the prompt it answers first (the seed's rule), cut to 2,000
-characters. The model reads only 256 tokens, so by default the cut text is embedded as
-overlapping windows and an exchange scores by its best window: all 2,000 characters count.
+An exchange is one reply with the prompt it answers first (the seed's rule: docs/design.md
+§ Semantic search), cut to 2,000 characters. The model reads only 256 tokens, so by default the
+cut text is embedded as overlapping windows and an exchange scores by its best window: all 2,000
+characters count.
 Matches under 0.2 are dropped, not the seed's 0.3: short paraphrase queries score 0.2-0.3 against
 the session they mean. Noise does too, so a query is answered only when its best match stands
 out from its own background (Scored). `PRIMA_SEED_EXACT=1` gives the seed's exact behaviour
@@ -536,7 +537,7 @@ def search(store: Store, embedder, query: str, *, limit: int, admit=None,
                                                                                         admit)
 
 
-# -- find_similar (DESIGN §4) ---------------------------------------------------------------------
+# -- find_similar (docs/design.md § Find similar) --------------------------------------------------
 
 YEAR = 365 * 86400.0
 TURNS = 50  # a session of this many turns gets the whole depth weight
@@ -624,7 +625,7 @@ def _timed(store: Store, model: str, dim: int) -> Held:
 
 # -- SIMILAR_TO edges ---------------------------------------------------------------------------
 
-EDGE = 0.85  # DESIGN §4: exchange pairs at least this similar are joined
+EDGE = 0.85  # docs/design.md § Find similar: exchange pairs at least this similar are joined
 EDGE_BLOCK = 64  # pending exchanges per matrix product (x all windows) and per write
 
 

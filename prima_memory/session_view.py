@@ -23,7 +23,8 @@ if TYPE_CHECKING:  # types only: the store is the caller's, already open
 
 # A reply longer than this says something: Claude's replies of a line or two ("Done.", "Let me
 # run the tests.") are narration between tool calls. The excerpts (an extract's "last
-# substantial replies", the seed's "more than 200 characters") are these.
+# substantial replies", the seed's "more than 200 characters": docs/design.md § Extracts) are
+# these.
 SUBSTANTIAL = 200
 
 # Where a session stopped is its real end: the last reply of its main thread (never a subagent's),

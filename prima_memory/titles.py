@@ -26,9 +26,9 @@ _COMMANDS = frozenset("""npm npx pnpm yarn pip pipx uv poetry git gh ls cd rm mv
 
 
 def clean_first_prompt(text: str) -> str | None:
-    """The seed's rule: first line or sentence, tag-wrapped text and opening phrases removed, 80
-    chars (cut after a whole word, with "…"); its first word capitalised when it is a plain
-    word, never an identifier (see _PLAIN_WORD)."""
+    """The seed's rule (docs/design.md § Transcripts): first line or sentence, tag-wrapped text
+    and opening phrases removed, 80 chars (cut after a whole word, with "…"); its first word
+    capitalised when it is a plain word, never an identifier (see _PLAIN_WORD)."""
     text = _TAG_BLOCK.sub(" ", text or "")
     text = _LONE_TAG.sub(" ", text)
     for line in text.splitlines():

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 
-from .sources.claude_dirs import path_variants
+from .paths import path_variants
 
 _TRAILING = " ,;:-–—"  # left at a cut, they would read as if the text went on there
 

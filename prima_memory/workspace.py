@@ -10,11 +10,12 @@ import time
 from .errors import Failure
 from .hints import cli
 
-# path_variants and text_of live with Claude Code's folder names (they spell a path as it does):
-# kept importable from here, where the rest of the package looks for them
-from .sources.claude_dirs import path_variants as path_variants
-from .sources.claude_dirs import project_dirs
-from .sources.claude_dirs import text_of as text_of
+from .host import project_dirs
+# path_variants and text_of live in paths.py: kept importable from here, where the rest of the
+# package looks for them
+from .paths import path_variants as path_variants
+from .paths import text_of as text_of
+from .sources.names import agents
 
 DATA_DIR_NAME = ".prima-memory"
 
@@ -57,7 +58,7 @@ class Found:
         return (f"no memory for {text_of(self.start)}: Claude Code has no history for it or any "
                 f"folder above it, and none has a {DATA_DIR_NAME} folder. Search every project "
                 f"with --all-projects, run it in your project's folder, or pass --workspace DIR "
-                f"(`{cli()} index` makes a memory here of its Codex and VS Code sessions)")
+                f"(`{cli()} index` makes a memory here of its {agents(others=True)} sessions)")
 
 
 def find_workspace(start: str, *, history_only: bool = False, empty=None) -> Found:
@@ -221,7 +222,7 @@ def check_host(workspace: str, index: str | None = None) -> None:
 
 
 # Names prima-memory opens in its folder. A cloned repository can ship any of them, or the folder
-# itself, as a symbolic link: none is ever followed (DESIGN §8).
+# itself, as a symbolic link: none is ever followed (docs/design.md § Safety).
 SWEEP_FILE = "sweep"  # where a search's share of the sweep goes on from (Memory.update)
 _OWN_NAMES = (".gitignore", "index.db", "index.db-wal", "index.db-shm", "index.db-journal",
               "index.lock", "embed.lock", "embedder.lock", "rebuild.lock", "prima-memory.log",

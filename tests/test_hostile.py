@@ -296,7 +296,7 @@ def test_turkish_dotted_i_and_both_unicode_forms_are_found_either_way(env):
         assert [r["session_id"] for r in env.search(q)] == [A], q
     r = env.search("istanbul")[0]
     assert "İstanbul" in r["snippet"] or "İSTANBUL" in r["snippet"], r["snippet"]
-    # "cafe" without the accent is another word: diacritics are kept (DESIGN §4: exact matching)
+    # "cafe" without the accent is another word: diacritics are kept (docs/design.md § Keyword search)
     assert env.search("cafe downstairs") == []
     # titles and changed paths fold alike
     env.transcript(B, start=OLD + DAY).tool("Write", {"file_path": str(env.ws / "İzmir" / "notes.md"),

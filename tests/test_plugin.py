@@ -703,7 +703,7 @@ def test_recall_json_returns_the_search_contract(env):
 
 
 def test_recall_json_with_an_empty_query_still_prints_one_json_document(env):
-    """DESIGN §7: every command takes --json and then prints one JSON document on stdout."""
+    """docs/design.md § Command line: every command takes --json and then prints one JSON document on stdout."""
     _recall_setup(env)
     p = env.run("recall", "--json", input="", check=False)
     assert p.returncode == 0, p.stderr

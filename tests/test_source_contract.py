@@ -3,69 +3,36 @@ files of its own kind it returns session records of the shared shape, with its n
 text that is redacted, offsets that resume, and nothing for files it cannot read."""
 from __future__ import annotations
 
-import json
 import os
+from pathlib import Path
 
 import pytest
 
 from prima_memory.records import FileChange, Message, SessionDelta
-from prima_memory.sources.registry import EXTRACTS, SOURCES
+from prima_memory.sources import names
+from prima_memory.sources.registry import DECLARED, EXTRACTS, FALLBACKS, SOURCES, Listed
 
 SECRET = "sk-ant-api03-" + "Q" * 90
 
 
-def _sample(src, tmp_path, env):
-    """A file of the source's kind, placed where it discovers it, holding SECRET."""
-    if src.name == "claude-code":
-        from prima_memory.sources.claude_code import encode_project_dir
-        d = tmp_path / "claude" / "projects" / encode_project_dir(str(env))
-        d.mkdir(parents=True)
-        p = d / "0c0c0c0c-0000-4000-8000-000000000001.jsonl"
-        p.write_text(json.dumps({
-            "type": "user", "sessionId": p.stem, "uuid": "u1", "cwd": str(env),
-            "timestamp": "2026-01-02T00:00:00Z",
-            "message": {"role": "user", "content": f"key {SECRET}"}}) + "\n")
-    elif src.name == "codex":
-        d = tmp_path / "codex" / "sessions" / "2026" / "01" / "02"
-        d.mkdir(parents=True)
-        p = d / "rollout-2026-01-02T00-00-00-abc.jsonl"
-        lines = [{"timestamp": "2026-01-02T00:00:00Z", "type": "session_meta",
-                  "payload": {"id": "abc", "cwd": str(env)}},
-                 {"timestamp": "2026-01-02T00:00:01Z", "type": "response_item",
-                  "payload": {"type": "message", "role": "user",
-                              "content": [{"type": "input_text", "text": f"key {SECRET}"}]}}]
-        p.write_text("".join(json.dumps(x) + "\n" for x in lines))
-    elif src.name == "copilot-chat":
-        d = tmp_path / "vscode" / "workspaceStorage" / "w1" / "chatSessions"
-        d.mkdir(parents=True)
-        p = d / "abc.json"
-        p.write_text(json.dumps({"version": 3, "sessionId": "abc", "requests": [
-            {"requestId": "r", "message": {"text": f"key {SECRET}"},
-             "response": [{"value": "ok"}]}]}))
-    elif src.name == "extract":
-        d = env / ".prima-memory" / "extracts" / "2026-01"
-        d.mkdir(parents=True)
-        p = d / "2026-01-02-abc.md"
-        p.write_text(f"# Session abc\n\n## Request\nkey {SECRET}\n")
-    else:
-        d = env / ".claude" / "state" / "sessions" / "P1"
-        d.mkdir(parents=True)
-        p = d / "abc.md"
-        p.write_text(f"**Author:** A\nkey {SECRET}")
-    return p
-
-
-@pytest.mark.parametrize("src", SOURCES + (EXTRACTS,), ids=lambda s: s.name)
-def test_every_source_keeps_the_contract(src, tmp_path, monkeypatch):
-    ws = tmp_path / "ws"
-    ws.mkdir()
+@pytest.fixture
+def ws(tmp_path, monkeypatch):
+    """A workspace, every agent's home kept inside tmp_path (each source's sample goes where
+    the source looks: Source.sample)."""
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "claude"))
     monkeypatch.setenv("CODEX_HOME", str(tmp_path / "codex"))
     monkeypatch.setenv("PRIMA_VSCODE_USER_DIRS", str(tmp_path / "vscode"))
     monkeypatch.setenv("PRIMA_RACY_MS", "0")  # folders made a moment ago count as settled
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    return ws
+
+
+@pytest.mark.parametrize("src", SOURCES + (EXTRACTS,), ids=lambda s: s.name)
+def test_every_source_keeps_the_contract(src, ws):
     assert src.name and src.label and src.mode in ("append", "snapshot")
     assert src.discover(str(ws)) == [], "nothing there: nothing found, no error"
-    path = _sample(src, tmp_path, ws)
+    path = Path(src.sample(str(ws), f"key {SECRET}"))
     folders: list = []
     found = src.discover(str(ws), folders)
     assert [p for p, _x in found] == [str(path)]
@@ -93,3 +60,72 @@ def test_every_source_keeps_the_contract(src, tmp_path, monkeypatch):
             got = []
         assert got == []
     os.chmod(path, 0o600)
+
+
+@pytest.mark.parametrize("src", SOURCES + (EXTRACTS,), ids=lambda s: s.name)
+def test_every_source_speaks_the_streamed_protocol(src, ws):
+    # (issue #39) what the pipeline asks of a streamed source, every source answers: its own
+    # or the base class's, built on discover and read
+    assert src.files(str(ws)) == [] and src.session_files(str(ws), "abc") == []
+    path = src.sample(str(ws), "the streamed protocol")
+    files = src.files(str(ws))
+    assert [f.path for f in files] == [p for p, _x in src.discover(str(ws))] == [path]
+    assert [f.path for f in src.files(str(ws), only_dirs=[os.path.dirname(path)])] == [path]
+    assert src.files(str(ws), only_dirs=[]) == []
+    f = files[0]
+    assert isinstance(f.sidechain, bool) and not f.sidechain
+    records, end, _state, problems = src.read_chunk(f, 0, None)  # (its first step)
+    assert problems == [] and 0 < end <= os.path.getsize(path)
+    steps = list(src.read_chunks(f.path, f, 0, None, 1 << 20))
+    assert [d.session_id for d in steps[0][0]] == [d.session_id for d in records]
+    assert steps[-1][1] == os.path.getsize(path)
+    whole = src.read(path, src.discover(str(ws))[0][1], 0, None)[0]
+    assert {d.session_id for _r, *_x in steps for d in _r} == {d.session_id for d in whole}
+    records = [d for r, *_x in steps for d in r]
+    assert all(s.path == path for s in src.session_files(str(ws), records[0].session_id))
+    assert src.skips_reply(None) is False
+    assert src.file(path).path == path
+
+
+def test_every_fallback_source_keeps_its_contract(ws):
+    # a source read only as a search's last step: finds its own sample by every word, redacted
+    for src in FALLBACKS:
+        assert src.name and src.label and src.answers and src.read_when
+        assert src.fallback_search(str(ws), ["key"], 10) == ([], [])
+        assert not src.holds(str(ws))
+        src.sample(str(ws), f"key {SECRET}")
+        found, problems = src.fallback_search(str(ws), ["KEY"], 10)
+        assert problems == [] and len(found) == 1 and found[0]["label"] == src.label
+        assert SECRET not in str(found), "redacted like every source"
+        assert src.fallback_search(str(ws), ["key", "absent"], 10) == ([], [])
+        assert src.holds(str(ws)) and src.discover(str(ws)) == []
+
+
+def test_the_registry_declares_every_source_once():
+    # names, labels and agents come from one declaration (sources/names.py), in one order
+    assert [(s.name, s.label, s.product) for s in DECLARED] == \
+        list(names.INDEXED + (names.EXTRACT, names.SESSION_HISTORY))
+    assert names.names() == [s.name for s in DECLARED] and len(set(names.names())) == len(DECLARED)
+    assert names.agents("or") == "Claude Code, Codex or VS Code"
+    assert names.agents(others=True) == "Codex and VS Code"
+    assert Listed("/p", 1).extra == 1
+
+
+def test_a_source_declared_streamed_is_indexed_by_the_defaults(ws, monkeypatch):
+    # (issue #39) streaming is part of the interface: a source that declares `streamed` and
+    # writes none of the protocol is listed, scoped and read by the pipeline through the base
+    # class (here Codex, as a subclass that says so); `quick` and `only_session` narrow nothing
+    from prima_memory.memory import Memory
+    from prima_memory.sources.registry import Codex
+
+    class Streamed(Codex):
+        streamed = True
+
+    monkeypatch.setenv("HOME", str(ws.parent))
+    Streamed().sample(str(ws), "the pelican brief")
+    mem = Memory(str(ws))
+    mem.update(sources=(Streamed(),))
+    held = mem.store().files("codex")
+    assert len(held) == 1 and next(iter(held.values())).session is not None
+    mem.update(sources=(Streamed(),), quick=True)  # nothing changed: nothing read again
+    assert mem.store().files("codex") == held

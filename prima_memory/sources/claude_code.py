@@ -4,10 +4,11 @@ from __future__ import annotations
 import os
 
 from .. import workspace
-from .claude_dirs import PREFIX_LEN, encode_project_dir, path_variants, project_dirs
-from .claude_dirs import claude_config_dir as claude_config_dir  # for registry.py
-from .claude_dirs import claude_config_dirs as claude_config_dirs  # for registry.py
-from .claude_dirs import names as _names
+from ..host import PREFIX_LEN, encode_project_dir, project_dirs
+from ..host import claude_config_dir as claude_config_dir  # for registry.py
+from ..host import claude_config_dirs as claude_config_dirs  # for registry.py
+from ..host import names as _names
+from ..paths import path_variants
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (2 ms for the hooks)
 if TYPE_CHECKING:  # what _load_parsing binds, for the type checker

@@ -1,7 +1,7 @@
 """Codex CLI rollouts ($CODEX_HOME/sessions/YYYY/MM/DD/rollout-*.jsonl, and archived_sessions/)
 as records: one file, one session, read from a byte offset (Codex appends on resume).
 
-The four eras (../shared/spec/formats-other-agents.md, A2): era 1 is one JSON document
+The four eras (docs/design.md § Other agents' formats): era 1 is one JSON document
 (`{session, items}`); era 2 is bare lines (a `SessionMeta` header, then bare `ResponseItem`s and
 `record_type` markers); eras 3 and 4 wrap every line as `{timestamp, type, payload}`. Codex
 records most text twice (a `response_item` message and an `event_msg`): one stream is kept, the

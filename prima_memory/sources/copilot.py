@@ -1,6 +1,6 @@
 """VS Code Copilot Chat sessions as records: `User/workspaceStorage/<id>/chatSessions/<session>.json`
-(versions 1-3) and `.jsonl` (a mutation log, VS Code 1.109+), per ../shared/spec/formats-other-
-agents.md, section B. A session file is a snapshot VS Code rewrites on every save: it is read
+(versions 1-3) and `.jsonl` (a mutation log, VS Code 1.109+), as docs/design.md § Other agents'
+formats says. A session file is a snapshot VS Code rewrites on every save: it is read
 whole, and its session replaced.
 
 Indexed through sources/registry.py (CopilotChat: snapshot mode, this workspace's chats by

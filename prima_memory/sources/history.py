@@ -1,13 +1,15 @@
 """Session history summaries, the last search step: read only when the conversations find
 nothing. First the current files, `.claude/state/state.json` and `.claude/state/projects/*.json`,
 whose entries count whatever their date; then `.claude/state/history/YYYY-MM.json` newest first,
-that archive only when the current files find nothing (formats in DESIGN §9, read tolerantly).
+that archive only when the current files find nothing (formats in docs/design.md § Session history,
+read tolerantly).
 
 The seed's table says "for the current month", but an entry is rotated into the archive only some
 time after its month ends: on December 1st a summary of November 22nd still in state.json was
 found nowhere (issue #20). An entry in both is found once.
 
-Read by api.search when no conversation matches; never indexed.
+Declared in the registry (SessionHistory): never indexed, read by its fallback_search when no
+conversation matches a search of one workspace.
 """
 from __future__ import annotations
 
@@ -15,9 +17,10 @@ import os
 import re
 
 from ..workspace import read_plain, stays_inside
+from .names import SESSION_HISTORY
 from .text import load_json, strip_private
 
-LABEL = "Session History Summaries"
+LABEL = SESSION_HISTORY[1]  # (the registry's SessionHistory label)
 MAX_BYTES = 8 << 20
 _MONTH_FILE = re.compile(r"^(\d{4})-(\d{2})\.json$")
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")

@@ -13,10 +13,20 @@ Indexer.run reads every source through one pipeline. What a source declares chan
   session's files for Stop: `session_files`; a quick look for SessionStart: `files` of some
   folders and `file`), read newest first within a time budget, by a second process for a big
   cold run (`read_chunks` takes `bulk`). `skips_reply` is for the Stop hook's provisional reply.
+  Every source has these (the streamed protocol): the base class builds them on `discover` and
+  `read`, so a source declares `streamed` without writing them, and the indexer asks any
+  source (`session_files` of a source that does not tell its files apart by session: none).
 - `spans_files`: a session is several files (a transcript and its subagents'): a rewritten file
   is read again with its whole session, and a file read from the start replaces no other.
 - `claims_cwdless`: whether a file whose lines name no working folder yet is this workspace's.
 Claude Code is the one source with all three.
+
+A source read only as a search's last step (the session history summaries) is never indexed: it
+offers `fallback_search`, and the registry asks FALLBACKS for it (fallback_search,
+fallback_status). Each source's name, label and agent are data in names.py (the lists of sources
+a person reads are built from it), and each brings a `sample` of its files for the contract test
+(tests/test_source_contract.py). To add a source: its module, its class here (in SOURCES), its
+line in names.py.
 """
 from __future__ import annotations
 
@@ -25,7 +35,7 @@ import sys
 
 from ..workspace import is_within
 from ..settings import flag
-from . import claude_code
+from . import claude_code, names
 from .listing import shared_log_folder, unlisted, utf8_name, watch
 from .listing import files as _files
 from .listing import size as _size
@@ -39,9 +49,12 @@ class Source:
     spans_files = False  # one session, several files (see above)
     extracted = True  # its substantial sessions get a markdown extract
     host = False  # the conversations the memory is mostly made of: lists leave its label out
+    product = ""  # the agent a person knows it by ("Codex"), as lists of sources say it
     follows_links = False  # its files may be links, read through (Claude Code's only)
     agent = "Agent"  # who answers, as extracts name it
     resume = ""  # the command that resumes a session, with {id}
+    answers = ""  # a source read as a search's last step: the key its answer holds (see below)
+    read_when = ""  # ...and when it is read, as status says
 
     def locations(self, ws: str) -> list[str]:
         raise NotImplementedError
@@ -62,8 +75,45 @@ class Source:
                     *, mtime: float | None = None, size: int | None = None, bulk: bool = False):
         """read()'s results in steps of about `max_bytes` read, for a source whose files can be
         too big to hold what they say at once: each is indexed before the next is read.
-        `mtime`, `size`: the file's, as stat'ed; `bulk`: a big run (see Indexer.run)."""
-        yield self.read(path, extra, offset, state)
+        `mtime`, `size`: the file's, as stat'ed; `bulk`: a big run (see Indexer.run). `extra`
+        may be a file of `files` (the streamed protocol): what discover gave goes to read."""
+        yield self.read(path, extra.extra if isinstance(extra, Listed) else extra, offset, state)
+
+    # -- the streamed protocol (see above): what the pipeline asks of a streamed source ------------
+
+    def files(self, ws: str, log=None, only_dirs: list[str] | None = None,
+              known=None) -> list:
+        """The files in scope, each with `path`, `session_id` (None: not known before it is
+        read) and `sidechain`, and given back to read_chunks as its `extra`. `only_dirs`: those
+        directly in these folders; `known`: the paths the index holds (a source may skip work
+        for them); `log`: where a source says what it could not list."""
+        out = [Listed(p, x, self.sidechain(x)) for p, x in self.discover(ws)]
+        if only_dirs is not None:
+            dirs = set(only_dirs)
+            out = [f for f in out if os.path.dirname(f.path) in dirs]
+        return out
+
+    def file(self, path: str):
+        """The file of `files` at `path`, for one the index names (None: not one of its own).
+        By default with no extra: a streamed source whose discover gives one writes its own."""
+        return Listed(path, None)
+
+    def session_files(self, ws: str, session_id: str) -> list:
+        """The files of one session (as `files` gives them), for the Stop hook and a forgotten
+        session's marks; none where a file does not name its session before it is read."""
+        return []
+
+    def read_chunk(self, sf, offset: int, state: dict | None, mtime: float | None = None,
+                   max_bytes: int | None = None, bulk: bool = False):
+        """The first step of read_chunks on a file of `files`: (records, end, state, problems)."""
+        return next(iter(self.read_chunks(sf.path, sf, offset, state, max_bytes or (1 << 62),
+                                          mtime=mtime, bulk=bulk)))
+
+    def skips_reply(self, state: dict | None) -> bool:
+        """Whether the Stop hook's provisional reply is not memory, by the session's main file's
+        parser state (the reply to a command of our own). None by default."""
+        return False
+
 
     def claims_cwdless(self, path: str, ws: str, cache: dict | None = None) -> bool:
         """Whether a file whose records name no working folder (yet) is this workspace's."""
@@ -95,6 +145,20 @@ class Source:
         """This file is read whole every time (never resumed from an offset)."""
         return self.mode == "snapshot"
 
+    def sample(self, ws: str, text: str) -> str:
+        """Write one small file of this source's kind, of a session of `ws` saying `text` (a
+        person's prompt), where this source finds it (its locations, as the environment sets
+        them), and return its path: the contract test's sample (tests/test_source_contract.py),
+        which every source brings."""
+        raise NotImplementedError
+
+    def fallback_search(self, ws: str, words: list[str],
+                        limit: int) -> tuple[list[dict], list[str]]:
+        """A source never indexed, read as the last step of a search of one workspace whose
+        conversations matched nothing: (entries holding every one of `words`, problems as the
+        log says them). None by default."""
+        return [], []
+
     def everywhere(self, known: dict) -> list[tuple[str, tuple[str, ...]]]:
         """For a search of all projects: every file of this source on this machine, each with
         the folders its sessions ran in (none: it records none, and every workspace takes it,
@@ -104,8 +168,17 @@ class Source:
         return []
 
 
+class Listed:
+    """A file as the base class's `files` gives it: discover's (path, extra), with what the
+    pipeline asks of a file of a streamed source."""
+
+    __slots__ = ("path", "extra", "session_id", "sidechain")
+
+    def __init__(self, path: str, extra, sidechain: bool = False) -> None:
+        self.path, self.extra, self.session_id, self.sidechain = path, extra, None, sidechain
+
 class ClaudeCode(Source):
-    name, label, mode, streamed = "claude-code", "[transcript]", "append", True
+    (name, label, product), mode, streamed = names.CLAUDE_CODE, "append", True
     spans_files = True  # agent-*.jsonl files carry their parent session's id
     host, agent, resume = True, "Claude", "claude --resume {id}"
     follows_links = True  # a transcript linked into the project folder is read (discover)
@@ -131,11 +204,12 @@ class ClaudeCode(Source):
         return claude_code.source_file(path)
 
     def read_chunk(self, sf, offset, state, mtime=None, max_bytes=None, bulk=False):
-        return claude_code.read(sf, offset, state, mtime, max_bytes=max_bytes, bulk=bulk)
+        delta, end, state, problems = claude_code.read(sf, offset, state, mtime,
+                                                       max_bytes=max_bytes, bulk=bulk)
+        return _records(delta), end, state, problems
 
     def read(self, path, extra, offset, state):
-        delta, end, state, problems = self.read_chunk(extra, offset, state)
-        return _records(delta), end, state, problems
+        return self.read_chunk(extra, offset, state)
 
     def read_chunks(self, path, extra, offset, state, max_bytes, *, mtime=None, size=None,
                     bulk=False):
@@ -143,9 +217,9 @@ class ClaudeCode(Source):
         holds nothing to index (one with a cwd is not empty: its scope is still checked)."""
         size = os.path.getsize(path) if size is None else size
         while True:
-            delta, end, state, problems = self.read_chunk(extra, offset, state, mtime,
-                                                          max_bytes=max_bytes, bulk=bulk)
-            yield _records(delta), end, state, problems
+            records, end, state, problems = self.read_chunk(extra, offset, state, mtime,
+                                                            max_bytes=max_bytes, bulk=bulk)
+            yield records, end, state, problems
             if end >= size or end == offset:
                 return
             offset = end
@@ -196,6 +270,22 @@ class ClaudeCode(Source):
         """A reply the Stop hook saw is not memory: Claude's answer to our own command."""
         return claude_code.answering_command(state)
 
+    def sample(self, ws: str, text: str) -> str:
+        sid = "0c0c0c0c-0000-4000-8000-000000000001"
+        return _sample(os.path.join(self.locations(ws)[0], f"{sid}.jsonl"), [{
+            "type": "user", "sessionId": sid, "uuid": "u1", "cwd": ws,
+            "timestamp": "2026-01-02T00:00:00Z", "message": {"role": "user", "content": text}}])
+
+
+def _sample(path: str, lines: list, whole: bool = False) -> str:
+    """A sample file (Source.sample): JSON lines, or one JSON document (`whole`), or text."""
+    import json  # (the contract test's samples only)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(json.dumps(lines[0]) if whole else
+                "".join(x if isinstance(x, str) else json.dumps(x) + "\n" for x in lines))
+    return path
+
 
 def _records(delta) -> list:
     return [delta] if delta is not None and not delta.is_empty() else []
@@ -205,7 +295,7 @@ HEAD_BYTES = 65536  # a rollout's first lines, which name its working folder
 
 
 class Codex(Source):
-    name, label, mode = "codex", "[Codex]", "append"
+    (name, label, product), mode = names.CODEX, "append"
     agent, resume = "Codex", "codex resume {id}"
 
     def home(self) -> str:
@@ -245,7 +335,8 @@ class Codex(Source):
                    for folder in map(self._folder, (p for p, _extra in self.discover(ws))))
 
     def in_scope(self, delta, ws: str) -> bool:
-        """The seed: this workspace or a folder inside it, or no folder recorded."""
+        """The seed's scope (docs/design.md § Sources): this workspace or a folder inside it, or
+        no folder recorded."""
         return not delta.cwd or is_within(os.path.normpath(delta.cwd), ws)
 
     def everywhere(self, known: dict) -> list[tuple[str, tuple[str, ...]]]:
@@ -268,6 +359,15 @@ class Codex(Source):
             if named is not None:
                 out.append((path, (named,) if named else ()))
         return out
+
+    def sample(self, ws: str, text: str) -> str:
+        return _sample(os.path.join(self.locations(ws)[0], "2026", "01", "02",
+                                    "rollout-2026-01-02T00-00-00-abc.jsonl"), [
+            {"timestamp": "2026-01-02T00:00:00Z", "type": "session_meta",
+             "payload": {"id": "abc", "cwd": ws}},
+            {"timestamp": "2026-01-02T00:00:01Z", "type": "response_item",
+             "payload": {"type": "message", "role": "user",
+                         "content": [{"type": "input_text", "text": text}]}}])
 
     def _folder(self, path: str) -> str | None:
         """The folder a rollout's head names ("": none), None when it cannot be read or holds
@@ -314,7 +414,7 @@ def _chat_here(folder: str | None, ws: str) -> bool:
 
 
 class CopilotChat(Source):
-    name, label, mode, agent = "copilot-chat", "[VS Code]", "snapshot", "Copilot"
+    (name, label, product), mode, agent = names.COPILOT_CHAT, "snapshot", "Copilot"
 
     def locations(self, ws: str) -> list[str]:
         return vscode_user_dirs()
@@ -352,6 +452,14 @@ class CopilotChat(Source):
         return [(p, () if every or not folder else (os.path.normpath(folder),))
                 for p, folder in self._chats(known)]
 
+    def sample(self, ws: str, text: str) -> str:
+        """A chat of a workspace VS Code does not name (no workspace.json): every one takes it."""
+        return _sample(os.path.join(self.locations(ws)[0], "workspaceStorage", "w1",
+                                    "chatSessions", "abc.json"), [
+            {"version": 3, "sessionId": "abc", "requests": [
+                {"requestId": "r", "message": {"text": text}, "response": [{"value": "ok"}]}]}],
+            whole=True)
+
     def _chats(self, known: dict | None = None, folders: list | None = None):
         """(path, its workspace's folder or None) of every chat file, the newest copy of each
         session id. `known`: storage folder -> workspace folder, read once; `folders`: see
@@ -384,7 +492,7 @@ class CopilotChat(Source):
 
 
 class SharedLog(Source):
-    name, label, mode = "shared-log", "[shared log · author]", "snapshot"
+    (name, label, product), mode = names.SHARED_LOG, "snapshot"
 
     def locations(self, ws: str) -> list[str]:
         return [shared_log_folder(ws)]  # (its module only once the source is read)
@@ -398,11 +506,15 @@ class SharedLog(Source):
         d, problems = shared_log.read(path, extra)
         return ([d] if d else []), _size(path), state, problems
 
+    def sample(self, ws: str, text: str) -> str:
+        return _sample(os.path.join(self.locations(ws)[0], "P1", "abc.md"),
+                       [f"**Author:** A\n{text}"])
+
 
 class Extracts(Source):
     """prima-memory's own extracts and checkpoints, read back for a deep search (no extract of
     an extract is ever written)."""
-    name, label, mode, extracted = "extract", "[extract]", "snapshot", False
+    (name, label, product), mode, extracted = names.EXTRACT, "snapshot", False
 
     def locations(self, ws: str) -> list[str]:
         # only once this source is read (never by a hook)
@@ -420,15 +532,72 @@ class Extracts(Source):
         d = extracts.read(extra, path)  # None for a link, never followed
         return ([d] if d else []), _size(path), state, []
 
+    def sample(self, ws: str, text: str) -> str:
+        return _sample(os.path.join(self.locations(ws)[0], "2026-01", "2026-01-02-abc.md"),
+                       [f"# Session abc\n\n## Request\n{text}\n"])
+
+
+class SessionHistory(Source):
+    """Claude Code's session history summaries (.claude/state, sources/history.py): never
+    indexed, read as the last step of a search whose conversations matched nothing."""
+    name, label, product = names.SESSION_HISTORY
+    answers, read_when = "history", "only when the conversations find nothing"
+
+    def locations(self, ws: str) -> list[str]:
+        return [os.path.join(ws, ".claude", "state")]  # (history.folder)
+
+    def discover(self, ws: str, folders: list | None = None) -> list[tuple[str, object]]:
+        return []  # never indexed
+
+    def read(self, path, extra, offset, state):
+        return [], offset, state, []
+
+    def holds(self, ws: str) -> bool:
+        from . import history  # read only by a search, and where no memory exists yet
+        return bool(history.current(ws, []))
+
+    def fallback_search(self, ws: str, words: list[str],
+                        limit: int) -> tuple[list[dict], list[str]]:
+        from . import history  # read only when the conversations found nothing
+        found, problems = history.search(ws, words, limit=limit)
+        return found, [f"session history: {p}" for p in problems]
+
+    def sample(self, ws: str, text: str) -> str:
+        return _sample(os.path.join(self.locations(ws)[0], "state.json"), [{"sessionHistory": [
+            {"date": "2026-01-02", "summary": text, "projectsWorked": ["P1"]}]}], whole=True)
+
 
 CLAUDE_CODE = ClaudeCode()  # what the hooks read
-SOURCES = (CLAUDE_CODE, Codex(), CopilotChat(), SharedLog())  # the seed's, and status's, list
+SOURCES = (CLAUDE_CODE, Codex(), CopilotChat(), SharedLog())  # indexed, as status lists them
 OTHERS = SOURCES[1:]  # the other agents': read outside the hooks
 EXTRACTS = Extracts()
+FALLBACKS = (SessionHistory(),)  # never indexed: a search's last step (fallback_search)
+DECLARED = SOURCES + (EXTRACTS,) + FALLBACKS  # every source
 
 
 def source_named(name: str) -> Source | None:
-    return next((s for s in SOURCES + (EXTRACTS,) if s.name == name), None)
+    return next((s for s in DECLARED if s.name == name), None)
+
+
+def fallback_search(ws: str, words: list[str], limit: int,
+                    warn) -> tuple[Source, list[dict]] | None:
+    """The last search step, for a search of one workspace whose conversations matched nothing
+    and that no filter narrows: the first source of FALLBACKS that finds something, with what
+    it found; each source's problems go to `warn`."""
+    for src in FALLBACKS:
+        found, problems = src.fallback_search(ws, words, limit)
+        for p in problems:
+            warn(p)
+        if found:
+            return src, found
+    return None
+
+
+def fallback_status(ws: str) -> list[dict]:
+    """What status says of the sources read only as a search's last step."""
+    return [{"source": src.name, "label": src.label, "locations": src.locations(ws),
+             "found": any(os.path.isdir(w) for w in src.locations(ws)), "read": src.read_when}
+            for src in FALLBACKS]
 
 
 def other_agent(source: str, label: str) -> str:

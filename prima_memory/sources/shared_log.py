@@ -2,9 +2,9 @@
 markdown entry per file (names starting with `_` skipped), colleagues' entries included in a
 synced workspace. Each entry is one searchable item and one exchange, labelled with its author.
 
-Headers (DESIGN §9): YAML front matter (`project:`, `author:`, `time:` or `date:`) or
-`**Project:**` / `**Author:**` / `**Time:**` (`**Date:**`) lines near the top; else the folder
-name, "unknown" and the file's modification time. Nothing outside the workspace is read.
+Headers (docs/design.md § Shared log): YAML front matter (`project:`, `author:`, `time:` or
+`date:`) or `**Project:**` / `**Author:**` / `**Time:**` (`**Date:**`) lines near the top; else
+the folder name, "unknown" and the file's modification time. Nothing outside the workspace is read.
 
 Indexed through sources/registry.py (SharedLog: snapshot mode).
 """

@@ -1,45 +1,20 @@
-"""Where Claude Code keeps a folder's history, and how it spells the folder: the config folder,
-the project folder names, and a path's spellings (linked, not UTF-8) as Claude Code records them.
+"""The host: the agent whose hooks run prima-memory (Claude Code), and where it keeps a folder's
+history: its config folders and how it names a project's folder.
 
-Imports nothing of the package, so workspace.py (host mode, a hook's workspace) and the Claude
-Code source (sources/claude_code.py) both build on it without importing each other.
+A role, not a source: workspace.py asks it which folder a hook serves and what host mode allows;
+the Claude Code source (sources/claude_code.py) builds on it for where its transcripts lie.
+Imports only the neutral paths.py, so both can without importing each other.
 """
 from __future__ import annotations
 
 import os
 
+from .paths import path_variants
+
 # every ASCII character but a letter or a digit, to '-' (str.translate: no pattern, whose re
 # import would cost every hook's start)
 _DASHES = {c: "-" for c in range(128) if not chr(c).isalnum()}
 PREFIX_LEN = 200  # beyond this Claude Code cuts a folder name and appends a hash
-
-
-def path_variants(workspace: str) -> list[str]:
-    """The spellings of a folder Claude Code may have recorded: as given, resolved, as UTF-8."""
-    out = [workspace]
-    real = os.path.realpath(workspace)
-    if real != workspace:
-        out.append(real)  # Claude Code canonicalises with realpath
-    for p in list(out):  # a name that is not UTF-8: Claude Code records it with U+FFFD
-        shown = text_of(p)
-        if shown not in out:
-            out.append(shown)
-    return out
-
-
-def text_of(path: str) -> str:
-    """A path as text that UTF-8 (SQLite, JSON, a terminal) can hold. A folder name whose bytes
-    are not UTF-8 comes from os as surrogates; here each bad run is U+FFFD, as Node (Claude
-    Code) decodes it, so the spelling matches the cwd its transcripts record."""
-    try:
-        path.encode("utf-8")
-        return path
-    except UnicodeEncodeError:
-        pass
-    try:
-        return os.fsencode(path).decode("utf-8", "replace")
-    except UnicodeEncodeError:  # a surrogate no file name gives (from JSON, say)
-        return path.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 
 def claude_config_dir() -> str:
