@@ -21,7 +21,7 @@ from .errors import Failure, UsageError
 from .indexer import SEARCH_SWEEP
 from .memory import ALL, EXTRACTS, REBUILD_KEY, DiskFull, IndexBusy, IndexReadOnly, Memory
 from .sources.registry import CLAUDE_CODE, OTHERS, SOURCES, source_named
-from .store import SHIFT, Busy, Store, StoreError, is_corruption
+from .storage import Busy, Store, StoreError, is_corruption, session_of
 from .timeparse import iso_utc, local, parse_when
 from .wording import short_path
 from .workspace import path_variants
@@ -1323,7 +1323,7 @@ def similar(mem, query: str, *, limit: int = 10) -> dict:
     results = []
     for i, ex, scores in found:
         store = mems[i].store()
-        rows = store.sessions_by_id([ex >> SHIFT])
+        rows = store.sessions_by_id([session_of(ex)])
         if not rows:
             continue  # (pruned meanwhile)
         d = session_json(rows[0], mems[i].ws, every=every)
@@ -1384,7 +1384,7 @@ def _linked(store, model: str, exchange: int) -> list[dict]:
     """The exchanges its SIMILAR_TO edges join it to: the most similar of each other session."""
     best: dict[int, tuple[int, float]] = {}
     for other, cosine in store.edges(model, exchange):  # most similar first
-        best.setdefault(other >> SHIFT, (other, cosine))
+        best.setdefault(session_of(other), (other, cosine))
         if len(best) >= LINKED_SHOWN:
             break
     rows = {r.id: r for r in store.sessions_by_id(best)}

@@ -31,7 +31,7 @@ from .errors import Failure
 from .logs import Log
 from .memory import ALL, DiskFull, IndexBusy, IndexReadOnly, Memory
 from .sources.registry import SOURCES, SharedLog
-from .store import (SCHEMA_VERSION, CantOpen, ReadOnly, SchemaMismatch, Store, StoreError,
+from .storage import (SCHEMA_VERSION, CantOpen, ReadOnly, SchemaMismatch, Store, StoreError,
                     is_corruption)
 
 CATALOG = "catalog.json"

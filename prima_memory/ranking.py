@@ -29,9 +29,8 @@ figures.
 from __future__ import annotations
 
 import math
-from collections import Counter
 
-from .store import SHIFT, Store
+from .storage import Store, count_by_session, session_of
 
 K1 = 1.2
 B = 0.4  # (0.75 is BM25's usual: sessions vary more in length than documents, and a long
@@ -99,7 +98,7 @@ class WordCounts:
             # there are too many to list (then SQLite counts, and there is no best turn)
             ids = store.message_ids_matching(expr, TURN_IDS_MAX + 1) if expr else set()
             turns = ids if len(ids) <= TURN_IDS_MAX else None
-            counts = Counter(m >> SHIFT for m in ids) if turns is not None else \
+            counts = count_by_session(ids) if turns is not None else \
                 store.count_matching(expr or "")
             counts = {s: n for s, n in counts.items() if s in admitted}
             for path, sids in store.paths_containing(w).items():
@@ -166,7 +165,7 @@ def _best_turns(p: WordCounts, idf: list[float]) -> tuple[dict[int, float], dict
     for w, got in said.items():
         for d in range(-NEAR, NEAR + 1):
             near = got + d
-            near = near[(near >> SHIFT) == (got >> SHIFT)]
+            near = near[session_of(near) == session_of(got)]
             spans.append(near)
             words.append(np.full(len(near), w, np.int64))
     if not spans:
@@ -178,10 +177,10 @@ def _best_turns(p: WordCounts, idf: list[float]) -> tuple[dict[int, float], dict
     own = np.zeros(len(messages))
     for w, got in said.items():
         own[np.searchsorted(messages, got)] += idf[w]
-    order = np.lexsort((own, weight, messages >> SHIFT))  # by session, weight: its best last
-    sessions = messages[order] >> SHIFT
+    order = np.lexsort((own, weight, session_of(messages)))  # by session, weight: its best last
+    sessions = session_of(messages[order])
     top = order[np.r_[sessions[1:] != sessions[:-1], True]]
-    sessions = (messages[top] >> SHIFT).tolist()
+    sessions = session_of(messages[top]).tolist()
     return dict(zip(sessions, weight[top].tolist())), dict(zip(sessions, messages[top].tolist()))
 
 

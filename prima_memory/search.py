@@ -20,7 +20,8 @@ import time
 
 from . import ranking
 from .settings import flag
-from .store import SHIFT, SessionRow, Store, fold, index_text, is_corruption
+from .storage import SessionRow, Store, count_by_session, fold, index_text, is_corruption
+
 from .timeparse import question_dates
 
 TYPE_CHECKING = False  # (typing's own import, for the type checker alone)
@@ -176,11 +177,7 @@ def word_sessions(store: Store, words: list[str]) -> list[dict[int, int]]:
 
 
 def _per_session(ids) -> dict[int, int]:
-    out: dict[int, int] = {}
-    for mid in ids:
-        s = mid >> SHIFT
-        out[s] = out.get(s, 0) + 1
-    return out
+    return count_by_session(ids)
 
 
 def recency_points(started_at: float | None, now: float) -> float:

@@ -19,7 +19,7 @@ from bisect import bisect_right
 
 TYPE_CHECKING = False  # (typing's own costs the hook an import; type checkers read this as True)
 if TYPE_CHECKING:  # types only: the store is the caller's, already open
-    from .store import SessionRow, Store
+    from .storage import SessionRow, Store
 
 # A reply longer than this says something: Claude's replies of a line or two ("Done.", "Let me
 # run the tests.") are narration between tool calls. The excerpts (an extract's "last

@@ -7,7 +7,7 @@ from __future__ import annotations
 import apsw
 import pytest
 
-from prima_memory.store import Store
+from prima_memory.storage import Store
 
 NOW = 1_800_000_000.0
 
@@ -139,7 +139,7 @@ def test_a_step_sqlite_rolled_back_itself_says_why_and_leaves_no_row_for_the_nex
     savepoints and all (tests/test_disk.py makes a real one). The error in flight is what the
     caller sees, not "no such savepoint", and the next write, under the ids handed out again,
     keeps nothing of the lost one."""
-    from prima_memory.store import DiskFull
+    from prima_memory.storage import DiskFull
     st = Store(str(tmp_path / "i.db"))
     with pytest.raises(DiskFull), st.steps(1 << 30, 3600):
         with st.write():
@@ -180,7 +180,7 @@ def test_the_vocabulary_of_a_text_read_in_pieces_is_its_words_tokens(tmp_path, m
     tokenized one by one, wherever the pieces are cut (NFD accents, Turkish İ, no spaces)."""
     import random
 
-    from prima_memory import store as storemod
+    from prima_memory.storage.sqlite import text as storemod
     monkeypatch.setattr(storemod, "_TOKENS_PIECE", piece)
     st = Store(str(tmp_path / "i.db"))
     rng = random.Random(piece)

@@ -8,8 +8,9 @@ import random
 import apsw
 import pytest
 
-from prima_memory import search, store as storemod
-from prima_memory.store import SCHEMA_VERSION, Store
+from prima_memory import search
+from prima_memory.storage.sqlite import text as storemod
+from prima_memory.storage import SCHEMA_VERSION, Store
 
 NOW = 1_800_000_000.0
 DAY = 86400
