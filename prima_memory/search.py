@@ -20,7 +20,8 @@ import time
 
 from . import ranking
 from .settings import flag
-from .storage import SessionRow, Store, count_by_session, fold, index_text, is_corruption
+from .storage import (AnyWords, SessionRow, Store, Words, count_by_session, fold, index_text,
+                      is_corruption)
 
 from .timeparse import question_dates
 
@@ -135,36 +136,36 @@ def normalize_query(query: str) -> tuple[str, list[str]]:
     return whole, content or bare
 
 
-def word_match(store: Store, word: str) -> tuple[str | None, bool]:
-    """(expr, exact): an FTS5 expression whose messages include every message containing the
-    word (case-insensitive substring), and whether they are exactly those. The word's tokens
-    are looked up among the index terms that contain them: a word that is one token is then
-    exact, one with punctuation must be checked against the messages' text. expr None: no
-    usable token (or one inside too many terms to list), every text must be read; "": no index
-    term, so no message, holds it."""
+def word_match(store: Store, word: str) -> tuple[Words | None, bool]:
+    """(query, exact): a word query whose messages include every message containing the word
+    (case-insensitive substring), and whether they are exactly those. The word's tokens are
+    looked up among the index terms that contain them: a word that is one token is then exact,
+    one with punctuation must be checked against the messages' text. None: no usable token (or
+    one inside too many terms to list), every text must be read; a false Words: no index term,
+    so no message, holds it."""
     toks = store.token_list(word)
-    exprs: list[str] = []
+    groups: list[list[str]] = []
     for run in dict.fromkeys(toks):
         terms = store.terms_containing(run, TERMS_LIMIT)
         if terms is None:  # in too many terms to list
             return None, False
         if not terms:  # no index term contains it: no message does either
-            return "", True
-        exprs.append("(" + " OR ".join(f'"{t}"' for t in terms) + ")")
-    if not exprs:
+            return Words([[]]), True
+        groups.append(terms)
+    if not groups:
         return None, False
-    return " AND ".join(exprs), toks == [word]
+    return Words(groups), toks == [word]
 
 
 def messages_containing(store: Store, word: str,
-                        match: tuple[str | None, bool] | None = None) -> dict[int, int]:
+                        match: tuple[Words | None, bool] | None = None) -> dict[int, int]:
     """session -> number of its messages containing the word (case-insensitive substring);
     `match`: word_match()'s, when the caller has it."""
     expr, exact = match or word_match(store, word)
-    if expr == "":
-        return {}
     if expr is None:
         return _per_session(mid for mid, text in store.all_message_texts() if word in fold(text))
+    if not expr:
+        return {}
     if exact:
         return store.count_matching(expr)
     texts = store.message_texts(sorted(store.message_ids_matching(expr)))
@@ -330,7 +331,7 @@ class Part:
         self._filters, self._deep = filters, deep
         self._facts: list[tuple] | None = None
         self._counts: list[dict[int, int]] | None = None
-        self._matches: list[tuple[str | None, bool]] | None = None
+        self._matches: list[tuple[Words | None, bool]] | None = None
         self._lengths: dict[int, int] | None = None
 
     @property
@@ -349,19 +350,19 @@ class Part:
         return self.store.best_facts(points, limit, f.since, f.until, f.branch, f.tag, f.source,
                                      self._deep)
 
-    def matches(self, words: list[str]) -> list[tuple[str | None, bool]]:
+    def matches(self, words: list[str]) -> list[tuple[Words | None, bool]]:
         """word_match() of each word, looked up once."""
         if self._matches is None:
             self._matches = [word_match(self.store, w) for w in words]
         return self._matches
 
-    def any_word(self, words: list[str]) -> str | None:
-        """An FTS5 expression whose messages include every one holding any of the words (""
-        when none can; None: a word can be found only by reading the texts)."""
-        exprs = [e for e, _exact in self.matches(words)]
-        if any(e is None for e in exprs):
+    def any_word(self, words: list[str]) -> AnyWords | None:
+        """A word query whose messages include every one holding any of the words (false when
+        none can; None: a word can be found only by reading the texts)."""
+        queries = [q for q, _exact in self.matches(words)]
+        if any(q is None for q in queries):
             return None
-        return " OR ".join(f"({e})" for e in exprs if e)
+        return AnyWords(queries)
 
     def counts(self, words: list[str]) -> list[dict[int, int]]:
         if self._counts is None:

@@ -7,13 +7,13 @@ from __future__ import annotations
 import apsw
 import pytest
 
-from prima_memory.storage import Store
+from prima_memory.storage import Store, Words
 
 NOW = 1_800_000_000.0
 
 
 def _matching(st: Store, word: str) -> set[int]:
-    return st.message_ids_matching(f'"{word}"')
+    return st.message_ids_matching(Words([[word]]))
 
 
 def _add(st: Store, name: str, *texts: str) -> tuple[int, list[int]]:
@@ -64,7 +64,7 @@ def test_a_reply_that_grows_before_the_commit_is_found_by_its_whole_text(tmp_pat
         st.set_message_texts([(mid, "the first half and the second half and a third")])
     got = _reopened(st)
     assert _matching(got, "second") == {mid} and _matching(got, "third") == {mid}
-    assert len(got.message_ids_matching('"first"')) == 1
+    assert len(got.message_ids_matching(Words([["first"]]))) == 1
 
 
 def test_a_growth_rolled_back_with_its_savepoint_leaves_the_text_before_it(tmp_path):

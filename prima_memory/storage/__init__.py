@@ -6,7 +6,8 @@ counts") with the types named here, and get rows as named tuples.
 
     Store         the index of one workspace (sqlite.Store)
     rows          SessionRow, FileRow, MessageRow, ... : what reads return
-    Words         a word query: groups of alternative forms, every group required
+    Words         a word query: groups of alternative terms, every group required;
+                  AnyWords: any of several
     session_of    a message id's session (ints and numpy arrays); first_id, last_id
     errors        StoreError and its kinds, raised for every driver error
 """
@@ -16,8 +17,9 @@ from .ids import count_by_session, first_id, last_id, session_of
 from .rows import FAILED, FileRow, SessionRow
 from .sqlite import (SCHEMA_VERSION, Store, fold, index_text, is_corruption, is_store_error,
                      move_aside, own_error)
+from .words import AnyWords, Words
 
-__all__ = ["FAILED", "SCHEMA_VERSION", "Busy", "CantOpen", "CorruptIndex", "DiskFull",
+__all__ = ["FAILED", "AnyWords", "Words", "SCHEMA_VERSION", "Busy", "CantOpen", "CorruptIndex", "DiskFull",
            "FileRow", "ForeignIndex", "ReadOnly", "SchemaMismatch", "SessionRow", "Store",
            "StoreError", "TooManyMessages", "count_by_session", "first_id", "fold", "index_text", "is_corruption",
            "is_store_error", "last_id", "move_aside", "own_error", "session_of"]

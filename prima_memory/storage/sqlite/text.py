@@ -11,6 +11,7 @@ from collections.abc import Iterable
 import apsw
 
 from ..ids import SHIFT
+from ..words import AnyWords, Words
 from .folding import _NON_ASCII, _TOKENIZER_ARGS, _after_space, _like, fold, index_text
 from .schema import _OWN, _TITLE
 from .sessions import Sessions
@@ -18,6 +19,20 @@ from .sessions import Sessions
 
 _TOKENS_PIECE = 1 << 16
 _CHAR_SESSIONS = 0x10FFFF - 2048  # the sessions a code point can number (see _per_session)
+
+
+
+def _quoted(term: str) -> str:
+    """A term as an FTS5 string: the term alone, whatever it holds."""
+    return '"' + term.replace('"', '""') + '"'
+
+
+def _match(query: Words | AnyWords) -> str:
+    """A word query as an FTS5 MATCH expression: each group its terms OR-ed, the groups AND-ed;
+    AnyWords' each in parentheses, OR-ed. (Only a query that can find something is asked.)"""
+    if isinstance(query, AnyWords):
+        return " OR ".join(f"({_match(w)})" for w in query.words)
+    return " AND ".join("(" + " OR ".join(_quoted(t) for t in g) + ")" for g in query.groups)
 
 
 def _returnable(since=None, until=None, branch=None, tag=None, source=None,
@@ -97,11 +112,11 @@ class TextIndex(Sessions):
 
     # -- keyword matching ----------------------------------------------------------------------
 
-    def count_matching(self, match_expr: str) -> dict[int, int]:
-        """session -> number of messages matching an FTS5 expression of quoted terms."""
+    def count_matching(self, query: Words | AnyWords) -> dict[int, int]:
+        """session -> number of its messages the word query finds."""
         self._settled()
         return self._per_session(f"rowid >> {SHIFT}", "messages_fts WHERE messages_fts MATCH ?",
-                                 (match_expr,))
+                                 (_match(query),))
 
     def _per_session(self, session: str, source: str, args) -> dict[int, int]:
         """session -> how many rows of `source` (SQL after FROM) name it, `session` being the
@@ -122,12 +137,12 @@ class TextIndex(Sessions):
             return {(sid - 2048 if sid >= 0xE000 else sid): n for sid, n in counted.items()}
         return counted
 
-    def message_ids_matching(self, match_expr: str, limit: int = -1) -> set[int]:
-        """The messages matching an FTS5 expression (at most `limit` of them: -1, all)."""
+    def message_ids_matching(self, query: Words | AnyWords, limit: int = -1) -> set[int]:
+        """The messages the word query finds (at most `limit` of them: -1, all)."""
         self._settled()
         return {r[0] for r in self.db.execute(
             "SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? LIMIT ?",
-            (match_expr, limit))}
+            (_match(query), limit))}
 
     def session_facts(self, since=None, until=None, branch=None, tag=None, source=None,
                       extracts: bool = False, ids=None):
@@ -219,14 +234,14 @@ class TextIndex(Sessions):
         see is_corruption.)"""
         yield from self.db.execute("SELECT id, text FROM messages WHERE text != ''")
 
-    def session_matches(self, session: int, match_expr: str):
-        """(id, text) of a session's messages matching an FTS5 expression, newest first,
+    def session_matches(self, session: int, query: Words | AnyWords):
+        """(id, text) of a session's messages the word query finds, newest first,
         their texts read a few at a time (the caller may stop early)."""
         lo, hi = session << SHIFT, ((session + 1) << SHIFT) - 1
         self._settled()
         ids = [r[0] for r in self.db.execute(
             "SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? AND rowid BETWEEN ? AND ? "
-            "ORDER BY rowid DESC", (match_expr, lo, hi))]
+            "ORDER BY rowid DESC", (_match(query), lo, hi))]
         for a, b in ((0, 3), *((i, i + 8) for i in range(3, len(ids), 8))):  # (3: enough, mostly)
             texts = self.message_texts(ids[a:b])
             yield from ((mid, texts[mid]) for mid in ids[a:b] if mid in texts)
