@@ -561,7 +561,7 @@ def search(mem, query: str, *, mode: str = "combined", limit: int = 10,
                      files_changed=h.files,
                      snippet=h.snippet, matches=h.matches, message_id=h.message_id)
             if context and h.message_id is not None:
-                d["context"] = [_turn(t, matched=t[0] == h.message_id)
+                d["context"] = [_turn(t, matched=t.id == h.message_id)
                                 for t in m.store().messages_around(h.message_id, context)]
             results.append(d)
         return results, search_warnings
@@ -1428,7 +1428,7 @@ def digest(mem: Memory, since: str | None = None, until: str | None = None) -> d
     warnings = _begin(mem)
     f = filters(since or "7d", until)
     store = mem.store()
-    facts = sorted(store.session_facts(f.since, f.until), key=lambda r: -(r[2] or r[1] or 0))
+    facts = sorted(store.session_facts(f.since, f.until), key=lambda r: -(r.ended_at or r.started_at or 0))
     if len(facts) > DIGEST_SESSIONS:
         warnings.append(f"{len(facts)} sessions in the period: the newest {DIGEST_SESSIONS} shown")
     rows = {r.id: r for r in store.sessions_by_id([sid for sid, *_ in facts[:DIGEST_SESSIONS]])}

@@ -14,12 +14,14 @@ counts") with the types named here, and get rows as named tuples.
 from .errors import (Busy, CantOpen, CorruptIndex, DiskFull, ForeignIndex, ReadOnly,
                      SchemaMismatch, StoreError, TooManyMessages)
 from .ids import count_by_session, first_id, last_id, session_of
-from .rows import FAILED, FileRow, SessionRow
+from .rows import (FAILED, ExchangeRow, FileChangeRow, FileRow, LastCall, MessageRow, SessionFacts,
+                   SessionRow, ToolCallRow)
 from .sqlite import (SCHEMA_VERSION, Store, fold, index_text, is_corruption, is_store_error,
                      move_aside, own_error)
 from .words import AnyWords, Words
 
 __all__ = ["FAILED", "AnyWords", "Words", "SCHEMA_VERSION", "Busy", "CantOpen", "CorruptIndex", "DiskFull",
-           "FileRow", "ForeignIndex", "ReadOnly", "SchemaMismatch", "SessionRow", "Store",
+           "ExchangeRow", "FileChangeRow", "FileRow", "ForeignIndex", "LastCall", "MessageRow",
+           "SessionFacts", "ToolCallRow", "ReadOnly", "SchemaMismatch", "SessionRow", "Store",
            "StoreError", "TooManyMessages", "count_by_session", "first_id", "fold", "index_text", "is_corruption",
            "is_store_error", "last_id", "move_aside", "own_error", "session_of"]

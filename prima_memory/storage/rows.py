@@ -67,3 +67,60 @@ class SessionRow(_SessionFields):
     @property
     def tag_list(self) -> list[str]:
         return self.tags.split() if self.tags else []
+
+
+if TYPE_CHECKING:
+    class MessageRow(NamedTuple):
+        """A message with text: `sidechain` 1 in a subagent's thread."""
+        id: int
+        role: str
+        ts: float | None
+        sidechain: int
+        text: str
+
+    class ExchangeRow(NamedTuple):
+        """A prompt and the reply to it (the reply's message id)."""
+        id: int
+        ts: float | None
+        prompt: str | None
+        reply: str
+
+    class FileChangeRow(NamedTuple):
+        path: str
+        tool: str | None
+        explanation: str | None
+        ts: float | None
+
+    class ToolCallRow(NamedTuple):
+        """A tool call, with the message it follows (None where the session holds none of
+        that key) and its id in its file."""
+        ts: float | None
+        sidechain: int
+        tool: str
+        target: str
+        line: str
+        kind: str
+        message_id: int | None
+        message_ts: float | None
+        call: str | None
+
+    class LastCall(NamedTuple):
+        ts: float | None
+        tool: str
+        target: str
+        line: str
+
+    class SessionFacts(NamedTuple):
+        """What keyword ranking reads of a session beside its matches."""
+        id: int
+        started_at: float  # (a session a search may return has started)
+        ended_at: float | None
+        files_count: int
+else:
+    MessageRow = namedtuple("MessageRow", "id role ts sidechain text")
+    ExchangeRow = namedtuple("ExchangeRow", "id ts prompt reply")
+    FileChangeRow = namedtuple("FileChangeRow", "path tool explanation ts")
+    ToolCallRow = namedtuple("ToolCallRow",
+                             "ts sidechain tool target line kind message_id message_ts call")
+    LastCall = namedtuple("LastCall", "ts tool target line")
+    SessionFacts = namedtuple("SessionFacts", "id started_at ended_at files_count")

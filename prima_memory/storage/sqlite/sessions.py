@@ -8,7 +8,8 @@ from collections.abc import Iterator
 from ...workspace import text_of
 from ..errors import TooManyMessages
 from ..ids import SHIFT
-from ..rows import SessionRow
+from ..rows import (ExchangeRow, FileChangeRow, LastCall, MessageRow, SessionRow,
+                    ToolCallRow)
 from .core import Core, _bind_path
 from .folding import _NON_ASCII, fold
 from .schema import SESSION_COLUMNS, _INSERT_MESSAGE, _OWN
@@ -311,18 +312,17 @@ class Sessions(Core):
         return self._session_where(f"started_at IS NOT NULL AND source != 'extract' AND {_OWN}", (),
                                    f"ORDER BY ended_at DESC LIMIT {int(n)}")
 
-    def messages(self, session: int) -> list[tuple]:
-        """(id, role, ts, sidechain, text) in conversation order."""
-        return list(self.db.execute(
+    def messages(self, session: int) -> list[MessageRow]:
+        """A session's messages with text, in conversation order."""
+        return list(map(MessageRow._make, self.db.execute(
             "SELECT id, role, ts, sidechain, text FROM messages WHERE session = ? AND text != '' "
-            "ORDER BY sidechain, ts, id", (session,)))
+            "ORDER BY sidechain, ts, id", (session,))))
 
     def message_times(self, ids) -> dict[int, float | None]:
         return dict(self._chunked("SELECT id, ts FROM messages WHERE id IN ({})", ids))
 
-    def messages_around(self, message_id: int, n: int) -> list[tuple]:
-        """(id, role, ts, sidechain, text): the message and up to n on each side of it, in its
-        own thread (main or subagents)."""
+    def messages_around(self, message_id: int, n: int) -> list[MessageRow]:
+        """The message and up to n on each side of it, in its own thread (main or subagents)."""
         session = message_id >> SHIFT
         lo, hi = session << SHIFT, ((session + 1) << SHIFT) - 1
         side = self.db.execute("SELECT sidechain FROM messages WHERE id = ?",
@@ -336,7 +336,7 @@ class Sessions(Core):
         after = list(self.db.execute(
             f"{cols} WHERE id BETWEEN ? AND ? AND sidechain = ? AND text != '' "
             "ORDER BY id LIMIT ?", (message_id, hi, side[0], n + 1)))
-        return before[::-1] + after
+        return [MessageRow._make(r) for r in before[::-1] + after]
 
     def last_messages(self, session: int, role: str, n: int, min_chars: int = 0,
                       skip_key: str = "") -> list[tuple]:
@@ -353,32 +353,32 @@ class Sessions(Core):
     def message_texts(self, ids) -> dict[int, str]:
         return dict(self._chunked("SELECT id, text FROM messages WHERE id IN ({})", ids))
 
-    def exchanges(self, session: int) -> list[tuple]:
-        """(id, ts, prompt, reply) of the main thread, in order."""
-        return list(self.db.execute(
+    def exchanges(self, session: int) -> list[ExchangeRow]:
+        """The main thread's exchanges, in order."""
+        return list(map(ExchangeRow._make, self.db.execute(
             "SELECT e.id, e.ts, e.prompt, e.reply FROM exchanges e JOIN messages m ON m.id = e.id "
-            "WHERE e.session = ? AND m.sidechain = 0 ORDER BY e.ts, e.id", (session,)))
+            "WHERE e.session = ? AND m.sidechain = 0 ORDER BY e.ts, e.id", (session,))))
 
-    def file_changes(self, session: int) -> list[tuple]:
-        """(path, tool, explanation, ts) in order."""
-        return list(self.db.execute(
+    def file_changes(self, session: int) -> list[FileChangeRow]:
+        """A session's file changes, in order."""
+        return list(map(FileChangeRow._make, self.db.execute(
             "SELECT path, tool, explanation, ts FROM file_changes WHERE session = ? ORDER BY ts, id",
-            (session,)))
+            (session,))))
 
-    def tool_calls(self, session: int) -> list[tuple]:
-        """(ts, sidechain, tool, target, line, kind, id and ts of the message it follows, the
-        call's id in its file) of a session's calls, in the order they were read; the message's
-        are None where this session holds no message of that key."""
-        return list(self.db.execute(
+    def tool_calls(self, session: int) -> list[ToolCallRow]:
+        """A session's calls, in the order they were read; the message's id and time are None
+        where this session holds no message of that key."""
+        return list(map(ToolCallRow._make, self.db.execute(
             "SELECT t.ts, t.sidechain, t.tool, t.target, t.line, t.kind, m.id, m.ts, t.call "
             "FROM tool_calls t LEFT JOIN messages m ON m.session = t.session "
-            "AND m.key = t.message_key WHERE t.session = ? ORDER BY t.id", (session,)))
+            "AND m.key = t.message_key WHERE t.session = ? ORDER BY t.id", (session,))))
 
-    def last_call(self, session: int, tool: str | None = None) -> tuple | None:
-        """(ts, tool, target, line) of the main thread's last tool call (of `tool`, if given)."""
-        return self.db.execute(
+    def last_call(self, session: int, tool: str | None = None) -> LastCall | None:
+        """The main thread's last tool call (of `tool`, if given)."""
+        row = self.db.execute(
             "SELECT ts, tool, target, line FROM tool_calls WHERE session = ? AND sidechain = 0 "
             "AND (? IS NULL OR tool = ?) ORDER BY id DESC LIMIT 1", (session, tool, tool)).fetchone()
+        return LastCall._make(row) if row else None
 
     def tool_counts(self, session: int) -> dict[str, int]:
         """tool -> how many calls of it the session made, the most used first."""

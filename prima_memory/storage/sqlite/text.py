@@ -6,11 +6,12 @@ facts the keyword ranking reads (and its ORDER BY, from ranking.KEYWORD) too."""
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 import apsw
 
 from ..ids import SHIFT
+from ..rows import SessionFacts
 from ..words import AnyWords, Words
 from .folding import _NON_ASCII, _TOKENIZER_ARGS, _after_space, _like, fold, index_text
 from .schema import _OWN, _TITLE
@@ -33,6 +34,12 @@ def _match(query: Words | AnyWords) -> str:
     if isinstance(query, AnyWords):
         return " OR ".join(f"({_match(w)})" for w in query.words)
     return " AND ".join("(" + " OR ".join(_quoted(t) for t in g) + ")" for g in query.groups)
+
+
+
+def _number(x: float) -> str:
+    """A weight of the formula as an SQL literal (a number, never text)."""
+    return repr(int(x) if x == int(x) else float(x))
 
 
 def _returnable(since=None, until=None, branch=None, tag=None, source=None,
@@ -145,30 +152,34 @@ class TextIndex(Sessions):
             (_match(query), limit))}
 
     def session_facts(self, since=None, until=None, branch=None, tag=None, source=None,
-                      extracts: bool = False, ids=None):
-        """(id, started_at, ended_at, files_count) of each session that a search may return:
+                      extracts: bool = False, ids=None) -> Iterator[SessionFacts]:
+        """The facts of each session that a search may return:
         overlapping since..until, on the branch, carrying the tag, from the source; the
         extracts' own records only when asked (a deep search); of `ids` alone when given."""
         where, args = _returnable(since, until, branch, tag, source, extracts)
         sql = f"SELECT id, started_at, ended_at, files_count FROM sessions WHERE {where}"
         if ids is not None:
-            return self._chunked(sql + " AND id IN ({})", ids, before=args)
-        return self.db.execute(sql, args)
+            return map(SessionFacts._make, self._chunked(sql + " AND id IN ({})", ids,
+                                                         before=args))
+        return map(SessionFacts._make, self.db.execute(sql, args))
 
-    def best_facts(self, points: dict[int, float], n: int, since=None, until=None,
-                   branch=None, tag=None, source=None, extracts: bool = False) -> list[tuple]:
+    def best_facts(self, points: dict[int, float], n: int, files: tuple[float, float],
+                   since=None, until=None, branch=None, tag=None, source=None,
+                   extracts: bool = False) -> list[SessionFacts]:
         """session_facts() of the best `n` of `points`' sessions (session -> its points so far)
-        that a search may return, each scoring its points and 1 a file changed, 5 at most: the
-        highest first, then the latest to end."""
+        that a search may return, each scoring its points and, `files` being (per file, at
+        most), those of the files it changed (the keyword formula's: search.KEYWORD.files):
+        the highest first, then the latest to end."""
         if not points:
             return []
         where, args = _returnable(since, until, branch, tag, source, extracts)
         given = "{" + ",".join(f'"{sid}":{pts!r}' for sid, pts in points.items()) + "}"
-        return list(self.db.execute(
+        per_file, most = files
+        return list(map(SessionFacts._make, self.db.execute(
             "SELECT id, started_at, ended_at, files_count FROM (SELECT CAST(key AS INTEGER) "
             f"AS sid, value AS pts FROM json_each(?)) JOIN sessions ON id = sid WHERE {where} "
-            "ORDER BY pts + min(5, files_count) DESC, ended_at DESC, id LIMIT ?",
-            (given, *args, n)))
+            f"ORDER BY pts + min({_number(most)}, {_number(per_file)} * files_count) DESC, "
+            "ended_at DESC, id LIMIT ?", (given, *args, n))))
 
     def sessions_with_title_containing(self, text: str) -> set[int]:
         """Sessions whose title contains `text` (folded), compared folded: a phrase of the
