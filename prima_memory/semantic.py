@@ -634,7 +634,7 @@ def link(store: Store, model: str, dim: int = 384, *, budget: float | None = Non
     computed: their windows against every window, in blocks, newest vectors never against each
     other from scratch again. Two exchanges are as similar as their most similar windows; pairs
     within one session are not edges (it is read whole anyway), nor pairs of copies (the same
-    text). Each exchange keeps its store.EDGE_K nearest and an edge joins two that keep each
+    text). Each exchange keeps its storage EDGE_K nearest and an edge joins two that keep each
     other (store._EDGE_SCHEMA), so a new exchange costs its own pairs and the rows of the
     exchanges it may join, whatever the history's size. Returns (exchanges linked now, still
     pending). When exchanges only come (none goes or changes its text), the result equals
