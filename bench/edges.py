@@ -133,7 +133,7 @@ def old_rule(st, model: str) -> float:
     cosine >= EDGE (best window pair), copies included. Returns seconds."""
     import numpy as np
     from prima_memory import semantic
-    from prima_memory.storage.ids import SHIFT
+    from prima_memory.storage.shared import SHIFT
     t = time.perf_counter()
     ids, _w, mat = semantic._matrix(st, model, 384)
     sessions = ids >> SHIFT
@@ -225,7 +225,7 @@ def sizes(base: Path, work: Path) -> tuple[list[str], Path]:
 
 def link_times(none: Path, work: Path, counts: list[int], new: int, runs: int) -> list[str]:
     from prima_memory import semantic
-    from prima_memory.storage.ids import SHIFT
+    from prima_memory.storage.shared import SHIFT
     from prima_memory.storage import Store
     st = Store(str(none))
     model = model_of(st)

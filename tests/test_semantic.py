@@ -20,7 +20,7 @@ import pytest
 
 from prima_memory import search as searchmod
 from prima_memory import semantic
-from prima_memory.storage.ids import SHIFT
+from prima_memory.storage.shared import SHIFT
 from prima_memory.storage import Store
 
 DAY = 86400

@@ -9,7 +9,7 @@ import pytest
 
 from prima_memory import semantic
 from prima_memory.storage.sqlite import vectors as store_mod
-from prima_memory.storage.ids import SHIFT
+from prima_memory.storage.shared import SHIFT
 from prima_memory.storage import Store
 
 from test_semantic import KEY, Fake, _store_with, _unit

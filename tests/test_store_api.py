@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from prima_memory import storage as storemod
-from prima_memory.storage.ids import SHIFT
+from prima_memory.storage.shared import SHIFT
 from prima_memory.storage import Store
 
 

@@ -7,7 +7,7 @@ import pytest
 
 from prima_memory.storage import TooManyMessages
 from prima_memory.storage.sqlite import core as storemod  # (the version it opens to)
-from prima_memory.storage.ids import SHIFT
+from prima_memory.storage.shared import SHIFT
 from prima_memory.storage import Store
 
 M = "all-MiniLM-L6-v2"

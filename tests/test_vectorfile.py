@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from prima_memory import semantic, vectorfile, workspace
-from prima_memory.storage.ids import SHIFT
+from prima_memory.storage.shared import SHIFT
 from prima_memory.storage import Store
 
 from test_semantic import KEY, Fake

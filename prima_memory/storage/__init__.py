@@ -2,7 +2,7 @@
 interfaces.py: Sessions, TextIndex, Vectors, FileLedger, Meta), and the SQLite engine that
 implements them (sqlite/). Nothing outside this package writes SQL or FTS5 syntax, packs a
 message id, or imports the driver: callers ask questions ("the sessions holding this word, with
-counts") with the types named here, and get rows as named tuples.
+counts") with the types named here (shared.py), and get rows as named tuples.
 
     Store         the index of one workspace (sqlite.Store)
     rows          SessionRow, FileRow, MessageRow, ... : what reads return
@@ -11,14 +11,12 @@ counts") with the types named here, and get rows as named tuples.
     session_of    a message id's session (ints and numpy arrays); first_id, last_id
     errors        StoreError and its kinds, raised for every driver error
 """
-from .errors import (Busy, CantOpen, CorruptIndex, DiskFull, ForeignIndex, ReadOnly,
-                     SchemaMismatch, StoreError, TooManyMessages)
-from .ids import count_by_session, first_id, last_id, session_of
-from .rows import (FAILED, ExchangeRow, FileChangeRow, FileRow, LastCall, MessageRow, SessionFacts,
-                   SessionRow, ToolCallRow)
+from .shared import (AnyWords, Busy, CantOpen, CorruptIndex, DiskFull, ExchangeRow, FAILED,
+                     FileChangeRow, FileRow, ForeignIndex, LastCall, MessageRow, ReadOnly,
+                     SchemaMismatch, SessionFacts, SessionRow, StoreError, TooManyMessages,
+                     ToolCallRow, Words, count_by_session, first_id, last_id, session_of)
 from .sqlite import (SCHEMA_VERSION, Store, fold, index_text, is_corruption, is_store_error,
                      move_aside, own_error)
-from .words import AnyWords, Words
 
 __all__ = ["FAILED", "AnyWords", "Words", "SCHEMA_VERSION", "Busy", "CantOpen", "CorruptIndex", "DiskFull",
            "ExchangeRow", "FileChangeRow", "FileRow", "ForeignIndex", "LastCall", "MessageRow",

@@ -16,9 +16,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Protocol
 
-from .rows import (ExchangeRow, FileChangeRow, FileRow, LastCall, MessageRow, SessionFacts,
-                   SessionRow, ToolCallRow)
-from .words import AnyWords, Words
+from .shared import (AnyWords, ExchangeRow, FileChangeRow, FileRow, LastCall, MessageRow,
+                     SessionFacts, SessionRow, ToolCallRow, Words)
 
 if TYPE_CHECKING:
 

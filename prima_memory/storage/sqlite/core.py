@@ -11,7 +11,7 @@ import apsw
 
 from ... import jsontext
 from ...workspace import open_nofollow, text_of
-from ..errors import (Busy, CantOpen, CorruptIndex, DiskFull, ForeignIndex, ReadOnly,
+from ..shared import (Busy, CantOpen, CorruptIndex, DiskFull, ForeignIndex, ReadOnly,
                       SchemaMismatch, StoreError)
 from .folding import UNINDEXED_CHARS, _fold_value, index_text
 from .schema import SCHEMA_VERSION, _META_SQL, _MIGRATIONS, _RETITLE, _SCHEMA

@@ -3,7 +3,7 @@ parser state), and the files that failed."""
 from __future__ import annotations
 
 from ... import jsontext
-from ..rows import FAILED, FileRow
+from ..shared import FAILED, FileRow
 from .core import _bind_path, _path
 from .text import TextIndex
 

@@ -2,7 +2,7 @@
 from each older version to the next."""
 from __future__ import annotations
 
-from ..rows import _SESSION_FIELDS
+from ..shared import _SESSION_FIELDS
 from .folding import _NON_ASCII, index_text
 
 

@@ -6,10 +6,8 @@ import os
 from collections.abc import Iterator
 
 from ...workspace import text_of
-from ..errors import TooManyMessages
-from ..ids import SHIFT
-from ..rows import (ExchangeRow, FileChangeRow, LastCall, MessageRow, SessionRow,
-                    ToolCallRow)
+from ..shared import (ExchangeRow, FileChangeRow, LastCall, MessageRow, SHIFT, SessionRow,
+                      TooManyMessages, ToolCallRow)
 from .core import Core, _bind_path
 from .folding import _NON_ASCII, fold
 from .schema import SESSION_COLUMNS, _INSERT_MESSAGE, _OWN

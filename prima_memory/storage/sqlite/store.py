@@ -6,9 +6,7 @@ import time
 
 import apsw
 
-from ..errors import ForeignIndex
-from ..ids import SHIFT
-from ..rows import SessionRow
+from ..shared import (ForeignIndex, SHIFT, SessionRow)
 from .core import (BUSY_MS, SCRUB_TRIES, SCRUB_TRY_MS, _connect, _lenient, _path, _Stepped,
                    owner_problem)
 from .folding import index_text

@@ -10,9 +10,7 @@ from collections.abc import Iterable, Iterator
 
 import apsw
 
-from ..ids import SHIFT
-from ..rows import SessionFacts
-from ..words import AnyWords, Words
+from ..shared import (AnyWords, SHIFT, SessionFacts, Words)
 from .folding import _NON_ASCII, _TOKENIZER_ARGS, _after_space, _like, fold, index_text
 from .schema import _OWN, _TITLE
 from .sessions import Sessions

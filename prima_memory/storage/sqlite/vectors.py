@@ -5,7 +5,7 @@ from __future__ import annotations
 import apsw
 
 from ... import jsontext
-from ..ids import SHIFT
+from ..shared import SHIFT
 from .files import FileLedger
 
 
