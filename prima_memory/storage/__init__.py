@@ -1,5 +1,5 @@
 """Storage: what prima-memory keeps of its histories, behind small interfaces (see
-interfaces.py: Sessions, TextIndex, Vectors, FileLedger, Meta), and the SQLite engine that
+interfaces.py: Sessions, TextIndex, FileLedger, Vectors, Meta, Upkeep), and the SQLite engine that
 implements them (sqlite/). Nothing outside this package writes SQL or FTS5 syntax, packs a
 message id, or imports the driver: callers ask questions ("the sessions holding this word, with
 counts") with the types named here (shared.py), and get rows as named tuples.
