@@ -100,7 +100,7 @@ def embedded_index(size: str, out_root: str, real: bool) -> Path:
 
 def copy_index(src: Path, dst: Path, *, edges: bool = False) -> None:
     """A VACUUMed copy of `src`, without its edges unless `edges`."""
-    from prima_memory.store import Store
+    from prima_memory.storage import Store
     st = Store(str(src))
     st.db.execute("VACUUM INTO ?", (str(dst),))
     st.close()
@@ -115,7 +115,7 @@ def copy_index(src: Path, dst: Path, *, edges: bool = False) -> None:
 
 
 def size_of(path: Path) -> int:
-    from prima_memory.store import Store
+    from prima_memory.storage import Store
     st = Store(str(path))
     st.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     st.db.execute("VACUUM")
@@ -133,7 +133,7 @@ def old_rule(st, model: str) -> float:
     cosine >= EDGE (best window pair), copies included. Returns seconds."""
     import numpy as np
     from prima_memory import semantic
-    from prima_memory.store import SHIFT
+    from prima_memory.storage.shared import SHIFT
     t = time.perf_counter()
     ids, _w, mat = semantic._matrix(st, model, 384)
     sessions = ids >> SHIFT
@@ -169,7 +169,7 @@ def degrees(st, model: str) -> tuple[int, int]:
 
 def sizes(base: Path, work: Path) -> tuple[list[str], Path]:
     from prima_memory import semantic
-    from prima_memory.store import Store
+    from prima_memory.storage import Store
     none = work / "none.db"
     copy_index(base, none)
     report = ["| index | size | × without edges | rows | edges | most edges of one exchange "
@@ -225,7 +225,8 @@ def sizes(base: Path, work: Path) -> tuple[list[str], Path]:
 
 def link_times(none: Path, work: Path, counts: list[int], new: int, runs: int) -> list[str]:
     from prima_memory import semantic
-    from prima_memory.store import SHIFT, Store
+    from prima_memory.storage.shared import SHIFT
+    from prima_memory.storage import Store
     st = Store(str(none))
     model = model_of(st)
     sessions = [s for s, in st.db.execute(
@@ -291,7 +292,7 @@ def main() -> None:
     ap.add_argument("--real", action="store_true",
                     help="embed with the production model (minutes to an hour) instead of Words")
     args = ap.parse_args()
-    from prima_memory.store import EDGE_K
+    from prima_memory.storage.sqlite.vectors import EDGE_K
     base = embedded_index(args.size, args.out, args.real)
     report = ["# SIMILAR_TO edges, bounded", "",
               f"Machine: {_cpu_name()}, {os.cpu_count()} cores. Command: `.venv/bin/python "

@@ -41,7 +41,7 @@ sys.path.insert(0, str(REPO))
 
 def phases(ws: Path, pdir: Path) -> dict:
     """One cold index in this process, timed by phase: ms."""
-    from prima_memory import cli, indexer, redact, store
+    from prima_memory import cli, indexer, redact, storage as store
     from prima_memory.sources import jsonl
 
     acc = dict.fromkeys(("json", "redaction_reading", "redaction_writing", "read_chunks",

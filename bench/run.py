@@ -196,7 +196,7 @@ def compare_search(idx: Indexes, sides: dict, ws: Path) -> dict:
     from prima_memory import search as searchmod
     from prima_memory.logs import Log
     from prima_memory.memory import OTHERS, Memory
-    from prima_memory.store import Store
+    from prima_memory.storage import Store
     stores = {s: Store(str(idx.db(s))) for s in sides}
     counts = {s: st.source_counts() for s, st in stores.items()}
     for q in QUERIES:  # warm

@@ -54,7 +54,7 @@ class _Query:
 def vector_search(n: int, runs: int) -> dict:
     import numpy as np
     from prima_memory import semantic
-    from prima_memory.store import Store
+    from prima_memory.storage import Store
     rng = np.random.default_rng(7)
     key = semantic.key_of(_Query)
     with tempfile.TemporaryDirectory() as d:

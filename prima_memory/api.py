@@ -27,7 +27,7 @@ from .errors import Failure, UsageError
 from .memory import ALL, LOCK_SECONDS, DiskFull, IndexBusy, IndexReadOnly, Memory
 from .sources.registry import CLAUDE_CODE, FALLBACKS, OTHERS, SOURCES, source_named
 from .sources.registry import fallback_search, fallback_status
-from .store import SHIFT, Busy, Store, StoreError
+from .storage import Busy, Store, StoreError, session_of
 from .timeparse import iso_utc, local, parse_when
 from .wording import short_path
 from .workspace import path_variants
@@ -435,7 +435,7 @@ def search(scope, query: str, *, mode: str = "combined", limit: int = 10,
                      files_changed=h.files,
                      snippet=h.snippet, matches=h.matches, message_id=h.message_id)
             if context and h.message_id is not None:
-                d["context"] = [_turn(t, matched=t[0] == h.message_id)
+                d["context"] = [_turn(t, matched=t.id == h.message_id)
                                 for t in m.store().messages_around(h.message_id, context)]
             results.append(d)
         return results, search_warnings
@@ -1185,7 +1185,7 @@ def similar(scope, query: str, *, limit: int = 10, ready: Ready | None = None) -
         results = []
         for i, ex, scores in found:
             store = mems[i].store()
-            rows = store.sessions_by_id([ex >> SHIFT])
+            rows = store.sessions_by_id([session_of(ex)])
             if not rows:
                 continue  # (pruned meanwhile)
             d = session_json(rows[0], mems[i].ws, every=scope.wide)
@@ -1245,7 +1245,7 @@ def _linked(store, model: str, exchange: int) -> list[dict]:
     """The exchanges its SIMILAR_TO edges join it to: the most similar of each other session."""
     best: dict[int, tuple[int, float]] = {}
     for other, cosine in store.edges(model, exchange):  # most similar first
-        best.setdefault(other >> SHIFT, (other, cosine))
+        best.setdefault(session_of(other), (other, cosine))
         if len(best) >= LINKED_SHOWN:
             break
     rows = {r.id: r for r in store.sessions_by_id(best)}
@@ -1294,7 +1294,7 @@ def digest(mem: Memory, since: str | None = None, until: str | None = None, *,
 def _digest(mem: Memory, f: Filters, warnings: list[str]) -> dict:
     from . import session_view  # (the views of sessions: not a search's)
     store = mem.store()
-    facts = sorted(store.session_facts(f.since, f.until), key=lambda r: -(r[2] or r[1] or 0))
+    facts = sorted(store.session_facts(f.since, f.until), key=lambda r: -(r.ended_at or r.started_at or 0))
     if len(facts) > DIGEST_SESSIONS:
         warnings.append(f"{len(facts)} sessions in the period: the newest {DIGEST_SESSIONS} shown")
     rows = {r.id: r for r in store.sessions_by_id([sid for sid, *_ in facts[:DIGEST_SESSIONS]])}

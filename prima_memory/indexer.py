@@ -17,7 +17,7 @@ from . import forgotten, jsontext
 from .errors import NotNow
 from .sources import registry
 from .sources.listing import UNLISTED
-from .store import FAILED, Busy, Store, is_store_error
+from .storage import FAILED, Busy, Store, is_store_error
 from .workspace import O_NOFOLLOW
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (2 ms of every hook)

@@ -16,7 +16,7 @@ from .locking import LockTimeout, WriterLock
 from .logs import Log
 from .scope import Scope
 from .sources import registry
-from .store import (SCHEMA_VERSION, CantOpen, CorruptIndex, DiskFull, ForeignIndex, ReadOnly,
+from .storage import (SCHEMA_VERSION, CantOpen, CorruptIndex, DiskFull, ForeignIndex, ReadOnly,
                     SchemaMismatch, Store, StoreError, is_corruption, move_aside, own_error)
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (2 ms of every hook)

@@ -2,7 +2,7 @@
 a `.prima-memory/index.db` that prima-memory did not make: fake sessions for the briefing, or
 triggers that rewrite what gets indexed. Nothing in the file can prove where it came from, so the
 proof is kept outside it: a secret key of the user's, in their config folder, signs each index
-prima-memory makes or migrates (store.Store stamps it, and checks the stamp on every open).
+prima-memory makes or migrates (storage.Store stamps it, and checks the stamp on every open).
 A repository cannot carry a valid stamp without the user's key.
 """
 from __future__ import annotations

@@ -33,7 +33,7 @@ from .memory import ALL, DiskFull, IndexBusy, IndexReadOnly, Memory
 from .scope import Scope
 from .sources.names import agents
 from .sources.registry import SOURCES, SharedLog
-from .store import (SCHEMA_VERSION, CantOpen, ReadOnly, SchemaMismatch, Store, StoreError)
+from .storage import SCHEMA_VERSION, CantOpen, ReadOnly, SchemaMismatch, Store, StoreError
 
 TYPE_CHECKING = False  # (typing's own import: see memory.py)
 if TYPE_CHECKING:

@@ -29,9 +29,8 @@ figures.
 from __future__ import annotations
 
 import math
-from collections import Counter
 
-from .store import SHIFT, Store
+from .storage import Store, Words, count_by_session, session_of
 
 K1 = 1.2
 B = 0.4  # (0.75 is BM25's usual: sessions vary more in length than documents, and a long
@@ -70,17 +69,17 @@ def stem(token: str) -> str:
     return token
 
 
-def forms_expr(store: Store, word: str) -> str | None:
-    """An FTS5 expression for the messages holding each of a word's tokens in one of its forms
-    (its stem and an ENDING); None when it has no token, "" when the index holds no form."""
-    parts = []
+def forms_query(store: Store, word: str) -> Words | None:
+    """A word query for the messages holding each of a word's tokens in one of its forms (its
+    stem and an ENDING); None when it has no token, a false Words when the index holds no form."""
+    groups = []
     for tok in dict.fromkeys(store.token_list(word)):
         base = stem(tok)
         forms = [t for t in store.terms_starting(base, FORMS_MAX) if t[len(base):] in ENDINGS]
         if not forms:
-            return ""
-        parts.append("(" + " OR ".join('"' + t.replace('"', '""') + '"' for t in forms) + ")")
-    return " AND ".join(parts) if parts else None
+            return Words([[]])
+        groups.append(forms)
+    return Words(groups) if groups else None
 
 
 class WordCounts:
@@ -94,13 +93,13 @@ class WordCounts:
         self.turn: dict[int, int] = {}  # session -> the message of its best turn (word_scores)
         self.titled: list[set[int]] = []  # each word's sessions whose title holds its stem
         for w in words:
-            expr = forms_expr(store, w)
+            query = forms_query(store, w)
             # the messages holding it, read once: counted per session from their ids, unless
             # there are too many to list (then SQLite counts, and there is no best turn)
-            ids = store.message_ids_matching(expr, TURN_IDS_MAX + 1) if expr else set()
+            ids = store.message_ids_matching(query, TURN_IDS_MAX + 1) if query else set()
             turns = ids if len(ids) <= TURN_IDS_MAX else None
-            counts = Counter(m >> SHIFT for m in ids) if turns is not None else \
-                store.count_matching(expr or "")
+            counts = count_by_session(ids) if turns is not None or not query else \
+                store.count_matching(query)
             counts = {s: n for s, n in counts.items() if s in admitted}
             for path, sids in store.paths_containing(w).items():
                 for s in sids:
@@ -166,7 +165,7 @@ def _best_turns(p: WordCounts, idf: list[float]) -> tuple[dict[int, float], dict
     for w, got in said.items():
         for d in range(-NEAR, NEAR + 1):
             near = got + d
-            near = near[(near >> SHIFT) == (got >> SHIFT)]
+            near = near[session_of(near) == session_of(got)]
             spans.append(near)
             words.append(np.full(len(near), w, np.int64))
     if not spans:
@@ -178,10 +177,10 @@ def _best_turns(p: WordCounts, idf: list[float]) -> tuple[dict[int, float], dict
     own = np.zeros(len(messages))
     for w, got in said.items():
         own[np.searchsorted(messages, got)] += idf[w]
-    order = np.lexsort((own, weight, messages >> SHIFT))  # by session, weight: its best last
-    sessions = messages[order] >> SHIFT
+    order = np.lexsort((own, weight, session_of(messages)))  # by session, weight: its best last
+    sessions = session_of(messages[order])
     top = order[np.r_[sessions[1:] != sessions[:-1], True]]
-    sessions = (messages[top] >> SHIFT).tolist()
+    sessions = session_of(messages[top]).tolist()
     return dict(zip(sessions, weight[top].tolist())), dict(zip(sessions, messages[top].tolist()))
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import time
 
 from .errors import Failure
-from .store import Busy, is_corruption, own_error
+from .storage import Busy, is_corruption, own_error
 
 TYPE_CHECKING = False  # (typing's own import costs every hook: see memory.py)
 if TYPE_CHECKING:

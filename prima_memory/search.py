@@ -20,7 +20,9 @@ import time
 
 from . import ranking
 from .settings import flag
-from .store import SHIFT, SessionRow, Store, fold, index_text, is_corruption
+from .storage import (AnyWords, SessionFacts, SessionRow, Store, Words, count_by_session, fold,
+                      index_text, is_corruption)
+
 from .timeparse import question_dates
 
 TYPE_CHECKING = False  # (typing's own import, for the type checker alone)
@@ -134,36 +136,36 @@ def normalize_query(query: str) -> tuple[str, list[str]]:
     return whole, content or bare
 
 
-def word_match(store: Store, word: str) -> tuple[str | None, bool]:
-    """(expr, exact): an FTS5 expression whose messages include every message containing the
-    word (case-insensitive substring), and whether they are exactly those. The word's tokens
-    are looked up among the index terms that contain them: a word that is one token is then
-    exact, one with punctuation must be checked against the messages' text. expr None: no
-    usable token (or one inside too many terms to list), every text must be read; "": no index
-    term, so no message, holds it."""
+def word_match(store: Store, word: str) -> tuple[Words | None, bool]:
+    """(query, exact): a word query whose messages include every message containing the word
+    (case-insensitive substring), and whether they are exactly those. The word's tokens are
+    looked up among the index terms that contain them: a word that is one token is then exact,
+    one with punctuation must be checked against the messages' text. None: no usable token (or
+    one inside too many terms to list), every text must be read; a false Words: no index term,
+    so no message, holds it."""
     toks = store.token_list(word)
-    exprs: list[str] = []
+    groups: list[list[str]] = []
     for run in dict.fromkeys(toks):
         terms = store.terms_containing(run, TERMS_LIMIT)
         if terms is None:  # in too many terms to list
             return None, False
         if not terms:  # no index term contains it: no message does either
-            return "", True
-        exprs.append("(" + " OR ".join(f'"{t}"' for t in terms) + ")")
-    if not exprs:
+            return Words([[]]), True
+        groups.append(terms)
+    if not groups:
         return None, False
-    return " AND ".join(exprs), toks == [word]
+    return Words(groups), toks == [word]
 
 
 def messages_containing(store: Store, word: str,
-                        match: tuple[str | None, bool] | None = None) -> dict[int, int]:
+                        match: tuple[Words | None, bool] | None = None) -> dict[int, int]:
     """session -> number of its messages containing the word (case-insensitive substring);
     `match`: word_match()'s, when the caller has it."""
     expr, exact = match or word_match(store, word)
-    if expr == "":
-        return {}
     if expr is None:
         return _per_session(mid for mid, text in store.all_message_texts() if word in fold(text))
+    if not expr:
+        return {}
     if exact:
         return store.count_matching(expr)
     texts = store.message_texts(sorted(store.message_ids_matching(expr)))
@@ -176,32 +178,69 @@ def word_sessions(store: Store, words: list[str]) -> list[dict[int, int]]:
 
 
 def _per_session(ids) -> dict[int, int]:
-    out: dict[int, int] = {}
-    for mid in ids:
-        s = mid >> SHIFT
-        out[s] = out.get(s, 0) + 1
-    return out
+    return count_by_session(ids)
+
+
+class KeywordPoints:
+    """The keyword score, in one place: a session's points are MESSAGE for each of its messages
+    holding a query word (per word), FILE a file it changed (FILES_MAX at most), TITLE when its
+    title holds the whole query, PATH for each changed path holding it, and up to RECENT when it
+    started within the WEEK, rounded to 2 places. score() is the formula; best_by_keyword's
+    bound and the store's order of the best sessions (Store.best_facts, given `files`) derive
+    from the same constants."""
+    MESSAGE = 2
+    FILE = 1
+    FILES_MAX = 5
+    TITLE = 20
+    PATH = 10
+    RECENT = 10.0
+
+    @property
+    def files(self) -> tuple[int, int]:
+        """(points a file changed, at most): the part of the score the store adds to a session's
+        other points when it orders the best (Store.best_facts)."""
+        return self.FILE, self.FILES_MAX
+
+    def for_files(self, files_count: int) -> int:
+        return min(self.FILES_MAX, self.FILE * files_count)
+
+    def recency(self, started_at: float | None, now: float) -> float:
+        if started_at is None:
+            return 0.0
+        age = now - started_at
+        if age >= WEEK:
+            return 0.0
+        return self.RECENT * (1 - max(0.0, age) / WEEK)
+
+    def score(self, facts: SessionFacts, counts, in_title, in_paths, now: float) -> float:
+        """A session's keyword score (see keyword_scores), from its facts."""
+        sid, started, _ended, files_count = facts
+        score = self.MESSAGE * sum(c.get(sid, 0) for c in counts) + self.for_files(files_count)
+        if sid in in_title:
+            score += self.TITLE
+        if sid in in_paths:
+            score += self.PATH * in_paths[sid]
+        if started > now - WEEK:
+            score += self.recency(started, now)
+        return round(score, 2)
+
+
+KEYWORD = KeywordPoints()
 
 
 def recency_points(started_at: float | None, now: float) -> float:
-    if started_at is None:
-        return 0.0
-    age = now - started_at
-    if age >= WEEK:
-        return 0.0
-    return 10.0 * (1 - max(0.0, age) / WEEK)
+    return KEYWORD.recency(started_at, now)
 
 
-def _facts(store: Store, filters: Filters | None, deep: bool, ids=None) -> list[tuple]:
-    """(id, started, ended, files_count) of the sessions a search may return (of `ids`
-    alone, when given)."""
+def _facts(store: Store, filters: Filters | None, deep: bool, ids=None) -> list[SessionFacts]:
+    """The facts of the sessions a search may return (of `ids` alone, when given)."""
     f = filters or Filters()
     return list(store.session_facts(f.since, f.until, f.branch, f.tag, f.source, deep, ids))
 
 
 def keyword_scores(store: Store, query: str, *, filters: Filters | None = None,
                    now: float | None = None, deep: bool = False,
-                   facts: list[tuple] | None = None,
+                   facts: list[SessionFacts] | None = None,
                    counts: list[dict[int, int]] | None = None) -> list[tuple[float, int]]:
     """(score, session) of every session the query matches, best first (a tie goes to the
     session that ended last). `deep`: the extracts' records too; `facts`: _facts() and
@@ -218,8 +257,8 @@ def keyword_scores(store: Store, query: str, *, filters: Filters | None = None,
         return []
     if facts is None:
         facts = _facts(store, filters, deep)
-    scored = sorted((-_points(f, counts, in_title, in_paths, now), -(f[2] or 0), f[0])
-                    for f in facts if f[0] in matched)
+    scored = sorted((-_points(f, counts, in_title, in_paths, now), -(f.ended_at or 0), f.id)
+                    for f in facts if f.id in matched)
     return [(-negscore, sid) for negscore, _, sid in scored]
 
 
@@ -227,7 +266,8 @@ def best_by_keyword(part: Part, query: str, limit: int, now: float) -> list[tupl
     """(score, ended, session) of the part's best `limit` sessions by keyword, best first, as
     keyword_scores() ranks them, reading the facts (files changed, filters) of only the sessions
     that can still be among them: every other point is known from the matches, and the files
-    add at most 5. So a common word's search costs its matches, not a look at each session."""
+    add at most KEYWORD.FILES_MAX. So a common word's search costs its matches, not a look at
+    each session."""
     whole, words = normalize_query(query)
     if not words:
         return []
@@ -235,7 +275,8 @@ def best_by_keyword(part: Part, query: str, limit: int, now: float) -> list[tupl
     counts = part.counts(words)
     in_title = store.sessions_with_title_containing(whole)
     in_paths = store.sessions_with_path_containing(whole)
-    # every point but the files': 2 a message per word (`base`: the messages of the sessions
+    k = KEYWORD
+    # every point but the files': MESSAGE a message per word (`base`: the messages of the sessions
     # holding every word), and those of the sessions with more (`with_extra`: the paths, the
     # title, the week's recency, and the messages of a session matched by title or path alone)
     base = counts[0]
@@ -244,33 +285,35 @@ def best_by_keyword(part: Part, query: str, limit: int, now: float) -> list[tupl
 
     def said(sid: int) -> int:
         """A session's points for its messages (one matched by title or path alone has some)."""
-        return 2 * (base[sid] if sid in base else sum(c.get(sid, 0) for c in counts))
+        return k.MESSAGE * (base[sid] if sid in base else sum(c.get(sid, 0) for c in counts))
 
     with_extra: dict[int, float] = {  # (a path can hold a common word: thousands of sessions)
-        sid: 2 * base.get(sid, 0) + 10 * k for sid, k in in_paths.items()} if len(counts) == 1 \
-        else {sid: said(sid) + 10 * k for sid, k in in_paths.items()}
+        sid: k.MESSAGE * base.get(sid, 0) + k.PATH * n for sid, n in in_paths.items()} \
+        if len(counts) == 1 else {sid: said(sid) + k.PATH * n for sid, n in in_paths.items()}
     for sid in in_title:
-        with_extra[sid] = with_extra.get(sid, said(sid)) + 20
+        with_extra[sid] = with_extra.get(sid, said(sid)) + k.TITLE
     for sid, started in store.started_since(now - WEEK).items():
         if sid in base or sid in with_extra:
-            with_extra[sid] = with_extra.get(sid, said(sid)) + recency_points(started, now)
+            with_extra[sid] = with_extra.get(sid, said(sid)) + k.recency(started, now)
     # First ask for the best by these points (at least the best `limit` by messages or by all
     # these points, and their ties), whose files set the cut: the score of the last of them.
     # Then ask for the best of every other session that can still score the cut (its files add
-    # 5 at most); one left out scores less than `cut` - 0.01, so after rounding less than all
+    # FILES_MAX at most); one left out scores less than `cut` - 0.01, so after rounding less than all
     # of the best. When filters (or sessions no search returns) leave too few, the cut falls
     # to the last of them, or goes (every session left is asked), and so on.
     top = heapq.nlargest(limit, base.values())
     top_extra = heapq.nlargest(limit, with_extra.values())
-    cut = max(2 * top[-1] if len(top) == limit else -_INF,
+    cut = max(k.MESSAGE * top[-1] if len(top) == limit else -_INF,
               top_extra[-1] if len(top_extra) == limit else -_INF)
     slack = 0
-    near_floor = cut - 5.02  # (the second ask's floor, mostly: its cut ends past `cut` - 0.01)
-    near: dict[int, float] = {sid: 2 * n for sid, n in base.items() if 2 * n >= near_floor}
+    near_floor = cut - k.FILES_MAX - 0.02  # (the second ask's floor, mostly: its cut ends past
+    #                                          `cut` - 0.01)
+    near: dict[int, float] = {sid: k.MESSAGE * n for sid, n in base.items()
+                              if k.MESSAGE * n >= near_floor}
 
     def reaching(floor: float) -> dict[int, float]:
         """session -> its points, of those with `floor` or more."""
-        pool = near if floor >= near_floor else {sid: 2 * n for sid, n in base.items()}
+        pool = near if floor >= near_floor else {sid: k.MESSAGE * n for sid, n in base.items()}
         got = {sid: pts for sid, pts in pool.items() if pts >= floor}
         got.update((sid, pts) for sid, pts in with_extra.items() if pts >= floor)
         return got
@@ -287,7 +330,7 @@ def best_by_keyword(part: Part, query: str, limit: int, now: float) -> list[tupl
                        key=lambda x: (-x[0], -x[1], x[2]))[:limit]
         if floor == -_INF or (slack and len(found) == limit and found[-1][0] >= cut):
             return found
-        cut, slack = (found[-1][0] if len(found) == limit else -_INF), 5
+        cut, slack = (found[-1][0] if len(found) == limit else -_INF), k.FILES_MAX
 
 
 def _best_asked(part: Part, ask: dict[int, float], limit: int, counts, in_title, in_paths,
@@ -300,25 +343,15 @@ def _best_asked(part: Part, ask: dict[int, float], limit: int, counts, in_title,
     n = limit + 10
     while True:
         rows = part.best_facts(ask, n)
-        best = sorted(((_points(f, counts, in_title, in_paths, now), f[2] or 0, f[0])
+        best = sorted(((_points(f, counts, in_title, in_paths, now), f.ended_at or 0, f.id)
                        for f in rows), key=lambda x: (-x[0], -x[1], x[2]))[:limit]
         if integral or len(rows) < n or len(best) < limit or \
-                ask[rows[-1][0]] + min(5, rows[-1][3]) < best[-1][0] - 0.01:
+                ask[rows[-1].id] + KEYWORD.for_files(rows[-1].files_count) < best[-1][0] - 0.01:
             return best
         n *= 4
 
 
-def _points(facts: tuple, counts, in_title, in_paths, now: float) -> float:
-    """A session's keyword score (see keyword_scores), from its facts."""
-    sid, started, _ended, files_count = facts
-    score = 2 * sum(c.get(sid, 0) for c in counts) + min(5, files_count)
-    if sid in in_title:
-        score += 20
-    if sid in in_paths:
-        score += 10 * in_paths[sid]
-    if started > now - WEEK:
-        score += recency_points(started, now)
-    return round(score, 2)
+_points = KEYWORD.score  # a session's keyword score (see keyword_scores), from its facts
 
 
 class Part:
@@ -331,40 +364,40 @@ class Part:
                  exclude: frozenset[int] | set[int] = frozenset()):
         self.store, self.exclude = store, exclude
         self._filters, self._deep = filters, deep
-        self._facts: list[tuple] | None = None
+        self._facts: list[SessionFacts] | None = None
         self._counts: list[dict[int, int]] | None = None
-        self._matches: list[tuple[str | None, bool]] | None = None
+        self._matches: list[tuple[Words | None, bool]] | None = None
         self._lengths: dict[int, int] | None = None
 
     @property
-    def facts(self) -> list[tuple]:
+    def facts(self) -> list[SessionFacts]:
         if self._facts is None:
             facts = _facts(self.store, self._filters, self._deep)
-            self._facts = [f for f in facts if f[0] not in self.exclude] if self.exclude \
+            self._facts = [f for f in facts if f.id not in self.exclude] if self.exclude \
                 else facts
         return self._facts
 
-    def best_facts(self, points: dict[int, float], limit: int) -> list[tuple]:
+    def best_facts(self, points: dict[int, float], limit: int) -> list[SessionFacts]:
         """Store.best_facts under this part's filters, less the sessions it leaves out."""
         if self.exclude:
             points = {sid: pts for sid, pts in points.items() if sid not in self.exclude}
         f = self._filters or Filters()
-        return self.store.best_facts(points, limit, f.since, f.until, f.branch, f.tag, f.source,
-                                     self._deep)
+        return self.store.best_facts(points, limit, KEYWORD.files, f.since, f.until, f.branch,
+                                     f.tag, f.source, self._deep)
 
-    def matches(self, words: list[str]) -> list[tuple[str | None, bool]]:
+    def matches(self, words: list[str]) -> list[tuple[Words | None, bool]]:
         """word_match() of each word, looked up once."""
         if self._matches is None:
             self._matches = [word_match(self.store, w) for w in words]
         return self._matches
 
-    def any_word(self, words: list[str]) -> str | None:
-        """An FTS5 expression whose messages include every one holding any of the words (""
-        when none can; None: a word can be found only by reading the texts)."""
-        exprs = [e for e, _exact in self.matches(words)]
-        if any(e is None for e in exprs):
+    def any_word(self, words: list[str]) -> AnyWords | None:
+        """A word query whose messages include every one holding any of the words (false when
+        none can; None: a word can be found only by reading the texts)."""
+        queries = [q for q, _exact in self.matches(words)]
+        if any(q is None for q in queries):
             return None
-        return " OR ".join(f"({e})" for e in exprs if e)
+        return AnyWords(queries)
 
     def counts(self, words: list[str]) -> list[dict[int, int]]:
         if self._counts is None:

@@ -25,7 +25,7 @@ import weakref
 from . import vectorfile
 from .embed import numpy as _numpy
 from .settings import flag
-from .store import SHIFT, Store
+from .storage import Store, session_of
 
 CUT = 2000  # the seed's characters per exchange
 SEED_FLOOR = 0.3
@@ -244,7 +244,7 @@ class Held:
         """Each row's session's number of windows (kept until rows change)."""
         if self._sizes[0] != self.n:
             np = _numpy()
-            _u, inv, counts = np.unique(self.ids >> SHIFT, return_inverse=True,
+            _u, inv, counts = np.unique(session_of(self.ids), return_inverse=True,
                                         return_counts=True)
             self._sizes = (self.n, counts[inv])
         return self._sizes[1]
@@ -430,7 +430,7 @@ class Scored:
         out: list[Match] = []
         seen: set[int] = set()
         for k in order:  # best window first: a session's first row is its best exchange
-            session = int(ids[k]) >> SHIFT
+            session = session_of(int(ids[k]))
             if session in seen:
                 continue
             seen.add(session)
@@ -442,7 +442,7 @@ class Scored:
         return out
 
     def _match(self, k) -> Match:
-        m = Match(int(self.held.ids[k]) >> SHIFT, float(self.sims[k]), int(self.held.ids[k]),
+        m = Match(session_of(int(self.held.ids[k])), float(self.sims[k]), int(self.held.ids[k]),
                   int(self.held.windows[k]))
         m.rank = float(self.rank[k])
         return m
@@ -456,9 +456,9 @@ class Scored:
         out: dict[int, tuple[int, float]] = {}
         if not turns or not len(ids):
             return out
-        rows = np.nonzero(np.isin(ids >> SHIFT, np.fromiter(turns, np.int64, len(turns))))[0]
+        rows = np.nonzero(np.isin(session_of(ids), np.fromiter(turns, np.int64, len(turns))))[0]
         for sid, (first, last) in turns.items():
-            mine = rows[(ids[rows] >> SHIFT) == sid]
+            mine = rows[session_of(ids[rows]) == sid]
             before = ids[mine][ids[mine] <= first]
             mine = mine[(ids[mine] >= (before.max() if len(before) else first))
                         & (ids[mine] <= last)]
@@ -472,10 +472,10 @@ class Scored:
         np = _numpy()
         ids = self.held.ids
         wanted = np.asarray(sorted(sessions), dtype=np.int64)
-        rows = np.nonzero(np.isin(ids >> SHIFT, wanted))[0]
+        rows = np.nonzero(np.isin(session_of(ids), wanted))[0]
         out: dict[int, Match] = {}
         for k in rows[np.argsort(-self.rank[rows], kind="stable")]:
-            session = int(ids[k]) >> SHIFT
+            session = session_of(int(ids[k]))
             if session not in out:
                 out[session] = self._match(k)
         return out
@@ -522,7 +522,7 @@ def score_queries(stores, embedder, query: str, *, floor: float | None = None,
     sims = [h.mat @ q for h in helds]
     against = None
     if len(sims) > 1:
-        kept = [s[~np.isin(h.ids >> SHIFT, np.fromiter(skip, np.int64, len(skip)))] if skip
+        kept = [s[~np.isin(session_of(h.ids), np.fromiter(skip, np.int64, len(skip)))] if skip
                 else s for h, s, skip in zip(helds, sims, skips or [()] * len(sims))]
         against = background(np.concatenate(kept))
     floor = settings.floor if floor is None else floor
@@ -549,7 +549,7 @@ class Similar:
 
     def __init__(self, exchange: int, similarity: float, recency: float, turns: int,
                  window: int = 0):
-        self.exchange, self.session = exchange, exchange >> SHIFT
+        self.exchange, self.session = exchange, session_of(exchange)
         self.similarity, self.recency, self.turns, self.window = similarity, recency, turns, window
         self.score = score(similarity, recency, turns)
 
@@ -600,7 +600,7 @@ def similar_many(stores, embedder, query: str, *, limit: int, admits=None,
         order = keep[np.argsort(-part[keep], kind="stable")]
         best: dict[int, int] = {}  # session -> row of its best exchange (by the score before turns)
         for k in order:
-            session = int(ids[k]) >> SHIFT
+            session = session_of(int(ids[k]))
             if session in best or (admit is not None and not admit(session)):
                 continue
             best[session] = int(k)
@@ -608,9 +608,9 @@ def similar_many(stores, embedder, query: str, *, limit: int, admits=None,
         if len(rows) > limit:  # turns can lift a session by 0.1 at most: only those within reach
             cut = part[rows[limit - 1]] - 0.1
             rows = [k for k in rows if part[k] >= cut]
-        turns = store.session_turns(int(ids[k]) >> SHIFT for k in rows)
+        turns = store.session_turns(session_of(int(ids[k])) for k in rows)
         out += [(i, Similar(int(ids[k]), float(sims[k]), float(rec[k]),
-                            turns[int(ids[k]) >> SHIFT], int(windows[k]))) for k in rows]
+                            turns[session_of(int(ids[k]))], int(windows[k]))) for k in rows]
     out.sort(key=lambda im: (-im[1].score, im[0], -im[1].exchange))
     return out[:limit]
 
@@ -635,7 +635,7 @@ def link(store: Store, model: str, dim: int = 384, *, budget: float | None = Non
     computed: their windows against every window, in blocks, newest vectors never against each
     other from scratch again. Two exchanges are as similar as their most similar windows; pairs
     within one session are not edges (it is read whole anyway), nor pairs of copies (the same
-    text). Each exchange keeps its store.EDGE_K nearest and an edge joins two that keep each
+    text). Each exchange keeps its storage EDGE_K nearest and an edge joins two that keep each
     other (store._EDGE_SCHEMA), so a new exchange costs its own pairs and the rows of the
     exchanges it may join, whatever the history's size. Returns (exchanges linked now, still
     pending). When exchanges only come (none goes or changes its text), the result equals
@@ -657,7 +657,7 @@ def link(store: Store, model: str, dim: int = 384, *, budget: float | None = Non
     if not held.filed or held.changed:  # (the background's work: a search then maps them)
         _file(store, model, held)
     ids, mat, codes = held.ids, held.mat, _text_codes(held)
-    sessions = ids >> SHIFT
+    sessions = session_of(ids)
     pending = sorted(todo, reverse=True)  # newest first; one with no usable vector gets none
     rows_of: dict[int, list[int]] = {}
     wanted = np.isin(ids, np.asarray(pending, dtype=np.int64))

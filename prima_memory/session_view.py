@@ -19,7 +19,7 @@ from bisect import bisect_right
 
 TYPE_CHECKING = False  # (typing's own costs the hook an import; type checkers read this as True)
 if TYPE_CHECKING:  # types only: the store is the caller's, already open
-    from .store import SessionRow, Store
+    from .storage import SessionRow, Store
 
 # A reply longer than this says something: Claude's replies of a line or two ("Done.", "Let me
 # run the tests.") are narration between tool calls. The excerpts (an extract's "last
@@ -255,7 +255,7 @@ def left_open(store: Store, view: SessionView) -> Open | None:
     if not working and tail.rstrip("*_`\"')").endswith("?") and not _POLITE.search(tail):
         return Open("asked", tail, tail)
     todo = store.last_call(view.row.id, "TodoWrite")
-    doing = todo[3] if todo and todo[3] and not _TODOS.fullmatch(todo[3]) else ""
+    doing = todo.line if todo and todo.line and not _TODOS.fullmatch(todo.line) else ""
     if working:
         return Open("mid-task", doing or " ".join(filter(None, (tool, target or line))))
     return Open("todo", doing) if doing else None
@@ -329,9 +329,11 @@ def turns(store: Store, session: int, *, tools: bool = True) -> list[Turn]:
         keys.append((_time(ts), mid))
         where.append(n)
     silent: dict[tuple[bool, int], Turn] = {}  # (thread, after which turn) -> a textless turn
-    for ts, side, tool, target, line, kind, mid, mts, cid in store.tool_calls(session):
-        call = ToolUse(tool, target, line, ts, kind, bool(side), cid)
-        place = (_time(mts), mid) if mid is not None else (_time(ts), _LAST)
+    for c in store.tool_calls(session):
+        ts, side = c.ts, c.sidechain
+        call = ToolUse(c.tool, c.target, c.line, ts, c.kind, bool(side), c.call)
+        place = (_time(c.message_ts), c.message_id) if c.message_id is not None else \
+            (_time(ts), _LAST)
         keys, where = places.get(bool(side), ([], []))
         i = bisect_right(keys, place) - 1
         if i >= 0 and out[where[i]].role != "user":

@@ -34,7 +34,7 @@ def raw_index(path):
     """An apsw connection to an index, outside the store (to make it as an older version left
     it): with the function its triggers fold titles by, as every Store registers it."""
     import apsw
-    from prima_memory.store import _fold_value
+    from prima_memory.storage.sqlite.folding import _fold_value
     db = apsw.Connection(str(path))
     db.create_scalar_function("prima_fold", _fold_value, 1, deterministic=True)
     return db
@@ -158,7 +158,7 @@ class Env:
     def restamp(self, db) -> None:
         """Stamp a hand-changed schema as this user's prima-memory would have (an index an
         earlier version made): apsw connection `db`, in its transaction."""
-        from prima_memory.store import stamp_of
+        from prima_memory.storage.sqlite import stamp_of
         key = (Path(self.env["XDG_CONFIG_HOME"]) / "prima-memory" / "key").read_bytes().strip()
         db.execute("UPDATE meta SET value = ? WHERE key = 'owner'", (stamp_of(db, key),))
 

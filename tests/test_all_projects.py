@@ -480,7 +480,7 @@ def test_the_ranking_of_all_projects_is_that_of_one_memory_holding_them_all(mach
 
 def _store_with(path: Path, sessions: dict):
     """A memory holding `sessions` (id -> [(prompt, reply)]), made in-process."""
-    from prima_memory.store import Store
+    from prima_memory.storage import Store
     st = Store(str(path))
     with st.write():
         for name, exchanges in sessions.items():

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import apsw
 
-from prima_memory.store import SCHEMA_VERSION, Store, _schema_rows
+from prima_memory.storage import SCHEMA_VERSION, Store
+from prima_memory.storage.sqlite.core import _schema_rows
 
 
 def _with_changes(path, changes: dict[str, list[str]]) -> tuple[Store, dict[str, int]]:

@@ -82,7 +82,7 @@ def test_a_keyword_search_imports_neither_argparse_nor_re(env):
         assert "Fix the login loop" in p.stdout
         imported = {line.split("|")[-1].strip() for line in p.stderr.splitlines()
                     if line.startswith("import time:")}
-        assert "prima_memory.store" in imported
+        assert "prima_memory.storage" in imported
         heavy = {"re", "json", "argparse", "gettext", "enum", "datetime", "orjson", "numpy",
                  "prima_memory.projects", "prima_memory.session_view", "prima_memory.redact",
                  "prima_memory.sources.jsonl", "prima_memory.sources.text"}

@@ -198,7 +198,8 @@ def test_a_kill_leaves_it_present_or_forgotten(tmp_path):
 def test_the_store_forgets_vectors_edges_and_words_of_the_session(tmp_path):
     """In-process, at the store: a forgotten session's vectors (those no other exchange uses),
     links, edges and vocabulary go; another session's stay."""
-    from prima_memory.store import SHIFT, Store
+    from prima_memory.storage.shared import SHIFT
+    from prima_memory.storage import Store
     st = Store(str(tmp_path / "index.db"))
     ids = {}
     with st.write():

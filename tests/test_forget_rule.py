@@ -593,7 +593,8 @@ def test_an_embedder_running_through_a_forget_leaves_no_vector_of_it(tmp_path):
     from test_semantic import Fake
 
     from prima_memory.semantic import Embedding
-    from prima_memory.store import SHIFT, Store
+    from prima_memory.storage.shared import SHIFT
+    from prima_memory.storage import Store
     st = Store(str(tmp_path / "index.db"))
     ids = {}
     with st.write():

@@ -1095,7 +1095,7 @@ if _mode:
         from prima_memory import briefing
         briefing.render = lambda *a, **k: time.sleep(60)
     elif _mode == "hang-in-write":
-        from prima_memory.store import Store
+        from prima_memory.storage import Store
         _orig = Store.add_messages
         def _slow(self, rows):
             _orig(self, rows)

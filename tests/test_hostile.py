@@ -599,7 +599,7 @@ def test_the_schema_version_lives_in_user_version_and_old_indexes_move_forward_i
     """Every step from schema 3 on runs in place (embeddings to come must never be thrown away
     for a schema change): the data stays, the version lands in SQLite's user_version."""
     import apsw
-    from prima_memory.store import SCHEMA_VERSION
+    from prima_memory.storage import SCHEMA_VERSION
     env.transcript(A, start=OLD).exchange("Fix the zanzibarite parser", "Fixed it.")
     env.run("index")
     db = apsw.Connection(str(env.data / "index.db"))

@@ -3,6 +3,7 @@ no cycles among prima_memory's modules, and an import inside a function says why
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 
@@ -122,14 +123,20 @@ def test_the_cycle_finder_finds_cycles(tmp_path):
 
 
 FRONT_ENDS = ("cli", "commands", "hooks", "mcp_server")
-BEHIND_THE_API = ("store", "indexer", "semantic", "search", "memory")
+BEHIND_THE_API = ("storage", "indexer", "semantic", "search", "memory")
+
+
+def _top(module: str) -> str:
+    """The package's module or subpackage a module is in ("prima_memory.storage.sqlite.core":
+    "storage")."""
+    return module.split(".")[1] if module.count(".") else module
 
 
 def test_front_ends_go_through_the_data_api():
     # the CLI, the hooks and the MCP server ask api.py; what lies behind it can change alone
     edges = graph()
-    reach = {f: sorted(t.rsplit(".", 1)[-1] for t in edges[f"prima_memory.{f}"]
-                       if t.rsplit(".", 1)[-1] in BEHIND_THE_API) for f in FRONT_ENDS}
+    reach = {f: sorted(_top(t) for t in edges[f"prima_memory.{f}"]
+                       if _top(t) in BEHIND_THE_API) for f in FRONT_ENDS}
     assert reach == {f: [] for f in FRONT_ENDS}
     assert all("prima_memory.api" in edges[f"prima_memory.{f}"] for f in FRONT_ENDS
                if f != "cli")  # (cli parses, then hands over to commands)
@@ -229,11 +236,6 @@ def test_neutral_helpers_import_no_source():
     assert reach == {m: [] for m in NEUTRAL}
 
 
-# (issue #39) store.py's citations are fixed once it has moved into storage/: the merge of that
-# move removes this allowance.
-NOT_YET = ("store.py",)
-
-
 def test_what_the_code_cites_is_in_the_repository():
     """A comment points at docs/design.md, never at a design a reader of the repository does
     not have (DESIGN §n, ../shared/spec); a module that speaks of "the seed" (the first design
@@ -242,8 +244,6 @@ def test_what_the_code_cites_is_in_the_repository():
     sections = {line.lstrip("#").strip() for line in design.splitlines() if line.startswith("#")}
     bad = []
     for path in sorted(PACKAGE.rglob("*.py")):
-        if path.name in NOT_YET:
-            continue
         text = path.read_text(encoding="utf-8")
         where = path.relative_to(PACKAGE.parent)
         for n, line in enumerate(text.splitlines(), 1):
@@ -256,3 +256,85 @@ def test_what_the_code_cites_is_in_the_repository():
             if not any(cited.replace("# ", "").startswith(s) for s in sections):
                 bad.append(f"{where}: docs/design.md § {cited[:30]}...: no such section")
     assert bad == []
+
+
+# -- the storage seam (issue #39) ---------------------------------------------------------------
+
+STORAGE = "prima_memory/storage/"
+ENGINE = "prima_memory/storage/sqlite/"
+# SQL statements and FTS5 query syntax, as they appear in a string of Python source
+SQL = re.compile(r"\b(SELECT\b.+\bFROM|INSERT\s+(OR\s+\w+\s+)?INTO|UPDATE\s+\w+\s+SET|"
+                 r"DELETE\s+FROM|CREATE\s+(TABLE|INDEX|VIRTUAL|TRIGGER|UNIQUE)|"
+                 r"DROP\s+(TABLE|INDEX|TRIGGER)|ALTER\s+TABLE|PRAGMA\s+\w+|SAVEPOINT|"
+                 r"BEGIN\s+IMMEDIATE|json_each|sqlite_master)\b")
+FTS5 = re.compile(r"\bMATCH\b|^\s*(OR|AND|NOT|NEAR)\s*$|\bNEAR\(")
+# Strings that are text, not statements: embed_build's benchmark snippets (code to embed, one of
+# them a query)
+TEXT_NOT_SQL = {("prima_memory/embed_build.py", "_CODE")}
+
+
+def storage_leaks(root: Path = PACKAGE) -> list[str]:
+    """What of the storage engine shows outside its package: the driver (apsw) imported or
+    named, SQL or FTS5 syntax in a string, the message-id packing (SHIFT, or a shift by 24)."""
+    bad = []
+    for path in sorted(root.rglob("*.py")):
+        rel = path.relative_to(root.parent).as_posix()
+        text = path.read_text(encoding="utf-8")
+        tree = ast.parse(text, str(path))
+        skip: set[int] = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Assign) and any(
+                    isinstance(t, ast.Name) and (rel, t.id) in TEXT_NOT_SQL for t in node.targets):
+                skip.update(range(node.lineno, node.end_lineno + 1))
+        for node in ast.walk(tree):
+            where = f"{rel}:{getattr(node, 'lineno', 0)}"
+            if not rel.startswith(ENGINE):
+                if isinstance(node, ast.Import) and any(a.name.split(".")[0] == "apsw"
+                                                        for a in node.names):
+                    bad.append(f"{where}: imports apsw")
+                if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "apsw":
+                    bad.append(f"{where}: imports apsw")
+                if isinstance(node, ast.Name) and node.id == "apsw":
+                    bad.append(f"{where}: names apsw")
+            if rel.startswith(STORAGE):
+                continue
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) \
+                    and node.lineno not in skip:
+                for line in node.value.splitlines() or [node.value]:
+                    if SQL.search(line) or FTS5.search(line):
+                        bad.append(f"{where}: {line.strip()[:60]!r}")
+                        break
+            if isinstance(node, (ast.Name, ast.Attribute)) and \
+                    getattr(node, "id", getattr(node, "attr", None)) == "SHIFT":
+                bad.append(f"{where}: SHIFT")
+            if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.RShift, ast.LShift)) \
+                    and isinstance(node.right, ast.Constant) and node.right.value == 24:
+                bad.append(f"{where}: a shift by 24 (a message id's session)")
+    return bad
+
+
+def test_no_sql_fts5_driver_or_id_packing_outside_storage():
+    """(issue #39) Search asks the storage questions (storage.Words, session_of), not strings in
+    SQLite's dialect; only storage/sqlite/ knows the driver."""
+    assert storage_leaks() == []
+
+
+def test_the_storage_check_finds_leaks(tmp_path):
+    # the check must be able to fail: what the code before the storage package did
+    pkg = tmp_path / "prima_memory"
+    (pkg / "storage" / "sqlite").mkdir(parents=True)
+    (pkg / "storage" / "sqlite" / "core.py").write_text(
+        "import apsw\nQ = 'SELECT id FROM sessions'\n")
+    (pkg / "search.py").write_text(
+        "from .store import SHIFT\n"
+        "def word_match(terms):\n    return ' OR '.join(f'\"{t}\"' for t in terms)\n"
+        "def per_session(mid):\n    return mid >> SHIFT\n")
+    (pkg / "api.py").write_text("import apsw\n"
+                                "def f(db, m):\n    return db.execute('SELECT 1 FROM messages_fts "
+                                "WHERE messages_fts MATCH ?', (m,)), m >> 24\n")
+    (pkg / "embed_build.py").write_text("_CODE = ['SELECT s.id FROM sessions s']\n")
+    got = storage_leaks(pkg)
+    assert sorted(g.split(":")[0] for g in got) == ["prima_memory/api.py"] * 3 + \
+        ["prima_memory/search.py"] * 2, got
+    assert {g.split(": ", 1)[1][:12] for g in got} == {
+        "imports apsw", "a shift by 2", "'SELECT 1 FR", "SHIFT", "'OR'"}, got

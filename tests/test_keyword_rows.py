@@ -7,13 +7,13 @@ from __future__ import annotations
 import apsw
 import pytest
 
-from prima_memory.store import Store
+from prima_memory.storage import Store, Words
 
 NOW = 1_800_000_000.0
 
 
 def _matching(st: Store, word: str) -> set[int]:
-    return st.message_ids_matching(f'"{word}"')
+    return st.message_ids_matching(Words([[word]]))
 
 
 def _add(st: Store, name: str, *texts: str) -> tuple[int, list[int]]:
@@ -64,7 +64,7 @@ def test_a_reply_that_grows_before_the_commit_is_found_by_its_whole_text(tmp_pat
         st.set_message_texts([(mid, "the first half and the second half and a third")])
     got = _reopened(st)
     assert _matching(got, "second") == {mid} and _matching(got, "third") == {mid}
-    assert len(got.message_ids_matching('"first"')) == 1
+    assert len(got.message_ids_matching(Words([["first"]]))) == 1
 
 
 def test_a_growth_rolled_back_with_its_savepoint_leaves_the_text_before_it(tmp_path):
@@ -139,7 +139,7 @@ def test_a_step_sqlite_rolled_back_itself_says_why_and_leaves_no_row_for_the_nex
     savepoints and all (tests/test_disk.py makes a real one). The error in flight is what the
     caller sees, not "no such savepoint", and the next write, under the ids handed out again,
     keeps nothing of the lost one."""
-    from prima_memory.store import DiskFull
+    from prima_memory.storage import DiskFull
     st = Store(str(tmp_path / "i.db"))
     with pytest.raises(DiskFull), st.steps(1 << 30, 3600):
         with st.write():
@@ -180,7 +180,7 @@ def test_the_vocabulary_of_a_text_read_in_pieces_is_its_words_tokens(tmp_path, m
     tokenized one by one, wherever the pieces are cut (NFD accents, Turkish İ, no spaces)."""
     import random
 
-    from prima_memory import store as storemod
+    from prima_memory.storage.sqlite import text as storemod
     monkeypatch.setattr(storemod, "_TOKENS_PIECE", piece)
     st = Store(str(tmp_path / "i.db"))
     rng = random.Random(piece)

@@ -8,8 +8,9 @@ import random
 import apsw
 import pytest
 
-from prima_memory import search, store as storemod
-from prima_memory.store import SCHEMA_VERSION, Store
+from prima_memory import search
+from prima_memory.storage import SCHEMA_VERSION, Store, Words
+from prima_memory.storage.sqlite import text as storemod
 
 NOW = 1_800_000_000.0
 DAY = 86400
@@ -105,9 +106,9 @@ def test_sessions_past_the_surrogates_code_points_are_counted(tmp_path, monkeypa
         ids.append(_session(st, "far", texts=["docker"] * 5, start=NOW))
     assert ids[1:] == [0xD7FF, 0xD800, 0x20000]
     expected = dict(zip(ids, [2, 3, 4, 5]))
-    assert st.count_matching('"docker"') == expected
+    assert st.count_matching(Words([["docker"]])) == expected
     monkeypatch.setattr(storemod, "_CHAR_SESSIONS", 100)  # past what a code point numbers
-    assert st.count_matching('"docker"') == expected
+    assert st.count_matching(Words([["docker"]])) == expected
 
 
 def test_titles_match_folded_as_messages_are(tmp_path):

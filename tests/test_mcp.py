@@ -503,7 +503,7 @@ def test_the_handshake_loads_nothing_of_the_memory(env):
     assert "prima_memory.mcp_protocol" in mods, err[-2000:]
     loaded = sorted(m for m in mods if m.split(".")[0] in {
         "apsw", "mcp", "pydantic", "anyio", "numpy", "onnxruntime", "torch", "argparse", "typing"}
-        or m in {"prima_memory.api", "prima_memory.memory", "prima_memory.store"})
+        or m in {"prima_memory.api", "prima_memory.memory", "prima_memory.storage"})
     assert not loaded, loaded
 
 

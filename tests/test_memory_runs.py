@@ -131,7 +131,7 @@ def test_an_index_of_the_previous_schema_is_migrated_in_place(env):
     assert [r["session_id"] for r in recent] == [MIXED, WORK]
     assert [r["branch"] for r in recent] == ["feature/quokka", None]
     assert not list(env.data.glob("index.db.*")), "the index was moved aside, not migrated"
-    from prima_memory.store import SCHEMA_VERSION
+    from prima_memory.storage import SCHEMA_VERSION
     assert query(env, "SELECT value FROM meta WHERE key = 'schema_version'") == [
         (str(SCHEMA_VERSION),)]
     assert query(env, "SELECT count(*) FROM messages")[0][0] == kept - 1

@@ -69,7 +69,7 @@ def test_a_file_the_store_refuses_for_its_content_is_failed_and_the_rest_indexed
     """A session too big to number (TooManyMessages: a hostile file) is that file's trouble:
     marked failed, and the run goes on; the other file's messages land in their own session
     (SQLite gives the rolled-back session's row id again)."""
-    from prima_memory import store as storemod
+    from prima_memory import storage as storemod
     env.transcript(sid(0xC1), start=OLD).exchange("the first osprey question", "Osprey answer.")
     env.transcript(sid(0xC2), start=OLD + 60).exchange("the second grebe question", "Grebe.")
     real, calls = storemod.Store.new_message_ids, []

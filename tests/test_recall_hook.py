@@ -25,7 +25,7 @@ OLD = time.time() - 30 * DAY
 TARGET = "7a7a7a7a-0000-4000-8000-00000000000a"
 HOOK = [h["command"] for g in json.loads((REPO / "hooks" / "hooks.json").read_text())["hooks"][
     "UserPromptSubmit"] for h in g["hooks"]][0]
-HEAVY = ("apsw", "prima_memory.memory", "prima_memory.store", "onnxruntime", "numpy", "torch")
+HEAVY = ("apsw", "prima_memory.memory", "prima_memory.storage", "onnxruntime", "numpy", "torch")
 
 
 # -- which prompts are /recall ------------------------------------------------------------------

@@ -1136,7 +1136,7 @@ def test_a_transaction_that_reads_then_writes_waits_for_another_writer(env):
     wait to turn a reading transaction into a writing one. Now it waits for the writer."""
     from prima_memory.extract_writer import write_unfinished
     from prima_memory.logs import Log
-    from prima_memory.store import Store
+    from prima_memory.storage import Store
     t = env.transcript(S1, start=START)
     for i in range(30):  # substantial: an extract is written
         t.exchange(f"step {i} of the heron migration", f"Did step {i} of the heron work.")

@@ -183,7 +183,7 @@ def test_a_snippet_is_not_filled_with_a_run_of_one_symbol(env):
 
 
 def test_a_hit_points_at_its_best_matching_turn(env):
-    from prima_memory.store import Store
+    from prima_memory.storage import Store
     _setup(env)
     hit = env.search("waiting list booking", "--mode", "keyword")[0]
     st = Store(str(env.data / "index.db"))

@@ -20,7 +20,8 @@ import pytest
 
 from prima_memory import search as searchmod
 from prima_memory import semantic
-from prima_memory.store import SHIFT, Store
+from prima_memory.storage.shared import SHIFT
+from prima_memory.storage import Store
 
 DAY = 86400
 OLD = time.time() - 60 * DAY
@@ -601,7 +602,7 @@ def test_a_background_rebuild_records_its_state_and_a_stale_one_is_cleared(env):
     assert _wait(lambda: not env.json("status")["rebuild"]["running"], 120)
     assert (_status_semantic(env)["embedded"], _status_semantic(env)["pending"]) == (3, 0)
     # a rebuild killed outright leaves its state with no one holding its lock
-    from prima_memory.store import Store as S
+    from prima_memory.storage import Store as S
     st = S(str(env.data / "index.db"))
     with st.write():
         st.set_meta("rebuild", json.dumps({"pid": 999999, "started": time.time(), "phase":
@@ -723,7 +724,7 @@ def test_hostile_files_in_extracts_neither_hang_nor_break_a_deep_search(env):
 
 
 def test_a_damaged_vector_is_skipped_not_fatal(env):
-    from prima_memory.store import Store as S
+    from prima_memory.storage import Store as S
     _corpus(env)
     env.json("search", "pg_dump")
     st = S(str(env.data / "index.db"))
@@ -772,7 +773,7 @@ def test_garbage_settings_fall_back_to_sane_ones():
 
 
 def test_a_corrupt_index_gives_back_its_vectors(env, tmp_path):
-    from prima_memory.store import Store as S
+    from prima_memory.storage import Store as S
     _corpus(env)
     env.json("search", "pg_dump")
     old = S(str(env.data / "index.db"))

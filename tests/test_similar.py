@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 
 from prima_memory import semantic
-from prima_memory import store as store_mod
-from prima_memory.store import SHIFT, Store
+from prima_memory.storage.sqlite import vectors as store_mod
+from prima_memory.storage.shared import SHIFT
+from prima_memory.storage import Store
 
 from test_semantic import KEY, Fake, _store_with, _unit
 

@@ -8,8 +8,9 @@ import sys
 
 import pytest
 
-from prima_memory import store as storemod
-from prima_memory.store import Store
+from prima_memory import storage as storemod
+from prima_memory.storage.shared import SHIFT
+from prima_memory.storage import Store
 
 
 def test_a_write_that_would_wait_past_its_wait_is_busy_and_the_store_goes_on(tmp_path):
@@ -59,7 +60,7 @@ def test_lookups_of_many_ids_are_asked_in_parts(tmp_path):
     st = Store(str(tmp_path / "index.db"))
     with st.write():
         sid = st.session_for("claude-code", "s", "[transcript]").id
-        base = sid << storemod.SHIFT
+        base = sid << SHIFT
         st.add_messages([(base | i, sid, f"k{i}", "user", float(i), 0, None, f"text {i}")
                          for i in range(1201)])
     ids = [base | i for i in range(1201)]
@@ -71,5 +72,6 @@ def test_lookups_of_many_ids_are_asked_in_parts(tmp_path):
 def test_no_module_but_the_store_imports_the_driver():
     root = os.path.join(os.path.dirname(__file__), "..", "prima_memory")
     found = subprocess.run(["grep", "-rln", "--include=*.py", "apsw", root], capture_output=True, text=True).stdout
-    assert [p for p in found.split() if not p.endswith(os.sep + "store.py")] == [], found
-    assert sys.modules.get("prima_memory.store") is storemod
+    engine = os.sep + os.path.join("storage", "sqlite") + os.sep
+    assert [p for p in found.split() if engine not in p] == [], found
+    assert sys.modules.get("prima_memory.storage") is storemod

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from prima_memory import store as storemod
-from prima_memory.store import SHIFT, Store
+from prima_memory.storage import TooManyMessages
+from prima_memory.storage.sqlite import core as storemod  # (the version it opens to)
+from prima_memory.storage.shared import SHIFT
+from prima_memory.storage import Store
 
 M = "all-MiniLM-L6-v2"
 
@@ -106,7 +108,7 @@ def test_new_message_ids_roll_back_with_their_transaction(tmp_path):
 def test_a_session_past_its_id_range_is_refused(tmp_path):
     st = Store(str(tmp_path / "index.db"))
     sid, _ex = _session(st)
-    with pytest.raises(storemod.TooManyMessages), st.write():
+    with pytest.raises(TooManyMessages), st.write():
         st.new_message_ids(sid, 1 << SHIFT)
     assert st.db.execute("SELECT next_ord FROM sessions WHERE id = ?", (sid,)).fetchone()[0] == 2
 

@@ -281,7 +281,7 @@ def test_an_index_from_schema_10_gets_its_calls_and_keeps_everything_else(env):
     quick = {"PRIMA_SWEEP": "0"}
     found = env.json("search", "SameSite", "--mode", "keyword", env=quick)["results"]
     assert [r["session_id"] for r in found] == [SID]
-    from prima_memory.store import SCHEMA_VERSION
+    from prima_memory.storage import SCHEMA_VERSION
     assert env.json("status", env=quick)["index"]["schema_version"] == SCHEMA_VERSION
     assert _calls(env) == [c for c in want if c[0] == SID]
     assert _message_rows(env) == rows, "nothing cleared, nothing read twice"

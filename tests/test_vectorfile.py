@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 
 from prima_memory import semantic, vectorfile, workspace
-from prima_memory.store import SHIFT, Store
+from prima_memory.storage.shared import SHIFT
+from prima_memory.storage import Store
 
 from test_semantic import KEY, Fake
 from test_similar import NOW, _random_store
