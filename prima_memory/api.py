@@ -21,6 +21,7 @@ from __future__ import annotations
 import os
 import time
 
+from . import background as bg
 from . import hints, jsontext
 from . import workspace as wsmod
 from .errors import Failure, UsageError
@@ -815,8 +816,6 @@ def index(mem: Memory, *, rebuild: bool = False, background: bool = False, prune
           worker: bool = False, progress=None, embed_progress=None) -> dict:
     """Bring the index up to date; `rebuild` reads every file again and embeds (in a detached
     process with `background`, returning at once with its state)."""
-    # not on the hooks' paths, which import this module
-    from . import background as bg
     if background and not rebuild:
         raise UsageError("--background goes with --rebuild")
     if background:
@@ -863,12 +862,11 @@ def index_all(every: AllProjects, *, worker: bool = False, lock_fd: int | None =
               progress=None) -> dict:
     """Every project's memory brought up to date now (`index --all-projects`); `worker`: as the
     background run a search within a budget starts, which embeds and links them too."""
-    from . import background  # not on the hooks' paths, which import this module
     warnings: list[str] = []
     embedded = pending = None
     if worker:
         got = logged(every, "run over all projects",
-                     lambda: background.run_all(every, lock_fd))
+                     lambda: bg.run_all(every, lock_fd))
         if got is None:
             raise Failure("another process is bringing every project up to date")
         opened, embedded, pending = got
@@ -1035,13 +1033,11 @@ def embed(mem: Memory, *, worker: bool = False, lock_fd: int | None = None,
     """What the background embedder does, now (`worker`: as it, holding the embedder lock
     `lock_fd` its starter handed down): the index brought up to date, pending exchanges
     embedded, their SIMILAR_TO edges computed."""
-    # not on the hooks' paths, which import this module
-    from . import background
     warnings: list[str] = []
     if worker:
-        got = logged(mem, "embedder", lambda: background.run_embedder(mem, lock_fd))
+        got = logged(mem, "embedder", lambda: bg.run_embedder(mem, lock_fd))
     else:
-        if background.rebuild_state(mem):
+        if bg.rebuild_state(mem):
             raise Failure("a rebuild is running: it embeds everything itself")
         mem.bring_up(warnings)
         try:
@@ -1057,13 +1053,11 @@ def embed(mem: Memory, *, worker: bool = False, lock_fd: int | None = None,
 
 def status(mem: Memory) -> dict:
     """Sources, counts, what is pending (files, exchanges), background work, recent warnings."""
-    # not on the hooks' paths, which import this module
-    from . import background
     store = mem.store()
     counts = store.counts()
     files_pending, size = mem.pending()
     by_source = store.source_counts()
-    rebuild = background.rebuild_state(mem)
+    rebuild = bg.rebuild_state(mem)
     size_on_disk = sum(os.path.getsize(mem.db_path + s) for s in ("", "-wal")
                        if os.path.exists(mem.db_path + s))
     none = {"sessions": 0, "archived": 0}
@@ -1119,8 +1113,7 @@ def semantic_status(mem: Memory) -> dict:
     """Embedded and pending exchanges, and the background embedder, without loading the model:
     "available" says whether it would load, from the files and packages a load needs (and the
     ONNX build's checksum), not merely that its folder is there."""
-    # not on the hooks' paths, which import this module
-    from . import background, embed as embedmod
+    from . import embed as embedmod  # (the model's boundary: numpy, once a build loads)
     from .semantic import vector_key
     store = mem.store()
     where, model, build, why = None, embedmod.MODEL, None, None
@@ -1141,7 +1134,7 @@ def semantic_status(mem: Memory) -> dict:
             "embedded": store.count_embedded(key), "pending": store.count_pending(key),
             "similar_edges": store.count_edges(key),
             "edges_pending": len(store.unlinked_exchanges(key)),
-            "embedder_running": background.held(mem, "embed")}
+            "embedder_running": bg.held(mem, "embed")}
 
 
 LINK_BUDGET = 5.0  # seconds find_similar spends on pending SIMILAR_TO edges before answering
@@ -1262,9 +1255,7 @@ def _linked(store, model: str, exchange: int) -> list[dict]:
 def rebuild_background(mem: Memory) -> dict:
     """Start a rebuild in the background and return at once with its state; the one already
     running, if any, is reported instead of a second started."""
-    # not on the hooks' paths, which import this module
-    from . import background
-    state, pid = background.rebuild_state(mem), background.spawned_rebuild()
+    state, pid = bg.rebuild_state(mem), bg.spawned_rebuild()
     if state is None and pid is None:
         return index(mem, rebuild=True, background=True)
     state = state or {"pid": pid, "phase": "starting"}  # its state is not recorded yet

@@ -12,6 +12,7 @@ from . import api, jsontext, terminal
 from . import workspace as wsmod
 from .errors import Failure, UsageError
 from .hints import cli, quote
+from .progress import Progress
 from .recall_text import back, count, recall, score_text, session_line
 from .sources.names import agents
 from .sources.registry import other_agent
@@ -68,7 +69,6 @@ def _progress(args, **kw):
     passes a second (progress.py); never in a detached worker."""
     if getattr(args, "worker", False):
         return None
-    from .progress import Progress  # (a long wait's)
     bar = Progress.for_terminal(**kw)
     return Progress(bar.stream, bar=False, **kw) if args.json and bar and bar.bar else bar
 

@@ -22,8 +22,9 @@ from __future__ import annotations
 import os
 import time
 
-from . import jsontext
+from . import jsontext, owner
 from .errors import Failure
+from .locking import LockTimeout, WriterLock
 from .workspace import read_plain, replace_whole
 
 FILE = "forgotten.json"
@@ -177,9 +178,8 @@ def _mac(body: bytes) -> str:
     import hashlib  # (only where there are tombstones)
     import hmac
 
-    from .owner import key  # (the user's key, read only where tombstones are)
     try:
-        return hmac.new(key(), body, hashlib.sha256).hexdigest()
+        return hmac.new(owner.key(), body, hashlib.sha256).hexdigest()
     except OSError:  # no key can be kept (a read-only home): unsigned, as indexes go unstamped
         return ""
 
@@ -267,7 +267,6 @@ def change(folder: str, fn, *, wait: float = LOCK_WAIT, warn=None) -> Tombstones
     """fn(the tombstones as they are now) -> new tombstones (None: no change), written under the
     file's own lock; returns them as written (or as they were). Never writes over a file that
     cannot be read (Unreadable): what it held would be lost."""
-    from .locking import LockTimeout, WriterLock  # (only where tombstones are written)
     lock = WriterLock(os.path.join(folder, LOCK))
     try:
         lock.acquire(timeout=wait)

@@ -15,6 +15,7 @@ from collections import namedtuple
 
 from . import forgotten, jsontext
 from .errors import NotNow
+from .records import Message, SessionDelta
 from .sources import registry
 from .sources.listing import UNLISTED
 from .storage import FAILED, Busy, Store, is_store_error
@@ -713,7 +714,6 @@ class Indexer:
             with store.write():
                 store.drop_message(row.id, PROVISIONAL_KEY)
             return False  # the transcript has it already
-        from .records import Message, SessionDelta  # (the Stop hook's provisional reply)
         d = SessionDelta(session_id, src.name, src.label)
         now = time.time()
         d.messages.append(Message(PROVISIONAL_KEY, "assistant", text, now))

@@ -8,10 +8,10 @@ from __future__ import annotations
 import os
 import time
 
-from . import forgotten
+from . import background, forgotten, owner
 from . import workspace as wsmod
 from .errors import Failure, IndexBusy, IndexReadOnly
-from .indexer import SEARCH_SWEEP, Indexer
+from .indexer import SEARCH_SWEEP, Indexer, session_marks
 from .locking import LockTimeout, WriterLock
 from .logs import Log
 from .scope import Scope
@@ -138,7 +138,6 @@ class Memory(Scope):
         """The user's key (owner.py), or None when it can be neither read nor made: then indexes
         are opened unchecked, and the log says so once."""
         if not self._key_read:
-            from . import owner  # (its key file is read once, by the first open)
             try:
                 self._key = owner.key()
             except OSError as e:
@@ -567,7 +566,6 @@ class Memory(Scope):
         /prima-memory:forget this): tombstoned with what its transcript holds so far (a later
         resume copies it), and whatever the index holds of it removed. What it says later is
         added by every run that reads its transcript (Indexer._grow), and by each of its Stops."""
-        from .indexer import session_marks  # (only for a session kept out)
         src = registry.CLAUDE_CODE
         row = self.store().session_by_session_id(session_id, src.name)
         return self.forget([row] if row is not None else [], why=why, lock_timeout=lock_timeout,
@@ -854,8 +852,7 @@ class Memory(Scope):
         extracts and checkpoints too). Not while a rebuild reads the files: it holds the index,
         and answers from what it has read. No extract is written here: Stop and the background
         write them."""
-        if self.store().get_meta("rebuild"):  # (a rebuild's module only when one left a state)
-            from . import background  # (its state, read only when a rebuild left one)
+        if self.store().get_meta("rebuild"):  # (a state only when one left it)
             state = background.rebuild_state(self)
             if state and state.get("phase") == "reading":
                 warnings.append(f"a rebuild is reading every file (pid {state.get('pid')}): "
@@ -886,7 +883,6 @@ class Memory(Scope):
             warnings.append(f"{left} exchanges are not embedded yet (found by keyword only "
                             "until they are); they are being embedded in the background")
             if ran:  # (not: the background embedder is on them already)
-                from . import background  # (detached work: not on the hooks' paths)
                 background.start_embedder(self)
 
     def embed_within(self, embedder, budget: float,
@@ -894,7 +890,6 @@ class Memory(Scope):
         """New exchanges embedded for up to `budget` seconds: (how many are left, whether this
         process embedded: else another one, the background embedder, is at it). `warnings`
         gets why none could be (a rebuild running, a read-only index)."""
-        from . import background  # (detached work: not on the hooks' paths)
         from .semantic import key_of  # (semantic work only)
         store = self.store()
         if background.rebuild_state(self):
@@ -933,7 +928,6 @@ class Memory(Scope):
     def link_within(self, budget: float) -> int:
         """SIMILAR_TO edges of what was embedded since, for up to `budget` seconds: how many
         exchanges are left unlinked."""
-        from . import background  # (detached work: not on the hooks' paths)
         from .semantic import key_of  # (semantic work only)
         store = self.store()
         if store.readonly or background.rebuild_state(self):

@@ -26,13 +26,15 @@ import os
 import struct
 import time
 
+from . import background, owner
 from . import workspace as wsmod
 from .errors import Failure
+from .indexer import RULES
 from .logs import Log
 from .memory import ALL, DiskFull, IndexBusy, IndexReadOnly, Memory
 from .scope import Scope
 from .sources.names import agents
-from .sources.registry import SOURCES, SharedLog
+from .sources.registry import SOURCES, SharedLog, every_vscode_workspace
 from .storage import SCHEMA_VERSION, CantOpen, ReadOnly, SchemaMismatch, Store, StoreError
 
 TYPE_CHECKING = False  # (typing's own import: see memory.py)
@@ -63,8 +65,6 @@ class Project:
         """What its memory was brought up to date from: every file's size, time and inode (in
         the listing's order: a new order only costs a look that finds nothing), and what
         decides how they are read (the schema, the indexing rules, the VS Code scope)."""
-        from .indexer import RULES  # (with the memory: loaded already)
-        from .sources.registry import every_vscode_workspace
         h = wsmod.blake2b(f"{SCHEMA_VERSION}/{RULES}/{every_vscode_workspace()}".encode(),
                     digest_size=16)
         recent = time.time_ns() - RACY_NS
@@ -226,7 +226,6 @@ class AllProjects(Scope):
     def key(self) -> bytes | None:
         """The user's key, read once (None: it can be neither read nor made)."""
         if self._key is None:
-            from . import owner  # (its key file, read once the first memory is opened)
             try:
                 self._key = (owner.key(),)
             except OSError as e:
@@ -445,7 +444,6 @@ class AllProjects(Scope):
     def _background(self, warnings: list[str]) -> None:
         """What a request within a budget left (projects to index, exchanges to embed) goes on
         in one background process over every project."""
-        from . import background  # (detached work)
         try:
             pid = background.start_all()
         except Exception as e:  # noqa: BLE001 - the next request does it anyway

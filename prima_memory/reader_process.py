@@ -22,6 +22,8 @@ import os
 import pickle
 import sys
 
+from . import records
+
 HEADER = 8  # bytes of an item's length, little-endian
 # an item's length past this is no item of ours (a step reads 16 MB; a line is 64 MB at most)
 MAX_ITEM = 1 << 29
@@ -130,7 +132,6 @@ class _Records(pickle.Unpickler):
     def find_class(self, module: str, name: str):
         if module == "prima_memory.records" and name in ("SessionDelta", "Message",
                                                          "FileChange", "ToolCall"):
-            from . import records  # (what the reader sends is made of these)
             return getattr(records, name)
         raise pickle.UnpicklingError(f"{module}.{name} is not a record")
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 
 from .. import workspace
+from ..records import FileChange, Message, SessionDelta
 from ..host import PREFIX_LEN, encode_project_dir, project_dirs
 from ..host import claude_config_dir as claude_config_dir  # for registry.py
 from ..host import claude_config_dirs as claude_config_dirs  # for registry.py
@@ -41,7 +42,6 @@ def _load_parsing() -> None:
     # late on purpose (re alone: 4 ms): bound as module globals, the names parsing uses
     import re
     from .. import titles
-    from ..records import FileChange, Message, SessionDelta
     from . import tool_calls
     from .jsonl import JsonlReader
     from .text import parse_ts, scrubber, strip_private, tail

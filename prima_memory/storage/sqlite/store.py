@@ -6,6 +6,7 @@ import time
 
 import apsw
 
+from ...forgotten import copies
 from ..shared import (ForeignIndex, SHIFT, SessionRow)
 from .core import (BUSY_MS, SCRUB_TRIES, SCRUB_TRY_MS, _connect, _lenient, _path, _Stepped,
                    errors_carry_the_path, owner_problem)
@@ -165,7 +166,6 @@ class Store(Vectors):
                 except (apsw.Error, UnicodeDecodeError):
                     calls = []  # an index from before schema 11, or pages unreadable
                 if gone:  # a fork's copies of a forgotten session's lines, and its titles
-                    from ...forgotten import copies  # (only where there are tombstones)
                     out = copies(gone, row.source, [(m[0], m[5] or "") for m in msgs])
                     msgs = [m for m in msgs if m[0] not in out]
                     changes = [c for c in changes if c[4] not in out]
