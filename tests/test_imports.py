@@ -1,5 +1,7 @@
 """The package's import graph, read from the source with `ast` (nothing is imported):
-no cycles among prima_memory's modules, and an import inside a function says why it is there."""
+no cycles among prima_memory's modules, and an import inside a function says why it is there
+and is of a heavy module, of one a fast path would load for nothing (OFF_THE_HOOK_PATH), or in a
+thin entry."""
 from __future__ import annotations
 
 import ast
@@ -219,6 +221,95 @@ def test_imports_inside_functions_say_why():
     # an import belongs at the top of its module unless it is heavy, optional or deliberately late
     # (the hooks' start-up time); then a comment says which
     assert unexplained_function_imports() == []
+
+
+
+# -- where an import may sit inside a function (issue #39) ----------------------------------------
+# Everywhere else it belongs at the top of its module. Deferring one buys time only where the
+# module is heavy, or where a fast path (a hook, the MCP handshake, a keyword search) would load
+# it for nothing; so an import inside a function is of one of these, or sits in a thin entry.
+
+HEAVY = {  # the model's boundary: numpy, the runtimes, and our modules that load them
+    "numpy", "onnxruntime", "onnx", "sentence_transformers", "torch", "transformers",
+    "tokenizers", "huggingface_hub",
+    "prima_memory.embed",  # where numpy and the runtimes load, and the model
+    "prima_memory.semantic", "prima_memory.vectorfile",  # numpy at their top (embed.numpy)
+    "prima_memory.embed_build",  # torch, transformers, onnx: building the ONNX model
+}
+
+# Measured with `python -X importtime` (and perf_counter, best of 15, bytecode cached) on top of
+# what the path already holds: "hooks" = `import prima_memory.hooks, prima_memory.api` (every
+# hook that does more than its prefilter), "search" = `import prima_memory.commands` (a keyword
+# search, which loads neither re nor json: tests/test_cli_fast.py).
+OFF_THE_HOOK_PATH = {
+    "prima_memory.redact": "its rule table compiles: 4.2 ms of every hook that never redacts "
+                           "(6.7 ms of a keyword search)",
+    "prima_memory.search": "0.9 ms of every hook but /recall; the MCP handshake has no api",
+    "prima_memory.ranking": "0.3 ms, loaded with search (which imports it) and only there",
+    "prima_memory.session_view": "1.6 ms of the hooks (4.0 of a search): a session's page",
+    "prima_memory.briefing": "1.7 ms: SessionStart's and /recall's text alone",
+    "prima_memory.checkpoints": "2.0 ms: PreCompact, and SessionStart after a compaction",
+    "prima_memory.extract_writer": "1.8 ms: Stop's extract alone",
+    "prima_memory.sources.outputs": "2.4 ms (difflib's neighbours): a tool's output, on request",
+    "prima_memory.projects": "4.5 ms (7.7 of a search): every project at once, one command's",
+    "prima_memory.reasons": "0.2 ms and re (2.9 ms of a search): only files reads reasons",
+    "prima_memory.titles": "0.5 ms and re (3.4 ms of a search): only where a transcript is read",
+    "prima_memory.tagging": "0.5 ms and re (3.4 ms of a search): only where a session is tagged",
+    "prima_memory.sources.jsonl": "orjson: 0.3 ms of the hooks, 4.0 of a search that reads none",
+    "prima_memory.sources.text": "1.4 ms (5.1 of a search): json, datetime: a transcript's text",
+    "prima_memory.sources.tool_calls": "1.5 ms (5.0 of a search): a transcript's tool calls",
+    "prima_memory.reader_process": "2.7 ms (pickle, a child process): a cold index only",
+    "prima_memory.sources.codex": "2.8 ms: another agent's reader, where its files exist",
+    "prima_memory.sources.copilot": "4.1 ms: another agent's reader, where its files exist",
+    "prima_memory.sources.shared_log": "2.4 ms: another agent's reader, where its files exist",
+    "prima_memory.sources.extract_reader": "1.8 ms: another agent's reader, where it exists",
+    "prima_memory.sources.history": "1.7 ms: the fallback when the conversations found nothing",
+    "prima_memory.export": "1.4 ms of every CLI command (markdown_it later): export's alone",
+    "prima_memory.demo": "17 ms of every CLI command (zipfile, tempfile, ...): demo's alone",
+}
+
+# The thin fast entries: each defers what only one event, tool or command needs (main.py hands a
+# run to one front end; cli.py's parser helpers defer only what one command needs).
+ENTRIES = {"prima_memory.main", "prima_memory.hooks", "prima_memory.mcp_server",
+           "prima_memory.cli"}
+
+
+def misplaced_function_imports(root: Path = PACKAGE) -> list[str]:
+    """In-function imports of package modules neither heavy nor off a fast path, outside the
+    entries: each belongs at its module's top."""
+    known = modules(root)
+    allowed = HEAVY | set(OFF_THE_HOOK_PATH)
+    bad = []
+    for name, path in known.items():
+        if name in ENTRIES:
+            continue
+        for node, in_function in imports(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            if in_function:
+                for target in sorted(targets(name, path, node, known) - allowed):
+                    bad.append(f"{path.relative_to(root.parent)}:{node.lineno}: {target}")
+    return bad
+
+
+def test_the_placement_check_finds_misplaced_imports(tmp_path):
+    pkg = tmp_path / "prima_memory"
+    pkg.mkdir()
+    for m in ("__init__", "owner", "redact", "embed"):
+        (pkg / f"{m}.py").write_text("")
+    (pkg / "memory.py").write_text(
+        "def key():\n    from . import owner  # (late)\n"
+        "def scrub():\n    from .redact import scrub  # (compiles)\n"
+        "def model():\n    from . import embed  # heavy\n    import json  # (stdlib: not ours)\n")
+    (pkg / "hooks.py").write_text("def stop():\n    from . import owner  # (one event's)\n")
+    assert misplaced_function_imports(pkg) == ["prima_memory/memory.py:2: prima_memory.owner"]
+
+
+def test_imports_inside_functions_are_heavy_off_the_hook_path_or_in_an_entry():
+    """(issue #39) Imports inside functions only at the heavy boundaries and in the thin fast
+    entries; what a fast path would pay for nothing is named once above, with its cost."""
+    assert misplaced_function_imports() == []
+    known = modules()
+    assert set(OFF_THE_HOOK_PATH) <= set(known) and ENTRIES <= set(known)
+    assert {m for m in HEAVY if m.startswith("prima_memory.")} <= set(known)
 
 
 NEUTRAL = ("workspace", "wording", "paths", "host")
