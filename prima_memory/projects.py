@@ -124,9 +124,9 @@ class AllProjects(Scope):
     """Every project's memory, found and opened once and kept open across requests (the MCP
     server keeps one for its life; a command's lives for the command). Its log is the
     user-level store's."""
+    wide = True  # (each hit names its project)
 
     def __init__(self, mine: Memory | None = None):
-        self.wide = True  # (each hit names its project)
         self.mine = mine  # the serving workspace's own memory, used as it is for its project
         self.log = Log(wsmod.user_store())  # (nothing written until the store is made)
         self._mems: dict[str, Memory] = {}
