@@ -189,6 +189,16 @@ def _model(scope, early=None):
         return None, error_line(e)
 
 
+def _meaning(scope, ready: Ready | None, mode: str):
+    """A read's model: the one bring_up loaded (or why it could not), else loaded now; none for
+    a keyword search."""
+    if mode == "keyword":
+        return None, None
+    if ready is not None and (ready.embedder is not None or ready.why_not):
+        return ready.embedder, ready.why_not
+    return _model(scope)
+
+
 def _read(scope, ready: Ready | None) -> tuple[list[str], list[Memory], list[set[int]]]:
     """A read's start: the warnings its answer carries (bring_up's first), the memories it
     reads and the sessions each leaves to another."""
@@ -417,9 +427,7 @@ def search(scope, query: str, *, mode: str = "combined", limit: int = 10,
     from . import search as searchmod  # not imported by the hooks' paths
     query = query_of(query)
     warnings, mems, skip = _read(scope, ready)
-    embedder, why_not = (ready.embedder, ready.why_not) if ready is not None and (
-        ready.embedder is not None or ready.why_not) else (
-        _model(scope) if mode != "keyword" else (None, None))
+    embedder, why_not = _meaning(scope, ready, mode)
     parts = [searchmod.Part(m.store(), filters, deep, x) for m, x in zip(mems, skip)]
 
     def answer() -> tuple[list[dict], list[str]]:
@@ -1163,8 +1171,7 @@ def similar(scope, query: str, *, limit: int = 10, ready: Ready | None = None) -
     from . import search as searchmod
     query = query_of(query)
     warnings, mems, skip = _read(scope, ready)
-    embedder, why_not = (ready.embedder, ready.why_not) if ready is not None and (
-        ready.embedder is not None or ready.why_not) else _model(scope)
+    embedder, why_not = _meaning(scope, ready, "similar")
     if embedder is None:
         raise Failure(f"find_similar needs the embedding model, which cannot load ({why_not}); "
                       "search_sessions with mode keyword still works")

@@ -841,7 +841,6 @@ class Memory(Scope):
         """(files, bytes) changed on disk since they were indexed, without indexing them."""
         return Indexer(self.ws, self.store(), self.log).pending()
 
-
     # -- the scope of a request (scope.py) ----------------------------------------------------------
 
     def memories(self, warnings: list[str]) -> list[tuple[Memory, set[int]]]:
@@ -852,7 +851,7 @@ class Memory(Scope):
         extracts and checkpoints too). Not while a rebuild reads the files: it holds the index,
         and answers from what it has read. No extract is written here: Stop and the background
         write them."""
-        if self.store().get_meta("rebuild"):  # (a state only when one left it)
+        if self.store().get_meta(background.REBUILD_KEY):  # (a state only when one left it)
             state = background.rebuild_state(self)
             if state and state.get("phase") == "reading":
                 warnings.append(f"a rebuild is reading every file (pid {state.get('pid')}): "
