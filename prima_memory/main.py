@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import sys
 
-from . import cli
-
 
 def direct_call(argv: list[str]) -> tuple[list[str], str | None] | None:
     """(the words, workspace) for `hook EVENT` and `mcp`, with --workspace DIR and --json
@@ -39,6 +37,8 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     direct = direct_call(argv)
     if direct is None:
+        # only the front end that runs (above)
+        from . import cli
         return cli.main(argv)
     words, ws = direct
     if words == ["mcp"]:
@@ -49,9 +49,14 @@ def main(argv: list[str] | None = None) -> int:
     # only the front end that runs (above)
     from . import hooks
     if words[1] not in hooks.EVENTS:
-        cli.say(f"unknown hook event {words[1]!r}")
+        sys.stderr.write(f"prima-memory: unknown hook event {ascii(words[1])}\n")
         return 0
     return hooks.run(words[1], ws)
 
 
-exit_with = cli.exit_with  # (the end of a run: see cli.exit_with)
+def exit_with(code: int) -> None:
+    """The end of a run: the command line's own (cli.exit_with) when it ran, else as usual."""
+    cli = sys.modules.get(f"{__package__}.cli")
+    if cli is not None:
+        cli.exit_with(code)
+    sys.exit(code)
