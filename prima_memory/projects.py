@@ -348,7 +348,7 @@ class AllProjects(Scope):
             store = mem.store()
             inside = tuple(f for f in where if f != p.folder
                            and f.startswith(p.folder.rstrip(os.sep) + os.sep))
-            key = (id(store.db), store.version(), inside)  # (another connection: read again)
+            key = (id(store), store.version(), inside)  # (another opening: read again)
             got = self._kept.get(store.path)
             if got is None or got[0] != key:  # (read again only when the index changed)
                 got = self._kept[store.path] = (
