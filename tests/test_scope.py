@@ -144,3 +144,22 @@ def _damage(db: Path) -> None:
         for page in pages:
             f.seek((page - 1) * size)
             f.write(b"\xff" * size)
+
+
+def test_rows_read_lazily_from_a_damaged_index_name_it_too(env):
+    # (a generator or cursor a store method hands back fails only as it is read: its error
+    # must carry the path all the same, or a search of all projects cannot place it)
+    t = env.transcript(SID, start=OLD)
+    t.exchange("Why does the importer drop rows?", "It stops at the first walrus line.")
+    env.run("index")
+    db = env.data / "index.db"
+    mem = api.open_memory(str(env.ws))
+    try:
+        store = mem.store()
+        _damage(db)
+        rows = store.all_message_texts()
+        with pytest.raises(memory.CorruptIndex) as e:
+            list(rows)
+        assert e.value.path == str(db)
+    finally:
+        mem.close()

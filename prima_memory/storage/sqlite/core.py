@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Iterator
+from types import GeneratorType
 
 import apsw
 
@@ -343,19 +344,20 @@ def inspect_function(f) -> bool:
 def errors_carry_the_path(cls):
     """Every public method of the store raises the store's own errors, carrying its path: a
     read of several indexes knows which one is damaged (scope.Scope.guarded) from the error
-    alone. Those that hand back a transaction translate their own (_Errors)."""
+    alone. Rows handed back to be read later (a cursor, a generator) translate theirs as they
+    are read. Those that hand back a transaction translate their own (_Errors)."""
     def wrap(fn):
         def run(self, *args, **kw):
             try:
-                return fn(self, *args, **kw)
-            except StoreError:
-                raise
+                got = fn(self, *args, **kw)
             except Exception as e:
-                if isinstance(e, apsw.Error):
-                    raise _own(e, self.db, self.path) from None
-                if isinstance(e, UnicodeDecodeError) and is_corruption(e):
-                    raise CorruptIndex(f"{self.path}: {e}", self.path) from None
-                raise
+                own = _with_path(self, e)
+                if own is e:
+                    raise
+                raise own from None
+            if isinstance(got, (GeneratorType, apsw.Cursor)):
+                return _rows_with_path(self, got)
+            return got
         run.__name__, run.__qualname__, run.__doc__ = fn.__name__, fn.__qualname__, fn.__doc__
         run.__wrapped__ = fn  # type: ignore[attr-defined]
         return run
@@ -364,6 +366,27 @@ def errors_carry_the_path(cls):
     for name in names - {"write", "read", "steps"}:
         setattr(cls, name, wrap(getattr(cls, name)))
     return cls
+
+
+def _with_path(store, e: Exception) -> BaseException:
+    """The store's own error for `e`, carrying the store's path; anything else as it is."""
+    if isinstance(e, StoreError):
+        return e
+    if isinstance(e, apsw.Error):
+        return _own(e, store.db, store.path)
+    if isinstance(e, UnicodeDecodeError) and is_corruption(e):
+        return CorruptIndex(f"{store.path}: {e}", store.path)
+    return e
+
+
+def _rows_with_path(store, rows):
+    try:
+        yield from rows
+    except Exception as e:
+        own = _with_path(store, e)
+        if own is e:
+            raise
+        raise own from None
 
 
 def move_aside(path: str, why: str) -> str:
