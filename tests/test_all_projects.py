@@ -644,6 +644,7 @@ def _damage(db: Path) -> None:
     """Overwrite the first page of every table and index of its text: reads of it fail."""
     import apsw
     c = apsw.Connection(str(db))
+    c.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # (its pages in the file, not the log)
     size = c.execute("PRAGMA page_size").get
     pages = [r[0] for r in c.execute("SELECT rootpage FROM sqlite_master WHERE rootpage > 0 AND "
                                      "(name = 'messages' OR name LIKE '%fts%data')")]

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+from test_all_projects import _damage
 
 from prima_memory import api, memory, projects, scope
 
@@ -92,15 +93,21 @@ def test_a_request_is_tried_again_in_one_place():
     assert defined == ["scope.py"]
 
 
-def test_a_damaged_index_is_named_by_its_error_and_made_again(env):
+def _damaged(env):
+    """(the workspace's memory, open on an index damaged under it, the index's path)."""
     t = env.transcript(SID, start=OLD)
     t.exchange("Why does the importer drop rows?", "It stops at the first walrus line.")
     env.run("index")
     db = env.data / "index.db"
     mem = api.open_memory(str(env.ws))
+    mem.store()
+    _damage(db)
+    return mem, db
+
+
+def test_a_damaged_index_is_named_by_its_error_and_made_again(env):
+    mem, db = _damaged(env)
     try:
-        mem.store()
-        _damage(db)
         with pytest.raises(memory.CorruptIndex) as e:
             api.search(mem, "walrus", mode="keyword")
         assert e.value.path == str(db)
@@ -131,33 +138,12 @@ def test_among_several_the_damaged_one_is_found_by_its_path(env):
         mine.close()
 
 
-def _damage(db: Path) -> None:
-    """Overwrite the first page of the messages table and the text index: reads of them fail."""
-    import apsw
-    c = apsw.Connection(str(db))
-    c.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    size = c.execute("PRAGMA page_size").get
-    pages = [r[0] for r in c.execute("SELECT rootpage FROM sqlite_master WHERE rootpage > 0 AND "
-                                     "(name = 'messages' OR name LIKE '%fts%data')")]
-    c.close()
-    with open(db, "r+b") as f:
-        for page in pages:
-            f.seek((page - 1) * size)
-            f.write(b"\xff" * size)
-
-
 def test_rows_read_lazily_from_a_damaged_index_name_it_too(env):
     # (a generator or cursor a store method hands back fails only as it is read: its error
     # must carry the path all the same, or a search of all projects cannot place it)
-    t = env.transcript(SID, start=OLD)
-    t.exchange("Why does the importer drop rows?", "It stops at the first walrus line.")
-    env.run("index")
-    db = env.data / "index.db"
-    mem = api.open_memory(str(env.ws))
+    mem, db = _damaged(env)
     try:
-        store = mem.store()
-        _damage(db)
-        rows = store.all_message_texts()
+        rows = mem.store().all_message_texts()
         with pytest.raises(memory.CorruptIndex) as e:
             list(rows)
         assert e.value.path == str(db)
