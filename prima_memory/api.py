@@ -51,15 +51,11 @@ def call(ws: str, fn, *, before_start=None, home: str | None = None):
         mem.close()
 
 
-def _home() -> str:
-    return os.path.abspath(os.path.expanduser("~"))
-
-
 def memory_home(ws: str) -> str | None:
     """Where a workspace's memory lives when not in its own .prima-memory: the home folder's in
     the user-level store (its sessions are no project's, and nothing is written in ~), unless
     it has a .prima-memory already (an older prima-memory's, or the user's own `index`)."""
-    if ws != _home() or wsmod.is_real_dir(wsmod.data_dir(ws)):
+    if ws != wsmod.home_folder() or wsmod.is_real_dir(wsmod.data_dir(ws)):
         return None
     return wsmod.detached_dir(ws)
 
@@ -158,9 +154,8 @@ def bring_up(scope, *, mode: str = "keyword", deep: bool = False, progress=None,
         if index:
             scope.bring_up(ready.warnings, progress=progress, deep=deep)
         if mode != "keyword":
-            mems = [m for m, _x in scope.memories(ready.warnings)]
-            if early:
-                early.prefetch(mems)
+            if early:  # (a scope of all projects lists its memories once, for the read)
+                early.prefetch([m for m, _x in scope.memories(ready.warnings)])
             ready.embedder, ready.why_not = _model(scope, early)
             if ready.embedder is not None:
                 from .semantic import Settings  # (semantic work only)

@@ -31,24 +31,6 @@ EXTRACTS = (registry.EXTRACTS,)  # prima-memory's own extracts, for a deep searc
 IDS_CLEARED = "forgotten_ids"  # meta: the forgotten sessions the folder's files were cleared of
 
 
-def _store_errors(fn):
-    """A Memory method whose plain reads of the index (outside the store's write, read and
-    steps, which translate their own) raise the store's errors too, so that callers that
-    answer from the index as it stands on a full disk or a busy index (DiskFull, Busy) do."""
-    def run(self, *args, **kw):
-        try:
-            return fn(self, *args, **kw)
-        except Exception as e:
-            own = own_error(e, self._store)
-            if own is e:
-                raise
-            raise own from None
-    # functools.wraps' work, without functools' import (every command's)
-    run.__name__, run.__qualname__, run.__doc__ = fn.__name__, fn.__qualname__, fn.__doc__
-    run.__wrapped__ = fn  # type: ignore[attr-defined]
-    return run
-
-
 class ForgetPending(Failure):
     """The index holds a forgotten session that cannot be removed now: it is not read."""
 
@@ -331,7 +313,6 @@ class Memory(Scope):
         except LockTimeout:
             raise IndexBusy(f"another prima-memory process is updating {self.db_path}") from None
 
-    @_store_errors
     def update(self, *, sources=HOOK, lock_timeout: float = 10.0, budget: float | None = None,
                only_session: str | None = None, prune: bool = False, rebuild: bool = False,
                progress=None, extracts: bool = True, quick: bool = False,
@@ -524,7 +505,6 @@ class Memory(Scope):
                          wait=wait, warn=lambda m: self.log.warn(m, once=True))
         return self.tombstones()
 
-    @_store_errors
     def forget(self, rows, *, why: str = "forget", lock_timeout: float = 10.0,
                also: dict | None = None) -> dict:
         """Forget these sessions (the store's rows) for good: their tombstone written first (from
@@ -572,7 +552,6 @@ class Memory(Scope):
                            also={(src.name, session_id): session_marks(src, self.ws, session_id,
                                                                        self.store())})
 
-    @_store_errors
     def remember_again(self, pairs, *, lock_timeout: float = 10.0) -> int:
         """Take these (source, session id) out of the tombstones; their files are read again by
         the next run (those of sessions still forgotten are set aside again). Returns how many
@@ -727,7 +706,6 @@ class Memory(Scope):
         except StoreError:  # busy: the sweep comes to it in time anyway
             pass
 
-    @_store_errors
     def note_last_reply(self, session_id: str, text: str, *, lock_timeout: float) -> bool:
         """Claude's last reply as the Stop hook saw it, for a transcript that lags behind: kept
         as one provisional message until the transcript's own lines bring it."""
@@ -802,7 +780,6 @@ class Memory(Scope):
         finally:
             lock.release()
 
-    @_store_errors
     def embed(self, budget: float | None, *, wait: float = 0.0, progress=None,
               should_stop=None, settings=None) -> tuple[int, int] | None:
         """Embed pending exchanges, newest first, for up to `budget` seconds, under the embed
@@ -821,7 +798,6 @@ class Memory(Scope):
                                                                     should_stop=should_stop)
         return self.under_lock("embed", wait, run)
 
-    @_store_errors
     def link(self, budget: float | None, *, wait: float = 0.0, should_stop=None,
              settings=None) -> tuple[int, int] | None:
         """Compute the SIMILAR_TO edges of exchanges embedded since, for up to `budget`
@@ -939,7 +915,7 @@ class Memory(Scope):
 
     def describe(self, mems: list[Memory]) -> dict:
         return {"scope": "project", "sessions": self.store().count_sessions(),
-                "home": self.ws == os.path.abspath(os.path.expanduser("~"))}
+                "home": self.ws == wsmod.home_folder()}
 
     def damaged(self, e: BaseException) -> Memory | None:
         return self  # (the one index a request of this memory reads)

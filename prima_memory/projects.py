@@ -412,10 +412,9 @@ class AllProjects(Scope):
         to one background run."""
         from .semantic import key_of  # (semantic work only)
         deadline, key = time.monotonic() + budget, key_of(embedder)
-        mems = [m for m in self._mems.values()]
         left = 0
-        for m in sorted((m for m in mems if m.store().count_pending(key)), key=_newest,
-                        reverse=True):  # (most have nothing new: no lock is taken for them)
+        pending = [m for m in self._mems.values() if m.store().count_pending(key)]
+        for m in sorted(pending, key=_newest, reverse=True):  # (most have none: no lock taken)
             left += m.embed_within(embedder, max(0.0, deadline - time.monotonic()), None)[0]
         if left:
             warnings.append(f"{left} exchanges are not embedded yet (found by keyword only "
@@ -514,7 +513,7 @@ def _owner(folder: str, roots: set[str]) -> str:
     remembered project or folder with its own index above it, never the home folder or the
     file-system root, which a folder below is not taken into (find_workspace's rule); else
     where a search from it would serve (its git root), else itself."""
-    home = os.path.abspath(os.path.expanduser("~"))
+    home = wsmod.home_folder()
     f = folder
     while True:
         parent = os.path.dirname(f)

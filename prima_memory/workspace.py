@@ -24,6 +24,11 @@ class WorkspaceError(Failure):
     """A workspace that must not be served (host mode) or cannot be used."""
 
 
+def home_folder() -> str:
+    """The user's home folder, absolute."""
+    return os.path.abspath(os.path.expanduser("~"))
+
+
 def resolve_workspace(explicit: str | None = None) -> str:
     """The folder served: see locate (hooks: hook_workspace)."""
     return locate(explicit).folder
@@ -70,7 +75,7 @@ def find_workspace(start: str, *, history_only: bool = False, empty=None) -> Fou
     .prima-memory holds no session: one that does is passed over for a folder above it that
     Claude Code keeps history for (an older prima-memory made one in any folder it ran in)."""
     start = os.path.abspath(start)
-    home = os.path.abspath(os.path.expanduser("~"))
+    home = home_folder()
     git_root = passed = None
     folder = start
     while True:

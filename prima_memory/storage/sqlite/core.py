@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Iterator
-from types import GeneratorType
+from types import FunctionType, GeneratorType
 
 import apsw
 
@@ -336,11 +336,6 @@ def is_corruption(e: BaseException) -> bool:
     return False
 
 
-def inspect_function(f) -> bool:
-    """A plain method (not a property, static or class method, nor a nested class)."""
-    return type(f).__name__ == "function"
-
-
 def errors_carry_the_path(cls):
     """Every public method of the store raises the store's own errors, carrying its path: a
     read of several indexes knows which one is damaged (scope.Scope.guarded) from the error
@@ -362,7 +357,7 @@ def errors_carry_the_path(cls):
         run.__wrapped__ = fn  # type: ignore[attr-defined]
         return run
     names = {n for klass in cls.__mro__ for n, f in vars(klass).items()
-             if not n.startswith("_") and inspect_function(f)}
+             if not n.startswith("_") and isinstance(f, FunctionType)}
     for name in names - {"write", "read", "steps"}:
         setattr(cls, name, wrap(getattr(cls, name)))
     return cls
