@@ -69,10 +69,14 @@ def _shape(text: str) -> str:
 def test_the_search_example_is_what_the_tool_prints(env):
     """(a bug: the README's search example left out the label every hit starts with, and its
     demo printed points where the README showed "match %")"""
-    import time
+    import datetime
     block = next(b for b in _blocks() if b.startswith("$ prima-memory search"))
     command, *shown = block.rstrip("\n").splitlines()
-    t = env.transcript("1a2b3c4d-5e6f-4a1b-9c2d-3e4f5a6b7c8d", start=time.time() - 8 * 86400,
+    # (10 o'clock local, 8 days ago: an hour's session never crosses midnight, whatever the hour
+    # the tests run; at 23:10 its span printed both dates)
+    morning = datetime.datetime.combine(datetime.date.today() - datetime.timedelta(days=8),
+                                        datetime.time(10, 0))
+    t = env.transcript("1a2b3c4d-5e6f-4a1b-9c2d-3e4f5a6b7c8d", start=morning.timestamp(),
                        branch="fix/oauth-cookie")
     t.exchange("Fix login redirect loop after OAuth callback",
                "The session cookie was set with SameSite=Strict, so the browser dropped it on "
