@@ -180,7 +180,7 @@ def test_the_vocabulary_of_a_text_read_in_pieces_is_its_words_tokens(tmp_path, m
     tokenized one by one, wherever the pieces are cut (NFD accents, Turkish İ, no spaces)."""
     import random
 
-    from prima_memory.storage.sqlite import text as storemod
+    from prima_memory.storage.sqlite import folding as storemod
     monkeypatch.setattr(storemod, "_TOKENS_PIECE", piece)
     st = Store(str(tmp_path / "i.db"))
     rng = random.Random(piece)
@@ -191,5 +191,5 @@ def test_the_vocabulary_of_a_text_read_in_pieces_is_its_words_tokens(tmp_path, m
                        for _ in range(rng.randint(0, 60)))
         ref = set()
         for w in set(text.split()):
-            ref |= set(st._tokenize(storemod.index_text(w), apsw.FTS5_TOKENIZE_DOCUMENT))
+            ref |= set(st._tokens._tokenize(storemod.index_text(w), apsw.FTS5_TOKENIZE_DOCUMENT))
         assert st.tokens(text) == ref, text

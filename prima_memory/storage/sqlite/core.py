@@ -14,7 +14,7 @@ from ... import jsontext
 from ...workspace import open_nofollow, text_of
 from ..shared import (Busy, CantOpen, CorruptIndex, DiskFull, ForeignIndex, ReadOnly,
                       SchemaMismatch, StoreError)
-from .folding import UNINDEXED_CHARS, _fold_value, index_text
+from .folding import UNINDEXED_CHARS, Tokens, _fold_value, index_text
 from .schema import SCHEMA_VERSION, _META_SQL, _MIGRATIONS, _RETITLE, _SCHEMA
 
 
@@ -416,7 +416,7 @@ class Core:
         self.readonly = readonly or immutable or shm_kept
         self.readonly_why: str | None = None  # said when an update is refused, if not "read-only"
         self.key = key
-        self._tokenizer: apsw.FTS5Tokenizer | None = None
+        self._tokens = Tokens(lambda: self.db)
         self._pending: dict[str, tuple[tuple[int, int], list[int]]] = {}  # pending_exchanges'
         # keyword rows waiting for the commit (see _settle), and how to take back what a
         # savepoint rolled back adds or changes among them: (rowid, its text before, or None)

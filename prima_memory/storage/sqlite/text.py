@@ -6,17 +6,15 @@ facts the keyword ranking reads (and its ORDER BY, from ranking.KEYWORD) too."""
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 
-import apsw
 
 from ..shared import (AnyWords, SHIFT, SessionFacts, Words)
-from .folding import _NON_ASCII, _TOKENIZER_ARGS, _after_space, _like, fold, index_text
+from .folding import _NON_ASCII, _like, fold
 from .schema import _OWN, _TITLE
 from .sessions import Sessions
 
 
-_TOKENS_PIECE = 1 << 16
 _CHAR_SESSIONS = 0x10FFFF - 2048  # the sessions a code point can number (see _per_session)
 
 
@@ -61,28 +59,11 @@ def _returnable(since=None, until=None, branch=None, tag=None, source=None,
 class TextIndex(Sessions):
     # -- tokens and terms ----------------------------------------------------------------------
 
-    def _tokenize(self, text: str, reason: int) -> Iterable:
-        if self._tokenizer is None:
-            self._tokenizer = self.db.fts5_tokenizer("unicode61", _TOKENIZER_ARGS)
-        # the tokens alone, as str (unicode61 makes no colocated ones): half the time of tuples
-        return self._tokenizer(text.encode("utf-8"), reason, None, include_offsets=False,
-                               include_colocated=False)
-
     def tokens(self, text: str) -> set[str]:
-        """The distinct tokens the keyword index stores for this text (lower case). Read a
-        piece at a time, cut at white space (which no token spans): the whole text through the
-        tokenizer costs a third less than its distinct words split off first, and its pieces
-        bound the list of tokens held at once."""
-        out: set[str] = set()
-        at, n = 0, len(text)
-        while at < n:
-            end = n if n - at <= _TOKENS_PIECE else _after_space(text, at + _TOKENS_PIECE)
-            out.update(self._tokenize(index_text(text[at:end]), apsw.FTS5_TOKENIZE_DOCUMENT))
-            at = end
-        return out
+        return self._tokens.tokens(text)
 
     def token_list(self, text: str) -> list[str]:
-        return list(self._tokenize(index_text(text), apsw.FTS5_TOKENIZE_QUERY))
+        return self._tokens.token_list(text)
 
     def add_terms(self, terms) -> None:
         """Add tokens to the vocabulary (`index_terms` makes them findable by substring)."""
