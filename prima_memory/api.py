@@ -81,6 +81,12 @@ def all_projects(mine: Memory | None = None, *, budget: float | None = None) -> 
     return every
 
 
+def team(ws: str, mine: Memory | None = None):
+    """The team's memory this workspace joined (team.Team: search, show and recent read it)."""
+    from .team import Team  # (a team's reads only)
+    return Team(ws, mine)
+
+
 def other_history(ws: str) -> bool:
     """Whether another agent's sessions (Codex, VS Code, a shared log) belong to this folder,
     where Claude Code keeps no history and no memory exists yet."""
@@ -350,11 +356,14 @@ def checkpoint(mem: Memory, session_id: str, trigger: str | None = None) -> str 
 
 # -- sessions as data -----------------------------------------------------------------------------
 
-def way_back(row, ws: str, every: bool = False) -> dict:
+def way_back(row, ws: str, every: bool | str = False) -> dict:
     """How to return to a session, as shell commands that run as printed from any folder: print
-    it (`show`; found among all projects for a hit of all of them), or continue it in its agent
-    from its own folder (`resume`; the workspace when the folder it was recorded in is gone,
-    and made again, empty, when that is gone too: the agent finds the session by its folder)."""
+    it (`show`; found among all projects for a hit of all of them, on the team's server for a
+    team's), or continue it in its agent from its own folder (`resume`; the workspace when the
+    folder it was recorded in is gone, and made again, empty, when that is gone too: the agent
+    finds the session by its folder). A teammate's session is shown, never resumed here."""
+    if every == "team":
+        return {"show": hints.show(row.session_id, ws, team=True)}
     out = {"show": hints.show(row.session_id, None if every else ws)}
     src = source_named(row.source)
     if src is not None and src.resume:
@@ -364,12 +373,14 @@ def way_back(row, ws: str, every: bool = False) -> dict:
     return out
 
 
-def session_json(row, ws: str, origin=None, every: bool = False) -> dict:
+def session_json(row, ws: str, origin=None, every: bool | str = False) -> dict:
     """A session as data; `origin`: the session it was forked or resumed from (the one holding
-    the messages its first lines copy), if any; `every`: a hit of all projects, which names the
-    project (`workspace`) whose memory holds it."""
+    the messages its first lines copy), if any; `every` (a scope's `wide`): a hit of all
+    projects, which names the project (`workspace`) whose memory holds it, or ("team") of the
+    team's server, which names the member who published it (`project`: as the team knows it)."""
     return {
-        **({"workspace": ws} if every else {}),
+        **({"member": row.author, "team": True} if every == "team" else
+           {"workspace": ws} if every else {}),
         "session_id": row.session_id,
         "title": row.title,
         "source": row.source,
@@ -974,8 +985,11 @@ def forget(mem: Memory, sessions: list[dict], *, why: str = "forget") -> dict:
     rows = [r for r in (store.session_by_session_id(s["session_id"], s["source"])
                         for s in sessions) if r is not None]
     done = mem.forget(rows, why=why, lock_timeout=LOCK_SECONDS)
+    from . import team  # (a forget is rare: its team's server told at once, if it has one)
+    told = team.forget_now(mem) if rows and team.joined(mem.ws) is not None else False
     # pending: forgotten (tombstoned) now, its words removed by the process that holds the index
     return {"workspace": mem.ws,
+            **({"team": {"error": told}} if told is not False else {}),
             "forgotten": [{"session_id": r.session_id, "source": r.source, "title": r.title}
                           for r in rows],
             "files_removed": done["files"], "log_emptied": done["log_emptied"],

@@ -21,6 +21,12 @@ class _Skipped:
     def add_argument(self, *args, **kw) -> None:
         pass
 
+    def add_subparsers(self, *args, **kw) -> _Skipped:
+        return self
+
+    def add_parser(self, *args, **kw) -> _Skipped:
+        return self
+
 
 def _columns() -> int:
     """The terminal's width as shutil.get_terminal_size gives it, without shutil's import."""
@@ -67,7 +73,12 @@ def _search_options() -> tuple:
         ("--tag", {"help": "only sessions with this tag (python, bugfix, decision, ...)"}),
         ("--source", {"help": "only this source (claude-code, ...)"}),
         ("--context", {"type": _whole(0, MAX_CONTEXT), "default": 0, "metavar": "N",
-                       "help": "show the turn that matched and N turns each side of it"}))
+                       "help": "show the turn that matched and N turns each side of it"}),
+        _TEAM)
+
+
+_TEAM = ("--team", {"action": "store_true", "help": "the team's memory on its server (team "
+                    "join), not this machine's"})
 
 
 def _plain_search(argv: list[str]):
@@ -176,10 +187,12 @@ def _parser(only: str | None = None):
                     help="at most N exchanges (default 10)")
 
     r = command("recent", parents=[common, every], help="the latest sessions")
+    r.add_argument(_TEAM[0], **_TEAM[1])
     r.add_argument("-n", type=_positive, default=10, dest="n", metavar="N",
                    help="how many sessions (default 10)")
 
     sh = command("show", parents=[common, every], help="print one session")
+    sh.add_argument(_TEAM[0], **_TEAM[1])
     sh.add_argument("session_id", help="a session id or a unique prefix of one")
     sh.add_argument("--range", metavar="A:B", help="a slice of the messages, Python style (e.g. -10:)")
     sh.add_argument("--detail", choices=["summary", "turns", "full"], default="full",
@@ -240,6 +253,7 @@ def _parser(only: str | None = None):
     rc.add_argument("query", nargs="*", help="words to find; read from standard input when absent")
     rc.add_argument("--limit", type=_positive, default=8, metavar="N",
                     help="at most N sessions (default 8)")
+    rc.add_argument(_TEAM[0], **_TEAM[1])
 
     fg = command("forget", parents=[common],
                  help="forget sessions for good: removed from the memory, never read again")
@@ -262,6 +276,41 @@ def _parser(only: str | None = None):
                    help="the hook event Claude Code runs it for")
 
     command("status", parents=[common, every], help="what is indexed, pending, warnings")
+    tm = command("team", parents=[common], help="a team's memory on PostgreSQL: join, status, "
+                 "leave, publish (and an admin's setup, add, share)")
+    tw = tm.add_subparsers(dest="what", metavar="WHAT", parser_class=_Parser, required=True)
+    tj = tw.add_parser("join", parents=[common], help="publish this project to a team's server "
+                       "and search it (the DSN's password, if any, is kept in your own "
+                       "team.json, never in the project)")
+    tj.add_argument("dsn", metavar="DSN", help="postgresql://ROLE@HOST/DB (a password from "
+                    "~/.pgpass or PGPASSWORD is libpq's; TLS as the DSN's sslmode says)")
+    tj.add_argument("--member", metavar="NAME", help="your name as the team reads it (default: "
+                    "git's user.name)")
+    tj.add_argument("--project", metavar="NAME", help="the project's name for the team "
+                    "(default: its git remote origin)")
+    tj.add_argument("--all-projects", action="store_true", help="every project on this machine")
+    tw.add_parser("status", parents=[common], help="the server, what is published, what "
+                  "waits, the last error")
+    tl = tw.add_parser("leave", parents=[common], help="stop publishing")
+    tl.add_argument("--delete", action="store_true", help="and delete what you published")
+    tp = tw.add_parser("publish", parents=[common], help="publish now (the background does it "
+                       "after each Stop)")
+    tp.add_argument("--seconds", type=float, default=600.0, help=argparse.SUPPRESS)
+    ts = tw.add_parser("setup", parents=[common], help="(an admin's) make or migrate the "
+                       "server's schema")
+    ts.add_argument("dsn", metavar="ADMIN_DSN")
+    ta = tw.add_parser("add", parents=[common], help="(an admin's) a member's role in a team")
+    ta.add_argument("dsn", metavar="ADMIN_DSN")
+    ta.add_argument("role", metavar="ROLE")
+    ta.add_argument("team", metavar="TEAM")
+    ta.add_argument("--password-stdin", action="store_true", help="set the role's password "
+                    "from the first line of standard input")
+    ta.add_argument("--admin", action="store_true", help="and let the role remove any rows")
+    tsh = tw.add_parser("share", parents=[common], help="(an admin's) a project shared with a "
+                        "team")
+    tsh.add_argument("dsn", metavar="ADMIN_DSN")
+    tsh.add_argument("project", metavar="PROJECT")
+    tsh.add_argument("team", metavar="TEAM")
     command("mcp", parents=[common],
                    help="serve this memory to Claude over MCP (stdio), as the plugin does")
     q = command("quickstart", parents=[common],
@@ -309,7 +358,7 @@ def _attach_slices(argv: list[str]) -> list[str]:
 READS = frozenset({"search", "similar", "recent", "show", "export", "files", "digest", "recall",
                    "status"})  # the commands that end once they have answered
 COMMANDS = ("search", "similar", "recent", "show", "export", "files", "digest", "index", "embed",
-            "recall", "forget", "hook", "status", "mcp", "quickstart")
+            "recall", "forget", "hook", "status", "mcp", "quickstart", "team")
 
 
 def _command_in(argv: list[str]) -> str | None:

@@ -29,6 +29,16 @@ def run(args) -> int:
         elif isinstance(v, list):
             setattr(args, k, [api.clean_text(x) if isinstance(x, str) else x for x in v])
     handler = HANDLERS[args.command]
+    if getattr(args, "team", False):  # the team's server: read there, nothing written here
+        if getattr(args, "all_projects", False):
+            raise UsageError("--team and --all-projects are two scopes: give one")
+        team = api.team(wsmod.locate(getattr(args, "workspace", None)).folder)
+        try:
+            return team.guarded(lambda: handler(team, args))
+        finally:
+            team.close()
+    if args.command == "team" and args.what not in ("status", "publish"):
+        return handler(None, args)  # the server and team.json alone: no memory opened or made
     if getattr(args, "all_projects", False):  # every project's memory: no workspace's own
         every = api.all_projects()
         try:
@@ -97,6 +107,8 @@ def cmd_search(mem, args) -> int:
         if data["mode"] == "keyword" and len(data["query"].split()) > 1:
             lines.append("(keyword mode wants every word as written: the default search, "
                          "without --mode, finds a sentence by its rarer words and its meaning)")
+    if data.get("scope") == "team":
+        lines.append(f"(searched the team's server {_one(data['server'])})")
     if data.get("scope") == "all" and data["results"]:
         gone = f", {data['gone']} of them in folders now gone" if data["gone"] else ""
         lines.append(f"(searched {count(data['projects'], 'project')}{gone})")
@@ -110,6 +122,8 @@ def cmd_search(mem, args) -> int:
         lines.append(f"   {span(r['started_at'], r['ended_at'])}{branch}  session {r['session_id']}")
         if "workspace" in r:
             lines.append(f"   project {_one(r['workspace'])}")
+        elif r.get("team"):
+            lines.append(f"   {_one(r['member'] or '?')} · project {_one(r['project'] or '?')}")
         lines.append(f"   {back(r)}")
         for m in r["matches"] or ([r["snippet"]] if r["snippet"] else []):
             lines.append(f"   > {m}")
@@ -163,6 +177,8 @@ def cmd_recent(mem, args) -> int:
                      + f"\n   session {d['session_id']}, {count(d['message_count'], 'message')}, "
                        f"{count(len(d['files_changed']), 'file')} changed"
                      + (f"\n   project {_one(d['workspace'])}" if "workspace" in d else "")
+                     + (f"\n   {_one(d['member'] or '?')} · project {_one(d['project'] or '?')}"
+                        if d.get("team") else "")
                      + f"\n   {back(d)}")
         if d["last_user_message"]:
             lines.append(f"   last asked: {one_line(d['last_user_message'], 140)}")
@@ -180,7 +196,8 @@ def cmd_show(mem, args) -> int:
     d = data["session"]
     lines = [f"{d['title']}", f"session {d['session_id']}  {d['label']}  "
              f"{span(d['started_at'], d['ended_at'])}  branch {_one(d['branch'] or '—')}",
-             f"project {_one(d['project'] or '—')}"]
+             f"project {_one(d['project'] or '—')}"
+             + (f"  published by {_one(d['member'] or '?')}" if d.get("team") else "")]
     if d.get("resume"):
         lines.append(f"resume  {d['resume']}")
     if d["origin"]:
@@ -519,9 +536,100 @@ def cmd_quickstart(mem, args) -> int:
     return 0
 
 
+# -- team -----------------------------------------------------------------------------------------
+
+def cmd_team(mem, args) -> int:
+    from . import team  # (a team's commands only)
+    what = args.what
+    if what in ("setup", "add", "share"):  # an admin's, on the server alone
+        return _team_admin(team, args)
+    ws = mem.ws if mem is not None else wsmod.locate(getattr(args, "workspace", None)).folder
+    if what == "join":
+        d = team.join(ws, args.dsn, member=args.member, project=args.project,
+                      everywhere=args.all_projects)
+        lines = [f"joined the team server {d['server']} as {d['member']} (role {d['role']}), "
+                 + ("for every project" if d["everywhere"] else f"for {_one(d['project'])}")]
+        if d.get("warning"):
+            lines.append(f"warning: {d['warning']}")
+        lines.append("Sessions are published in the background after each Stop; "
+                     f"`{cli()} team publish` publishes now.")
+    elif what == "leave":
+        d = team.leave(ws, delete=args.delete)
+        lines = [f"left the team server {d['server']} ({_one(d['left'])})"
+                 + (f"; {count(d['sessions_deleted'], 'session')} of yours deleted there"
+                    if d["sessions_deleted"] is not None else "; what you published stays "
+                    "(--delete removes it)")]
+    elif what == "publish":
+        warnings = api.bring_up(mem).warnings  # (what changed, indexed first: it is what goes)
+        for w in warnings:
+            mem.log.warn(f"team publish: {w}", once=True)
+        embedder = None
+        try:
+            embedder = mem.embedder()
+        except Exception as e:  # noqa: BLE001 - published without vectors, said so
+            mem.log.warn(f"team publish: no model, no vectors sent: {e}", once=True)
+        d = team.publish(mem, embedder=embedder, seconds=args.seconds, force=True)
+        if not d.get("joined"):
+            raise Failure("this project is not in a team (prima-memory team join DSN)")
+        if d.get("skipped"):
+            lines = [f"nothing published: {d['skipped']}"]
+        else:
+            lines = [f"published {count(d.get('sessions', 0), 'session')} to {d.get('server')}"
+                     + (f", forgot {d['forgotten']}" if d.get("forgotten") else "")
+                     + (f", {d['left']} left for the next run" if d.get("left") else "")]
+        if d.get("error"):
+            emit(args, d, "\n".join(lines))
+            raise Failure(d["error"])
+    else:
+        d = team.status(mem)
+        if not d["joined"]:
+            lines = ["not in a team (prima-memory team join DSN)"]
+        else:
+            on = d.get("on_server")
+            lines = [f"server    {d['server']}" + (" (PRIMA_TEAM_DSN)" if d["via"] == "env" else ""),
+                     f"member    {_one(d['member'])}",
+                     f"project   {_one(d['project'] or '(no git remote: join with --project)')}"
+                     + ("  (every project joined)" if d["everywhere"] else ""),
+                     f"published {count(d['published'], 'session')} from here"
+                     + (f", {count(on['sessions'], 'session')} of yours on the server" if on
+                        else "")
+                     + f"; {d['waiting']} waiting"]
+            if d.get("server_error"):
+                lines.append(f"server    unreachable now: {d['server_error']}")
+            if d.get("last_error"):
+                lines.append(f"last error {d['last_error']}")
+    emit(args, d, "\n".join(lines))
+    return 0
+
+
+def _team_admin(team, args) -> int:
+    store = team.connect(args.dsn)
+    try:
+        if args.what == "setup":
+            done = store.migrate()
+            d = {"server": store.path, "applied": done, "version": store.server_version()}
+            text = (f"the team server {store.path} is at schema version {d['version']}"
+                    + (f" (applied {', '.join(map(str, done))})" if done else " (nothing to do)"))
+        elif args.what == "add":
+            password = sys.stdin.readline().rstrip("\n") if args.password_stdin else None
+            store.add_member(args.role, args.team, password)
+            if args.admin:
+                store.grant_admin(args.role)
+            d = {"server": store.path, "role": args.role, "team": args.team}
+            text = f"{args.role} is a member of {args.team} on {store.path}"
+        else:
+            store.share(args.project, args.team)
+            d = {"server": store.path, "project": args.project, "team": args.team}
+            text = f"{args.project} is shared with {args.team} on {store.path}"
+    finally:
+        store.close()
+    emit(args, d, text)
+    return 0
+
+
 # Each command the CLI runs here (cli.py runs `hook` and `mcp` itself), named: a reader finds
 # its handler, and a type checker its callers.
 HANDLERS = {"search": cmd_search, "similar": cmd_similar, "recall": cmd_recall,
             "recent": cmd_recent, "show": cmd_show, "export": cmd_export, "files": cmd_files,
             "digest": cmd_digest, "index": cmd_index, "embed": cmd_embed, "status": cmd_status,
-            "forget": cmd_forget, "quickstart": cmd_quickstart}
+            "forget": cmd_forget, "quickstart": cmd_quickstart, "team": cmd_team}

@@ -71,9 +71,12 @@ def _find_cli() -> str:
     return f"{quote(sys.executable)} -m prima_memory"
 
 
-def show(session_id: str, ws: str | None) -> str:
-    """Prints a session, from any folder (`ws` None: found among all projects)."""
+def show(session_id: str, ws: str | None, team: bool = False) -> str:
+    """Prints a session, from any folder (`ws` None: found among all projects; `team`: on the
+    team's server, which the workspace's join names)."""
     where = f"--workspace {quote(ws)}" if ws is not None else "--all-projects"
+    if team:
+        where = f"--team --workspace {quote(ws)}" if ws is not None else "--team"
     return f"{cli()} show {quote(session_id)} {where}"
 
 

@@ -124,7 +124,7 @@ class AllProjects(Scope):
     """Every project's memory, found and opened once and kept open across requests (the MCP
     server keeps one for its life; a command's lives for the command). Its log is the
     user-level store's."""
-    wide = True  # (each hit names its project)
+    wide = "all"  # (each hit names its project)
 
     def __init__(self, mine: Memory | None = None):
         self.mine = mine  # the serving workspace's own memory, used as it is for its project

@@ -29,8 +29,9 @@ BUSY_PAUSE = 0.5  # seconds before the one more try a busy index gets
 class Scope:
     """The interface (Memory and AllProjects implement it); `guarded` is shared."""
     log: Log
-    # the answer names each hit's project (it may come from any): see api.session_json
-    wide = False
+    # the answer names each hit's project (it may come from any; "all": of this machine, "team":
+    # of a team's server, and its member): see api.session_json
+    wide: bool | str = False
 
     def memories(self, warnings: list[str]) -> list[tuple[Memory, set[int]]]:
         """The memories a read covers, as they stand (nothing updated), each with the sessions

@@ -163,7 +163,8 @@ def messages_containing(store: Store, word: str,
     `match`: word_match()'s, when the caller has it."""
     expr, exact = match or word_match(store, word)
     if expr is None:
-        return _per_session(mid for mid, text in store.all_message_texts() if word in fold(text))
+        return _per_session(mid for mid, text in store.all_message_texts(word)
+                            if word in fold(text))
     if not expr:
         return {}
     if exact:

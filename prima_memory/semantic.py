@@ -90,6 +90,12 @@ def key_of(embedder, settings: Settings | None = None) -> str:
                       getattr(embedder, "build", "") or embedder.variant)
 
 
+def team_key(embedder) -> str:
+    """What a team's server files vectors under: the model and how texts were cut, not the
+    build (two builds of one model give one text the same vector, to 0.99 and better)."""
+    return vector_key(embedder.model)
+
+
 def exchange_text(prompt: str | None, reply: str | None) -> str:
     text = f"{prompt}\n\n{reply}" if prompt and reply else (prompt or reply or "")
     return text[:CUT]
@@ -490,8 +496,11 @@ def background(sims) -> tuple[float, float]:
     """The query's mean similarity to the history and its spread (standard deviation), each
     drawn towards the prior's by the prior's weight."""
     n = len(sims)
-    mean = float(sims.mean()) if n else 0.0
-    var = float(sims.var()) if n else 0.0
+    return background_of(n, float(sims.mean()) if n else 0.0, float(sims.var()) if n else 0.0)
+
+
+def background_of(n: int, mean: float, var: float) -> tuple[float, float]:
+    """background() of n similarities of this mean and variance."""
     w = PRIOR_WEIGHT
     m = (n * mean + w * PRIOR_MEAN) / (n + w)
     v = (n * (var + (mean - m) ** 2) + w * (PRIOR_SPREAD ** 2 + (PRIOR_MEAN - m) ** 2)) / (n + w)
@@ -514,6 +523,8 @@ def score_queries(stores, embedder, query: str, *, floor: float | None = None,
     session's rank reads, the same whichever index holds it."""
     np = _numpy()
     settings = settings or Settings()
+    if any(getattr(s, "remote", False) for s in stores):  # a team's server: one store
+        return [_remote(s, embedder, query, floor, settings) for s in stores]
     model, dim = key_of(embedder, settings), getattr(embedder, "dim", 384)
     helds = [_timed(s, model, dim) if timed else _held(s, model, dim) for s in stores]
     if not any(len(h.ids) for h in helds):
@@ -527,6 +538,76 @@ def score_queries(stores, embedder, query: str, *, floor: float | None = None,
         against = background(np.concatenate(kept))
     floor = settings.floor if floor is None else floor
     return [Scored(h, s, floor, settings, against) for h, s in zip(helds, sims)]
+
+
+# The nearest windows a team's server returns for a query (its HNSW index), and the windows its
+# background is drawn from (a sample: the server holds every member's).
+NEAREST, SAMPLE = 400, 4000
+
+
+class _Rows(Held):
+    """Some of an index's windows (a server's nearest), with each one's session's size."""
+
+    def __init__(self, ids, windows, sizes):
+        super().__init__(0, {}, ids, windows, ids)
+        self._given = sizes
+
+    def sizes(self):
+        return self._given
+
+
+class RemoteScored(Scored):
+    """Scored, over a team's server: its nearest windows (by HNSW) stand for every window, the
+    background comes from a sample, and a session's own windows (best, at) are asked for."""
+
+    def __init__(self, store, model: str, vec: str, floor: float, settings: Settings):
+        np = _numpy()
+        self.store, self.model, self.vec = store, model, vec
+        rows = store.nearest(model, vec, NEAREST)
+        n, mean, var = store.background(model, vec, SAMPLE)
+        held = self._held(rows)
+        super().__init__(held, np.asarray([r[2] for r in rows], dtype=np.float32), floor,
+                         settings, against=background_of(n, mean, var))
+
+    def _held(self, rows) -> _Rows:
+        np = _numpy()
+        ids = np.asarray([r[0] for r in rows], dtype=np.int64)
+        counts = self.store.window_counts(self.model, {session_of(int(i)) for i in ids})
+        sizes = np.asarray([max(1, counts.get(session_of(int(i)), 1)) for i in ids])
+        return _Rows(ids, np.asarray([r[1] for r in rows], dtype=np.int64), sizes)
+
+    def _of(self, sessions) -> Scored:
+        """This query scored over every window of `sessions` (exact), on the same background."""
+        np = _numpy()
+        rows = self.store.best_windows(self.model, self.vec, sorted(sessions)) if sessions else []
+        ids = np.asarray([r[0] for r in rows], dtype=np.int64)
+        _u, inv, counts = np.unique(session_of(ids), return_inverse=True, return_counts=True)
+        held = _Rows(ids, np.asarray([r[1] for r in rows], dtype=np.int64), counts[inv])
+        got = Scored.__new__(Scored)
+        got.held, got.sims = held, np.asarray([r[2] for r in rows], dtype=np.float32)
+        got.mean, got.spread, got.standout, got.bar = self.mean, self.spread, self.standout, \
+            self.bar
+        got.rank = got.sims if not self.standout or not len(rows) else \
+            got.sims - LENGTH * self.spread * np.sqrt(2 * np.log(held.sizes()))
+        return got
+
+    def best(self, sessions) -> dict[int, Match]:
+        return self._of(set(sessions)).best(sessions)
+
+    def at(self, turns: dict[int, tuple[int, int]]) -> dict[int, tuple[int, float]]:
+        return self._of(set(turns)).at(turns)
+
+
+def vector_text(vec) -> str:
+    """A vector as pgvector reads it."""
+    return "[" + ",".join(f"{x:.7g}" for x in vec.tolist()) + "]"
+
+
+def _remote(store, embedder, query: str, floor: float | None, settings: Settings) -> Scored:
+    np = _numpy()
+    q = embedder.encode([query[:CUT]])[0].astype(np.float32)
+    return RemoteScored(store, team_key(embedder), vector_text(q),
+                        settings.floor if floor is None else floor, settings)
 
 
 def search(store: Store, embedder, query: str, *, limit: int, admit=None,

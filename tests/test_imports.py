@@ -235,6 +235,7 @@ HEAVY = {  # the model's boundary: numpy, the runtimes, and our modules that loa
     "prima_memory.embed",  # where numpy and the runtimes load, and the model
     "prima_memory.semantic", "prima_memory.vectorfile",  # numpy at their top (embed.numpy)
     "prima_memory.embed_build",  # torch, transformers, onnx: building the ONNX model
+    "prima_memory.storage.postgres",  # psycopg (30 ms), the team extra: a team's commands only
 }
 
 # Measured with `python -X importtime` (and perf_counter, best of 15, bytecode cached) on top of
@@ -266,6 +267,7 @@ OFF_THE_HOOK_PATH = {
     "prima_memory.sources.history": "1.7 ms: the fallback when the conversations found nothing",
     "prima_memory.export": "1.4 ms of every CLI command (markdown_it later): export's alone",
     "prima_memory.demo": "17 ms of every CLI command (zipfile, tempfile, ...): demo's alone",
+    "prima_memory.team": "0.3 ms, and its git and server work: a team's commands and forgets",
 }
 
 # The thin fast entries: each defers what only one event, tool or command needs (main.py hands a

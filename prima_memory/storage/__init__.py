@@ -14,7 +14,8 @@ counts") with the types named here (shared.py), and get rows as named tuples.
 from .shared import (AnyWords, Busy, CantOpen, CorruptIndex, DiskFull, ExchangeRow, FAILED,
                      FileChangeRow, FileRow, ForeignIndex, LastCall, MessageRow, ReadOnly,
                      SchemaMismatch, SessionFacts, SessionRow, StoreError, TooManyMessages,
-                     ToolCallRow, Words, count_by_session, first_id, last_id, session_of)
+                     ToolCallRow, Words, count_by_session, first_id, last_id, ordinal_of,
+                     session_of)
 from .sqlite import (SCHEMA_VERSION, Store, fold, index_text, is_corruption, is_store_error,
                      move_aside, own_error)
 
@@ -22,4 +23,4 @@ __all__ = ["FAILED", "AnyWords", "Words", "SCHEMA_VERSION", "Busy", "CantOpen", 
            "ExchangeRow", "FileChangeRow", "FileRow", "ForeignIndex", "LastCall", "MessageRow",
            "SessionFacts", "ToolCallRow", "ReadOnly", "SchemaMismatch", "SessionRow", "Store",
            "StoreError", "TooManyMessages", "count_by_session", "first_id", "fold", "index_text", "is_corruption",
-           "is_store_error", "last_id", "move_aside", "own_error", "session_of"]
+           "is_store_error", "last_id", "move_aside", "ordinal_of", "own_error", "session_of"]

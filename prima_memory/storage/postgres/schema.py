@@ -57,7 +57,7 @@ CREATE TABLE prima.messages(
   seq integer NOT NULL CHECK (seq >= 0 AND seq < 16777216),
   id bigint GENERATED ALWAYS AS ((session << 24) | seq) STORED,
   key text NOT NULL, role text NOT NULL, ts double precision,
-  sidechain smallint NOT NULL DEFAULT 0, text text NOT NULL,
+  sidechain smallint NOT NULL DEFAULT 0, pair integer, text text NOT NULL,
   -- the tokens the member's own keyword index made of the text, as lexemes: no parser of
   -- the server's decides what a word is, so a word matches here as it does at home
   lexemes tsvector NOT NULL,
@@ -70,6 +70,7 @@ CREATE INDEX messages_lexemes ON prima.messages USING gin (lexemes);
 -- "bedroom", as the member's own terms_tri does
 CREATE TABLE prima.terms(project text NOT NULL, term text NOT NULL, PRIMARY KEY(project, term));
 CREATE INDEX terms_trigrams ON prima.terms USING gin (term gin_trgm_ops);
+CREATE INDEX terms_term ON prima.terms(term text_pattern_ops);
 
 CREATE TABLE prima.file_changes(
   session bigint NOT NULL REFERENCES prima.sessions ON DELETE CASCADE,
@@ -80,14 +81,15 @@ CREATE TABLE prima.file_changes(
 CREATE INDEX file_changes_path ON prima.file_changes USING gin (path_folded gin_trgm_ops);
 
 -- each embedded exchange's windows, computed on the member's machine (the server has no model);
--- an exchange is its reply's message id, and its prompt is `prompt`'s
+-- an exchange is its reply's message id (its prompt: the reply's `pair`)
 CREATE TABLE prima.windows(
   session bigint NOT NULL REFERENCES prima.sessions ON DELETE CASCADE,
-  exchange bigint NOT NULL, n smallint NOT NULL, prompt bigint, model text NOT NULL,
+  exchange bigint NOT NULL, n smallint NOT NULL, model text NOT NULL,
   v vector(384) NOT NULL,
   member name NOT NULL DEFAULT current_user, project text NOT NULL,
   PRIMARY KEY(session, exchange, n, model));
 CREATE INDEX windows_nearest ON prima.windows USING hnsw (v vector_cosine_ops);
+CREATE INDEX windows_session ON prima.windows(session);
 
 -- a forgotten session, and its messages' keys (a fork copies them): never published again
 CREATE TABLE prima.tombstones(member name NOT NULL DEFAULT current_user, source text NOT NULL,
@@ -139,12 +141,12 @@ CREATE POLICY read ON prima.members FOR SELECT USING (true);
 CREATE POLICY own ON prima.members FOR INSERT WITH CHECK (member = current_user);
 CREATE POLICY own_update ON prima.members FOR UPDATE USING (member = current_user);
 ALTER TABLE prima.terms ENABLE ROW LEVEL SECURITY;
-CREATE POLICY shared ON prima.terms FOR SELECT USING (project = ANY ((SELECT prima.readable())));
+CREATE POLICY shared ON prima.terms FOR SELECT USING (project = ANY ((SELECT prima.readable())::text[]));
 CREATE POLICY shared_insert ON prima.terms FOR INSERT TO prima_member
-  WITH CHECK (project = ANY ((SELECT prima.readable())));
+  WITH CHECK (project = ANY ((SELECT prima.readable())::text[]));
 CREATE POLICY shared_delete ON prima.terms FOR DELETE TO prima_member
-  USING (project = ANY ((SELECT prima.readable())));
-CREATE POLICY admin ON prima.terms FOR DELETE TO prima_admin USING (true);
+  USING (project = ANY ((SELECT prima.readable())::text[]));
+CREATE POLICY admin ON prima.terms FOR ALL TO prima_admin USING (true);
 ALTER TABLE prima.tombstones ENABLE ROW LEVEL SECURITY;
 CREATE POLICY own ON prima.tombstones FOR ALL TO prima_member USING (member = current_user)
   WITH CHECK (member = current_user);
@@ -156,13 +158,13 @@ CREATE POLICY admin ON prima.forgotten_keys FOR ALL TO prima_admin USING (true);
 """ + "".join(f"""
 ALTER TABLE prima.{t} ENABLE ROW LEVEL SECURITY;
 CREATE POLICY shared ON prima.{t} FOR SELECT
-  USING (member = current_user OR project = ANY ((SELECT prima.readable())));
+  USING (member = current_user OR project = ANY ((SELECT prima.readable())::text[]));
 CREATE POLICY own_insert ON prima.{t} FOR INSERT TO prima_member
-  WITH CHECK (member = current_user AND project = ANY ((SELECT prima.readable())));
+  WITH CHECK (member = current_user AND project = ANY ((SELECT prima.readable())::text[]));
 CREATE POLICY own_update ON prima.{t} FOR UPDATE TO prima_member USING (member = current_user)
-  WITH CHECK (member = current_user AND project = ANY ((SELECT prima.readable())));
+  WITH CHECK (member = current_user AND project = ANY ((SELECT prima.readable())::text[]));
 CREATE POLICY own_delete ON prima.{t} FOR DELETE TO prima_member USING (member = current_user);
-CREATE POLICY admin ON prima.{t} FOR DELETE TO prima_admin USING (true);
+CREATE POLICY admin ON prima.{t} FOR ALL TO prima_admin USING (true);
 """ for t in _MEMBER_ROWS)
 
 # version -> the step that makes it from the one before. Steps are only ever added.

