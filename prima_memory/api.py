@@ -1102,8 +1102,14 @@ def status(mem: Memory) -> dict:
         "semantic": semantic_status(mem),
         "rebuild": {"running": True, **rebuild_json(rebuild)} if rebuild else {"running": False},
         "forgotten": _forgotten_count(mem),
+        "team": team_brief(mem),
         "warnings": [w.split(" ", 3)[-1] for w in mem.log.tail(10)],
     }
+
+
+def team_brief(mem: Memory) -> dict | None:
+    from . import team  # (its config read: the status of a team's project only)
+    return team.brief(mem)
 
 
 def _forgotten_count(mem: Memory) -> int | str:

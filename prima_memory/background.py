@@ -183,10 +183,23 @@ def run_embedder(mem, lock_fd: int | None = None) -> tuple[int, int] | None:
     try:
         return _embed_all(mem)
     finally:
+        _publish(mem)
         # flock: held until this process is gone (let go earlier, a second embedder could start
         # while this one ends). filelock: a file that may outlive its holder, let go now.
         if lock is not None and lock.fd is None:
             lock.release()
+
+
+def _publish(mem) -> None:
+    """After the embedding a Stop started: the team's server told (the new sessions, with their
+    vectors, and the forgets), when the project joined one. Never raises."""
+    from . import team  # (the team's work: only where a project joined one)
+    embedder = None
+    try:
+        embedder = mem.embedder() if mem.model_tried() else None
+    except Exception:  # noqa: BLE001 - the model would not load: published without vectors
+        pass
+    team.publish_quietly(mem, embedder)
 
 
 def step(mem, budget: float | None, should_stop: Callable[[], bool], *,

@@ -16,7 +16,7 @@ from .progress import Progress
 from .recall_text import back, count, recall, score_text, session_line
 from .sources.names import agents
 from .sources.registry import other_agent
-from .timeparse import local_iso, span
+from .timeparse import iso_utc, local_iso, span
 from .wording import one_line
 
 
@@ -431,6 +431,11 @@ def render_status(d: dict) -> str:
     if gone:
         lines.append("absent     " + ", ".join(s["label"].strip("[]") for s in gone)
                      + " (not on this machine; status --json says where each was looked for)")
+    if d.get("team"):
+        t = d["team"]
+        lines.append(f"team       {t['server']}: {count(t['published'], 'session')} published"
+                     + (f"; last error: {one_line(t['last_error'], 200)} (tried again from "
+                        f"{local_iso(iso_utc(t['retry_at']))})" if t["last_error"] else ""))
     lines.append(f"indexed    {c['messages']} messages, {c['exchanges']} exchanges, "
                  f"{c['file_changes']} file changes")
     lines.append(f"pending    {d['pending']['files']} files changed since the last index "

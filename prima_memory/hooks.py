@@ -340,16 +340,20 @@ def recall_words(prompt) -> str | None:
 
 
 ALL = ("--all", "--all-projects")  # /prima-memory:recall --all <words>: every project's
+TEAM = ("--team",)  # /prima-memory:recall --team <words>: the team's server
 RECALL_ALL_FRAME = RECALL_FRAME.replace("in this workspace", "of every project on this machine")
+RECALL_TEAM_FRAME = RECALL_FRAME.replace("in this workspace",
+                                         "of the team's memory, published by its members")
 RECALL_ALL_BUDGET = 8.0  # seconds /recall --all brings projects up to date; the rest: background
 
 
-def every_project(words: str) -> tuple[bool, str]:
-    """(whether /recall's words ask for every project, the words to find)."""
-    for flag in ALL:
-        if words == flag or (words.startswith(flag) and words[len(flag)] in JS_SPACE):
-            return True, words[len(flag):].strip(JS_SPACE)
-    return False, words
+def reach_of(words: str) -> tuple[str, str]:
+    """(whose memory /recall's words ask for: "workspace", "all" or "team", the words)."""
+    for reach, flags in (("all", ALL), ("team", TEAM)):
+        for flag in flags:
+            if words == flag or (words.startswith(flag) and words[len(flag)] in JS_SPACE):
+                return reach, words[len(flag):].strip(JS_SPACE)
+    return "workspace", words
 
 
 def user_prompt_submit(mem, data: dict, session_id, lock_wait, index_budget) -> str:
@@ -357,7 +361,8 @@ def user_prompt_submit(mem, data: dict, session_id, lock_wait, index_budget) -> 
     brought up to date like at SessionStart, new exchanges are embedded for RECALL_EMBED seconds
     at most (the rest in the background, found by their words meanwhile), and the hard deadline
     ends it with a note rather than hold the user's prompt. `--all` first: every project's,
-    brought up to date for RECALL_ALL_BUDGET seconds at most (the rest in the background)."""
+    brought up to date for RECALL_ALL_BUDGET seconds at most (the rest in the background);
+    `--team`: the team's server (nothing brought up to date: its members publish)."""
     words = recall_words(data.get("prompt"))
     if words is None:
         forget = forget_words(data.get("prompt"))
@@ -365,14 +370,15 @@ def user_prompt_submit(mem, data: dict, session_id, lock_wait, index_budget) -> 
     # only /recall renders a search: the other prompts never import these
     from . import api, briefing
     from .recall_text import recall
-    every, words = every_project(words)
-    if every:
-        target = api.all_projects(mem, budget=RECALL_ALL_BUDGET)
+    reach, words = reach_of(words)
+    if reach != "workspace":
+        target = api.all_projects(mem, budget=RECALL_ALL_BUDGET) if reach == "all" \
+            else api.team(mem.ws, mem)
         try:
             _data, text = target.guarded(lambda: recall(target, words, embed_budget=RECALL_EMBED))
         finally:
             target.close()
-        return briefing.frame(RECALL_ALL_FRAME, text)
+        return briefing.frame(RECALL_ALL_FRAME if reach == "all" else RECALL_TEAM_FRAME, text)
     api.update(mem, lock_timeout=lock_wait, budget=index_budget, extracts=False, quick=True)
     _data, text = recall(mem, words, index=False, embed_budget=RECALL_EMBED)
     return briefing.frame(RECALL_FRAME, text)

@@ -68,6 +68,7 @@ class ServedMemory:
         self.no_model = False  # the model would not load: the idle work does not try again
         self._inode: int | None = None
         self._every: AllProjects | None = None  # every project's memory, once a tool asks
+        self._team = None  # the team's (team.Team), once a tool asks
 
     @property
     def every(self):
@@ -80,6 +81,15 @@ class ServedMemory:
         return self._every
 
     @property
+    def team(self):
+        """The team's memory on its server, for a tool called with scope "team": connected on
+        first use and kept (a server lost meanwhile is connected to again)."""
+        if self._team is None:
+            from . import api  # (loaded by the call that asks)
+            self._team = api.team(self.ws, self.mem)
+        return self._team
+
+    @property
     def mem(self):
         """The workspace's Memory (api.open_memory), made on first use (it imports the index)."""
         with self._making:
@@ -88,9 +98,10 @@ class ServedMemory:
                 self._mem = api.open_memory(self.ws, lasting=True)
         return self._mem
 
-    def call(self, fn, every: bool = False):
-        """fn(this workspace's memory), or fn(every project's) with `every`, under the scope's
-        guard (scope.Scope.guarded: the one place a request is tried again)."""
+    def call(self, fn, scope: str = "workspace"):
+        """fn(this workspace's memory), or fn(every project's) for scope "all", or fn(the
+        team's) for "team", under the scope's guard (scope.Scope.guarded: the one place a
+        request is tried again)."""
         with self._counting:
             self.waiting += 1
         got = self.lock.acquire(timeout=CALL_WAIT)  # (the idle work stops between its steps)
@@ -101,11 +112,21 @@ class ServedMemory:
                           f"{CALL_WAIT:g}s: try again in a moment")
         try:
             self._reopen_if_replaced()
-            scope = self.every if every else self.mem
-            return scope.guarded(lambda: fn(scope))
+            if scope == "team":
+                return self._on_team(fn)
+            reach = self.every if scope == "all" else self.mem
+            return reach.guarded(lambda: fn(reach))
         finally:
             self.last_request = time.monotonic()
             self.lock.release()
+
+    def _on_team(self, fn):
+        team = self.team
+        try:
+            return team.guarded(lambda: fn(team))
+        except Failure:
+            team.close()  # (a server restarted: the next call connects again)
+            raise
 
     def _reopen_if_replaced(self) -> None:
         """Another process may have moved a damaged index aside and made a new one, or the
@@ -177,7 +198,7 @@ def guarded_tool(memory: ServedMemory, fn, scope: str = "workspace"):
     """Run a data API call as a tool (on every project's memory for scope "all"): its
     PrimaError is the tool error the model reads."""
     try:
-        return lean(memory.call(fn, every=scope == "all"), memory.ws)
+        return lean(memory.call(fn, scope), memory.ws)
     except PrimaError as e:
         from .api import error_line  # (loaded by the call that failed)
         raise proto.ToolError(error_line(e, 1500)) from None
@@ -380,6 +401,10 @@ SCOPE = dict(_choice(("workspace", "all"), "workspace"), description=(
     '"workspace" (the default): this workspace\'s sessions; "all": every project on this '
     f"machine ({agents()} sessions of any folder), each result naming its "
     "project (workspace), for \"where did I solve this before, in any repository?\""))
+SCOPE_TEAM = dict(_choice(("workspace", "all", "team"), "workspace"), description=(
+    SCOPE["description"] + '; "team": the team\'s memory on its server (prima-memory team '
+    'join), each result naming the member who published it and the project, for "has anyone '
+    'on the team solved this before?"'))
 
 
 def tools(memory: ServedMemory) -> list[proto.Tool]:
@@ -400,7 +425,7 @@ def tools(memory: ServedMemory) -> list[proto.Tool]:
           it. since/until limit the sessions to a period.""",
           {"query": QUERY, "limit": _count("sessions"),
            "mode": _choice(("combined", "keyword", "semantic"), "combined"),
-           "since": WHEN, "until": WHEN, "scope": SCOPE}, required=["query"])
+           "since": WHEN, "until": WHEN, "scope": SCOPE_TEAM}, required=["query"])
     def search_sessions(a: dict) -> str:
         # after the handshake: Claude Code waits for it (see above)
         from . import api
@@ -419,8 +444,9 @@ def tools(memory: ServedMemory) -> list[proto.Tool]:
            "range": dict(_text('"full" or a slice of its messages, Python style: "0:20", '
                                '"-10:"', 40), default="full"),
            "detail": _choice(("summary", "turns", "full"), "summary"),
-           "scope": dict(SCOPE, description='"all": the session may be any project\'s (one '
-                         'a search with scope "all" found)')}, required=["session_id"])
+           "scope": dict(SCOPE_TEAM, description='"all": the session may be any project\'s (one '
+                         'a search with scope "all" found); "team": one on the team\'s server')},
+          required=["session_id"])
     def recall_session(a: dict) -> str:
         # after the handshake: Claude Code waits for it (see above)
         from . import api
@@ -446,7 +472,7 @@ def tools(memory: ServedMemory) -> list[proto.Tool]:
 
     @tool("recent_sessions", """The latest sessions in this workspace (scope "all": of every
           project), newest first, each with its first and last request and the files it
-          changed.""", {"n": _count("sessions"), "scope": SCOPE})
+          changed.""", {"n": _count("sessions"), "scope": SCOPE_TEAM})
     def recent_sessions(a: dict) -> str:
         # after the handshake: Claude Code waits for it (see above)
         from . import api

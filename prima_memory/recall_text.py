@@ -50,7 +50,8 @@ def recall(scope, query: str, *, limit: int = 8, index: bool = True,
                  "sessions": data["sessions"]}, recent_text(data))
     data = api.search(scope, query, mode="combined", limit=limit, ready=api.bring_up(
         scope, mode="combined", index=index, embed_budget=embed_budget))
-    where = f", in all {count(data['projects'], 'project')}" if data.get("scope") == "all" else ""
+    where = f", in all {count(data['projects'], 'project')}" if data.get("scope") == "all" else \
+        ", on the team's server" if data.get("scope") == "team" else ""
     head = [f"prima-memory: past sessions matching \"{printable(one_line(query, QUERY_SHOWN))}\""
             f"{where} ({QUOTED})"]
     head += [f"note: {one_line(w, 300)}" for w in data["warnings"]]
@@ -62,6 +63,8 @@ def recall(scope, query: str, *, limit: int = 8, index: bool = True,
         blocks.append([f"{i}. {r['label']} {one_line(r['title'], 100)} — "
                        f"{span(r['started_at'], r['ended_at'])} · {score_text(r)}"]
                       + ([f"   project {printable(r['workspace'])}"] if "workspace" in r else [])
+                      + ([f"   {printable(r['member'] or '?')} · project "
+                          f"{printable(r['project'] or '?')}"] if r.get("team") else [])
                       + [f"   > {one_line(m, 200)}"
                          for m in r["matches"][:3] or ([r["snippet"]] if r["snippet"] else [])]
                       + _wayback(r))
@@ -70,7 +73,8 @@ def recall(scope, query: str, *, limit: int = 8, index: bool = True,
 
 def recent_text(data: dict) -> str:
     """/recall with no words: the latest sessions, and how to search."""
-    where = "of all projects" if data.get("scope") == "all" else "in this workspace"
+    where = {"all": "of all projects", "team": "on the team's server"}.get(
+        data.get("scope"), "in this workspace")
     head = [f"prima-memory: the latest sessions {where} ({QUOTED})"]
     head += [f"note: {one_line(w, 300)}" for w in data["warnings"]]
     if not data["sessions"]:

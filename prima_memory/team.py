@@ -22,7 +22,7 @@ from . import workspace as wsmod
 from .errors import Failure, UsageError
 from .logs import Log
 from .scope import Scope
-from .storage import ordinal_of, session_of
+from .storage import count_by_session, ordinal_of, session_of
 from .workspace import blake2b
 
 TYPE_CHECKING = False
@@ -205,9 +205,13 @@ def leave(ws: str, *, delete: bool = False) -> dict:
     if delete:
         store = connect(j.dsn)
         try:
-            removed = store.leave()
+            removed = store.leave(None if j.everywhere else project_name(ws, j))
         finally:
             store.close()
+        try:  # (joined again, everything is published again)
+            os.unlink(os.path.join(wsmod.data_dir(ws), LEDGER))
+        except OSError:
+            pass
     cfg = _read_json(config_path())
     if j.everywhere:
         cfg.pop("all", None)
@@ -241,6 +245,17 @@ def status(mem: Memory) -> dict:
     return out
 
 
+def brief(mem: Memory) -> dict | None:
+    """`status`'s line, from what this machine knows (no server asked): None when not joined."""
+    j = joined(mem.ws)
+    if j is None:
+        return None
+    ledger = _ledger(mem)
+    return {"server": j.server, "published": len(ledger.get("sessions") or {}),
+            "last_published": ledger.get("published_at"), "last_error": ledger.get("error"),
+            "retry_at": ledger.get("retry_at")}
+
+
 # -- publishing -----------------------------------------------------------------------------------
 
 def _ledger(mem: Memory) -> dict:
@@ -252,10 +267,19 @@ def _fingerprint(row) -> list:
             row.branch]
 
 
-def _waiting(mem: Memory, ledger: dict) -> list:
+def _waiting(mem: Memory, ledger: dict, local_key: str | None = None) -> list:
+    """The sessions to publish: changed since they were sent, or (`local_key`: the vectors of
+    that key) with more exchanges embedded than were sent."""
     done = ledger.get("sessions") or {}
-    return [r for r in mem.store().sessions() if r.source in PUBLISHED_AGENTS
-            and done.get(f"{r.source}\0{r.session_id}", [None])[0] != _fingerprint(r)]
+    store = mem.store()
+    embedded = count_by_session(store.embedded_hashes(local_key)) if local_key else {}
+    out = []
+    for r in store.sessions():
+        was = done.get(f"{r.source}\0{r.session_id}")
+        if r.source in PUBLISHED_AGENTS and (was is None or was[0] != _fingerprint(r)
+                                             or embedded.get(r.id, 0) > was[3]):
+            out.append(r)
+    return out
 
 
 def _digest(rows) -> str:
@@ -280,8 +304,9 @@ def _payload(store, row, project: str, prev: list | None, keys) -> tuple[dict, l
                  text) for mid, key, role, ts, side, pair, text in sent]
     changes = [(n, c.path, c.tool, c.explanation, c.ts)
                for n, c in enumerate(store.file_changes(row.id))]
-    windows, embedded = [], prev[3] if prev else 0
+    windows, embedded = None, prev[3] if prev else 0  # (None: no model, left as they are)
     if keys is not None:
+        windows = []
         local, team = keys
         replies = [m[0] for m in held if m[2] == "assistant"]
         got = store.exchange_vectors(local, replies) if replies else []
@@ -337,6 +362,9 @@ def publish(mem: Memory, *, embedder=None, seconds: float | None = None,
         sent = ledger.setdefault("forgot", [])
         for entry in mem.tombstones().entries:
             mark = f"{entry.get('source')}\0{entry.get('id')}"
+            # (a session kept out as it ran was never published from here: its id stays here)
+            if entry.get("why") == "opt-out" and mark not in ledger.get("sessions", {}):
+                continue
             if mark not in sent:
                 store.forget(entry["source"], entry["id"], entry.get("keys") or ())
                 sent.append(mark)
@@ -352,7 +380,7 @@ def publish(mem: Memory, *, embedder=None, seconds: float | None = None,
             keys = (key_of(embedder), team_key(embedder))
         local = mem.store()
         books = ledger.setdefault("sessions", {})
-        waiting = sorted(_waiting(mem, ledger), key=lambda r: -(r.ended_at or 0))
+        waiting = sorted(_waiting(mem, ledger, keys and keys[0]), key=lambda r: -(r.ended_at or 0))
         for n, row in enumerate(waiting):
             if time.monotonic() > deadline:
                 done["left"] = len(waiting) - n

@@ -235,6 +235,8 @@ def test_a_forget_made_while_the_server_is_away_is_sent_by_the_next_publish(tmp_
     away = {"PRIMA_TEAM_DSN": "postgresql://ana@127.0.0.1:9/nowhere?connect_timeout=1"}
     out = json.loads(ana.run("forget", sid(1), "--yes", "--json", env=away).stdout)
     assert "cannot be reached" in out["team"]["error"]
+    said = ana.run("status", env=away).stdout  # (one line, from what this machine knows)
+    assert [x for x in said.splitlines() if x.startswith("team ")][0].count("cannot be reached") == 1
     assert server_rows(clean_server, "SELECT count(*) FROM prima.sessions")[0][0] == 1
     got = json.loads(publish(ana).stdout)
     assert got["forgotten"] == 1
@@ -389,3 +391,117 @@ def test_a_server_killed_mid_publish_is_left_consistent_and_the_next_publish_fin
         assert c.execute("SELECT count(*), count(DISTINCT session_id) FROM prima.sessions"
                          ).fetchone() == (60, 60)
         assert c.execute("SELECT count(*) FROM prima.messages").fetchone()[0] == 120
+
+
+# -- after Stop, in the background --------------------------------------------------------------------
+
+def test_a_stop_publishes_in_the_background_with_the_vectors_and_the_hook_waits_for_none_of_it(
+        tmp_path, clean_server):
+    ana, bo = member(tmp_path, "ana"), member(tmp_path, "bo")
+    joined(ana, clean_server["ana"], "Ana")
+    joined(bo, clean_server["bo"], "Bo")
+    t = ana.transcript(sid(7), start=time.time() - 600)
+    t.exchange("How do we rotate the kestrel certificates?", "With certbot renew and a reload.")
+    payload = {"session_id": sid(7), "transcript_path": str(t.path), "cwd": str(ana.ws),
+               "hook_event_name": "Stop", "stop_hook_active": False,
+               "last_assistant_message": "With certbot renew and a reload."}
+    p = ana.run("hook", "stop", input=json.dumps(payload), env={"PRIMA_BACKGROUND": "1"})
+    assert p.returncode == 0 and p.stdout == ""
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline and not server_rows(
+            clean_server, "SELECT count(*) FROM prima.windows")[0][0]:
+        time.sleep(0.2)
+    assert server_rows(clean_server, "SELECT count(*) FROM prima.sessions")[0][0] == 1
+    assert server_rows(clean_server, "SELECT count(*) FROM prima.windows")[0][0] >= 1
+    # found by meaning alone: none of these words is in the session
+    hits = json.loads(bo.run("search", "--team", "--mode", "semantic",
+                             "renewing TLS certs for the web server", "--json").stdout)["results"]
+    assert [h["session_id"] for h in hits][:1] == [sid(7)]
+
+
+# -- MCP and /recall --------------------------------------------------------------------------------
+
+def _two_members(tmp_path, team_db):
+    ana, bo = member(tmp_path, "ana"), member(tmp_path, "bo")
+    history(ana, [(1, "Fix the login redirect loop after the OAuth callback",
+                   "The session cookie was SameSite=Strict, so the browser dropped it on the "
+                   "callback. Set it to Lax.")])
+    history(bo, [(2, "Local work of bo's", "Nothing about logins.")])
+    joined(ana, team_db["ana"], "Ana")
+    joined(bo, team_db["bo"], "Bo")
+    publish(ana)
+    return ana, bo
+
+
+def test_the_mcp_tools_read_the_team_with_scope_team(tmp_path, clean_server):
+    pytest.importorskip("mcp")
+    import anyio
+    from mcp import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+    _ana, bo = _two_members(tmp_path, clean_server)
+    params = StdioServerParameters(command=sys.executable, args=[
+        "-m", "prima_memory", "--workspace", str(bo.ws), "mcp"], env=bo.env, cwd=str(bo.root))
+
+    async def main():
+        async with stdio_client(params) as (r, w), ClientSession(r, w) as s:
+            await s.initialize()
+            tools = {t.name: t for t in (await s.list_tools()).tools}
+            assert "team" in tools["search_sessions"].input_schema["properties"]["scope"]["enum"]
+            got = {}
+            for name, args in (("search_sessions", {"query": "OAuth cookie", "scope": "team"}),
+                               ("search_sessions", {"query": "OAuth cookie"}),
+                               ("recall_session", {"session_id": sid(1), "scope": "team",
+                                                   "detail": "turns"}),
+                               ("recent_sessions", {"scope": "team"})):
+                r = await s.call_tool(name, args)
+                assert not r.is_error, r.content[0].text
+                got.setdefault(name, []).append(json.loads(r.content[0].text))
+            return got
+    got = anyio.run(main)
+    team, local = got["search_sessions"]
+    assert [h["session_id"] for h in team["results"]] == [sid(1)]
+    assert team["results"][0]["member"] == "Ana" and team["scope"] == "team"
+    assert all(h["session_id"] != sid(1) for h in local.get("results", []))
+    assert "SameSite" in json.dumps(got["recall_session"][0])
+    assert sid(1) in json.dumps(got["recent_sessions"][0])
+
+
+def test_recall_team_in_a_prompt_answers_from_the_server(tmp_path, clean_server):
+    _ana, bo = _two_members(tmp_path, clean_server)
+    payload = {"session_id": sid(99), "cwd": str(bo.ws), "hook_event_name": "UserPromptSubmit",
+               "prompt": "/prima-memory:recall --team OAuth cookie redirect",
+               "transcript_path": str(bo.root / "none.jsonl")}
+    hook = {"CLAUDE_PROJECT_DIR": str(bo.ws)}
+    context = bo.run("hook", "user-prompt-submit", input=json.dumps(payload), env=hook).stdout
+    assert context.startswith("<prima-memory>") and context.count("</prima-memory>") == 1
+    assert "team's memory" in context and "on the team's server" in context
+    assert "Fix the login redirect loop" in context and "Ana · project github.com/acme/api" in context
+    assert "--team" in context  # (the way back: show --team)
+    # a server that is away: one note, the prompt goes on
+    payload["prompt"] = "/prima-memory:recall --team anything"
+    p = bo.run("hook", "user-prompt-submit", input=json.dumps(payload),
+               env={**hook, "PRIMA_TEAM_DSN": "postgresql://bo@127.0.0.1:9/x?connect_timeout=1"})
+    assert p.returncode == 0 and "cannot be reached" in p.stdout
+
+
+def test_leave_delete_removes_this_projects_rows_and_a_join_again_publishes_them_again(
+        tmp_path, clean_server):
+    ana = member(tmp_path, "ana")
+    history(ana, [(1, "The ocelot feature", "Shipped.")])
+    joined(ana, clean_server["ana"], "Ana")
+    publish(ana)
+    other = member(tmp_path, "ana-other-project")
+    history(other, [(2, "The other project's work", "Done.")])
+    joined(other, clean_server["ana"], "Ana", "github.com/acme/web")
+    server_rows(clean_server, "INSERT INTO prima.projects VALUES ('github.com/acme/web', 'core') "
+                "RETURNING 1")
+    publish(other)
+    left = json.loads(ana.run("team", "leave", "--delete", "--json").stdout)
+    assert left["sessions_deleted"] == 1
+    assert [r[0] for r in server_rows(clean_server, "SELECT project FROM prima.sessions")] == \
+        ["github.com/acme/web"]  # (the other project's stay)
+    assert server_rows(clean_server, "SELECT count(*) FROM prima.terms WHERE term = 'ocelot'"
+                       )[0][0] == 0
+    assert "not in a team" in ana.run("team", "status").stdout
+    joined(ana, clean_server["ana"], "Ana")
+    assert json.loads(publish(ana).stdout)["sessions"] == 1

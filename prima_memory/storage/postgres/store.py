@@ -27,6 +27,7 @@ CONNECT_SECONDS = 5  # a server that does not answer within this is unreachable,
 STATEMENT_MS = 20000  # no statement of a member's runs longer (a hung server never hangs a search)
 LEXEME_BYTES = 2046  # PostgreSQL's limit for one lexeme
 TSVECTOR_BYTES = 1 << 19  # a message's lexemes kept under half of tsvector's 1 MB limit
+SAMPLE_EXACT = 100_000  # windows under this are counted; past it, the planner's estimate
 
 
 class TeamError(StoreError):
@@ -237,6 +238,10 @@ class TeamStore:
             with self.conn.transaction():
                 self.conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATE_LOCK,))
                 self.conn.execute(VERSION_TABLE)
+            have = self._value("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
+            if have and tuple(int(x) for x in re.findall(r"\d+", have)[:2]) < (0, 8):
+                raise TeamError(f"the team server {self.path} has pgvector {have}: prima-memory "
+                                "needs 0.8 or later (ALTER EXTENSION vector UPDATE)", self.path)
             for v in range(1, SCHEMA_VERSION + 1):
                 with self.conn.transaction():
                     self.conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATE_LOCK,))
@@ -334,10 +339,11 @@ class TeamStore:
                                              ("file_changes", "n", [c[0] for c in s["changes"]])):
                         self.conn.execute(f"DELETE FROM prima.{table} WHERE session = %s AND "
                                           f"NOT ({col} = ANY(%s))", (sid, keep))
-                    self.conn.execute("DELETE FROM prima.windows WHERE session = %s", (sid,))
+                    if s["windows"] is not None:
+                        self.conn.execute("DELETE FROM prima.windows WHERE session = %s", (sid,))
                 self._messages(sid, p, s["messages"])
                 self._changes(sid, p, s["changes"])
-                self._windows(sid, p, s["windows"])
+                self._windows(sid, p, s["windows"] or ())
                 return True
         except psycopg.Error as e:
             raise _own(e, self.path) from None
@@ -418,12 +424,20 @@ class TeamStore:
                 "(SELECT 1 FROM prima.messages m WHERE m.project = t.project AND m.lexemes @@ "
                 "quote_literal(t.term)::tsquery)", (project, part))
 
-    def leave(self) -> int:
-        """This member's every row deleted (their tombstones kept). Returns the sessions."""
+    def leave(self, project: str | None = None) -> int:
+        """This member's rows deleted (of `project` alone, if given), and the words only they
+        held; their tombstones kept. Returns the sessions."""
         try:
             with self.conn.transaction():
-                return self.conn.execute("DELETE FROM prima.sessions WHERE member = current_user"
-                                         ).rowcount
+                rows = self.conn.execute(
+                    "DELETE FROM prima.sessions WHERE member = current_user AND "
+                    "(%s::text IS NULL OR project = %s) RETURNING id, project",
+                    (project, project)).fetchall()
+                for p in {p for _i, p in rows}:
+                    words = self.conn.execute("SELECT term FROM prima.terms WHERE project = %s",
+                                              (p,)).fetchall()
+                    self._drop_unheld(p, [w for (w,) in words])
+                return len(rows)
         except psycopg.Error as e:
             raise _own(e, self.path) from None
 
@@ -615,7 +629,10 @@ class TeamStore:
     def background(self, model: str, vec: str, sample: int) -> tuple[int, float, float]:
         """(windows, mean, variance) of the query's similarity over a sample of the windows:
         the background a match must stand out from."""
-        n = int(self._value("SELECT count(*) FROM prima.windows WHERE model = %s", (model,)))
+        # (how many there are, as the planner knows it: a count would read every window)
+        n = int(self._value("SELECT reltuples FROM pg_class WHERE oid = 'prima.windows'::regclass"))
+        if n < SAMPLE_EXACT:
+            n = int(self._value("SELECT count(*) FROM prima.windows WHERE model = %s", (model,)))
         if not n:
             return 0, 0.0, 0.0
         share = min(100.0, 100.0 * sample / n)
