@@ -74,7 +74,7 @@ def recall(scope, query: str, *, limit: int = 8, index: bool = True,
 def recent_text(data: dict) -> str:
     """/recall with no words: the latest sessions, and how to search."""
     where = {"all": "of all projects", "team": "on the team's server"}.get(
-        data.get("scope"), "in this workspace")
+        str(data.get("scope")), "in this workspace")
     head = [f"prima-memory: the latest sessions {where} ({QUOTED})"]
     head += [f"note: {one_line(w, 300)}" for w in data["warnings"]]
     if not data["sessions"]:

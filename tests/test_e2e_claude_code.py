@@ -341,6 +341,89 @@ def test_recall_all_finds_another_projects_session_with_its_way_back(cc, tmp_pat
     assert not (other / ".prima-memory").exists()
 
 
+TEAM_PROJECT = "github.com/acme/e2e-team"  # the project as the team knows it (#40)
+
+
+@pytest.fixture
+def team_server(pg_server):
+    """A team's server of its own (#40): a database on the real PostgreSQL with pgvector, its
+    schema migrated, ana and bo in team core, which shares TEAM_PROJECT. Returns {role: DSN}."""
+    psycopg = pytest.importorskip("psycopg", reason="the team memory's driver is not installed")
+    from psycopg.conninfo import make_conninfo
+    from prima_memory.storage.postgres import TeamStore
+    name = f"e2e_team_{os.getpid()}"
+    with psycopg.connect(pg_server("postgres"), autocommit=True) as c:
+        c.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        c.execute(f'CREATE DATABASE "{name}"')
+    admin = pg_server(name)
+    st = TeamStore(admin)
+    try:
+        st.migrate()
+        for role in ("ana", "bo"):
+            st.add_member(role, "core")
+        st.share(TEAM_PROJECT, "core")
+    finally:
+        st.close()
+    return {role: make_conninfo(admin, user=role) for role in ("ana", "bo")}
+
+
+def _plugin_installed(cc) -> None:
+    """install.sh run, as the first test does, where this test runs alone (-k)."""
+    if not (h.installed_plugins(cc.home).get("plugins") or {}).get(PLUGIN):
+        p = cc.install()
+        assert p.returncode == 0, p.stdout + p.stderr
+
+
+def test_recall_team_finds_a_teammates_session_on_the_server(cc, team_server, tmp_path):
+    """/prima-memory:recall --team <words>: ana, in her own HOME, joins the team's server and
+    publishes a session with the CLI; bo (this Claude Code's user) joins the same server for the
+    same project, and his /recall --team answers from it: her session, naming her and the
+    project, its way back a `show --team` (a teammate's session is read, not resumed); the plain
+    /recall does not look there."""
+    ana = Env(tmp_path / "ana")
+    ana.env["GIT_CONFIG_GLOBAL"] = str(ana.home / ".gitconfig")
+    sid = "0e0e0e0e-0000-4000-8000-0000000000a7"
+    title = "Fix the zqxheron webhook retries after the gateway timeout"
+    ana.transcript(sid, start=time.time() - 86400).exchange(
+        title, "The gateway closed idle connections at 30 s; retry with jittered backoff.")
+    ana.run("team", "join", team_server["ana"], "--member", "Ana", "--project", TEAM_PROJECT)
+    published = ana.run("team", "publish", "--json", env={"PRIMA_EMBED_BUDGET": "0"})
+    assert json.loads(published.stdout)["sessions"] == 1, published.stdout + published.stderr
+
+    def bo(*args):  # bo's own CLI, in his HOME (his team.json) and workspace
+        p = h.run([str(VENV_PYTHON), "-m", "prima_memory", "team", *args], env=cc.e.env,
+                  cwd=str(cc.ws), timeout=120)
+        assert p.returncode == 0, p.stdout + p.stderr
+        return p
+
+    _plugin_installed(cc)
+    bo("join", team_server["bo"], "--member", "Bo", "--project", TEAM_PROJECT)
+    try:
+        joined = json.loads((cc.share / "team.json").read_text())  # bo's own, in his HOME
+        assert joined["projects"][str(cc.ws)]["member"] == "Bo", joined
+        _recall(cc, "zqxheron webhook")
+        assert sid not in _recall_answer(cc)
+        _recall(cc, "--team zqxheron webhook")
+        first = cc.api.requests[0]
+        answer = _recall_answer(cc)
+        assert answer.startswith(f"<prima-memory>\n{RECALL_ANSWER}"), _texts(first, "system")[-3000:]
+        assert answer.endswith("</prima-memory>")
+        assert first.text.count(answer) == 1, first.text[-6000:]  # the framed answer, once
+        # one answer, the team's (the command's own text names the answer once more)
+        assert first.text.count(RECALL_ANSWER) == 1 + _texts(first, "user").count(RECALL_ANSWER)
+        assert "team's memory" in answer, answer
+        assert "past sessions matching \"zqxheron webhook\", on the team's server" in answer
+        hits = re.findall(rf"^\d+\. .*{re.escape(title)} — .*$", answer, re.M)
+        assert len(hits) == 1, answer  # her session, once (its title is its matching line too)
+        assert answer.count(f"Ana · project {TEAM_PROJECT}") == 1, answer
+        show = [ln.strip() for ln in answer.splitlines()
+                if re.fullmatch(rf"\S*prima-memory show {sid} --team --workspace .+", ln.strip())]
+        assert len(show) == 1, answer
+        assert f"claude --resume {sid}" not in answer
+    finally:
+        bo("leave")  # the later tests' sessions publish nothing
+
+
 OLD_END_MARKER = "PRIMA_MEMORY_RECALL_QUERY_9F2C4E7A"  # the heredoc /recall's ```! block once had
 
 

