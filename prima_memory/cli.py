@@ -77,6 +77,7 @@ def _search_options() -> tuple:
         _TEAM)
 
 
+_ADMIN_DSN = "a DSN of a role that may create roles, schemas and extensions"
 _TEAM = ("--team", {"action": "store_true", "help": "the team's memory on its server (team "
                     "join), not this machine's"})
 
@@ -295,22 +296,25 @@ def _parser(only: str | None = None):
     tl.add_argument("--delete", action="store_true", help="and delete what you published")
     tp = tw.add_parser("publish", parents=[common], help="publish now (the background does it "
                        "after each Stop)")
-    tp.add_argument("--seconds", type=float, default=600.0, help=argparse.SUPPRESS)
+    tp.add_argument("--seconds", type=float, default=600.0, metavar="S",
+                    help="stop after S seconds (default 600); the rest goes next time")
     ts = tw.add_parser("setup", parents=[common], help="(an admin's) make or migrate the "
                        "server's schema")
-    ts.add_argument("dsn", metavar="ADMIN_DSN")
+    ts.add_argument("dsn", metavar="ADMIN_DSN", help=_ADMIN_DSN)
     ta = tw.add_parser("add", parents=[common], help="(an admin's) a member's role in a team")
-    ta.add_argument("dsn", metavar="ADMIN_DSN")
-    ta.add_argument("role", metavar="ROLE")
-    ta.add_argument("team", metavar="TEAM")
+    ta.add_argument("dsn", metavar="ADMIN_DSN", help=_ADMIN_DSN)
+    ta.add_argument("role", metavar="ROLE", help="the member's PostgreSQL login role (made if "
+                    "missing)")
+    ta.add_argument("team", metavar="TEAM", help="the team's name")
     ta.add_argument("--password-stdin", action="store_true", help="set the role's password "
                     "from the first line of standard input")
     ta.add_argument("--admin", action="store_true", help="and let the role remove any rows")
     tsh = tw.add_parser("share", parents=[common], help="(an admin's) a project shared with a "
                         "team")
-    tsh.add_argument("dsn", metavar="ADMIN_DSN")
-    tsh.add_argument("project", metavar="PROJECT")
-    tsh.add_argument("team", metavar="TEAM")
+    tsh.add_argument("dsn", metavar="ADMIN_DSN", help=_ADMIN_DSN)
+    tsh.add_argument("project", metavar="PROJECT", help="the project as the team names it: its "
+                     "git remote as host/path (github.com/acme/api)")
+    tsh.add_argument("team", metavar="TEAM", help="the team's name")
     command("mcp", parents=[common],
                    help="serve this memory to Claude over MCP (stdio), as the plugin does")
     q = command("quickstart", parents=[common],

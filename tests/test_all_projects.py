@@ -600,7 +600,10 @@ def test_the_mcp_tools_with_scope_all(machine):
             for name in ("search_sessions", "recent_sessions", "recall_session", "find_similar",
                          "get_file_history"):
                 scope = tools[name].input_schema["properties"]["scope"]
-                assert scope["enum"] == ["workspace", "all"] and scope["default"] == "workspace"
+                assert scope["enum"][:2] == ["workspace", "all"] and scope["default"] == "workspace"
+                # (a team's server too, for the reads it answers: tests/test_team.py)
+                assert ("team" in scope["enum"]) == (name in ("search_sessions",
+                                                              "recent_sessions", "recall_session"))
             out = {}
             for scope in ("workspace", "all"):
                 r = await s.call_tool("search_sessions", {"query": "rate limiter 429",

@@ -172,7 +172,7 @@ class _Read:
         if s._depth == 0:
             try:
                 s.conn.execute("ROLLBACK")
-            except Exception:  # noqa: BLE001 - a connection lost: nothing to end
+            except psycopg.Error:  # (a connection lost: nothing to end)
                 pass
 
 
@@ -194,7 +194,6 @@ class TeamStore:
             raise _own(e, self.path) from None
         self._depth = 0
         self._tokens = Tokens()
-        self.readonly = False
 
     # -- plumbing ------------------------------------------------------------------------------
 
