@@ -171,6 +171,14 @@ def test_a_member_of_another_team_reads_none_of_it_and_cannot_write_into_it(tmp_
         assert c.execute("SELECT count(*) FROM prima.messages").fetchone()[0] == 2  # her own
         assert c.execute("SELECT count(*) FROM prima.terms WHERE term = 'signing'"
                          ).fetchone()[0] == 0
+        # the lookups that run as the tables' owner (for their index) apply the same rule
+        for sql in ("SELECT prima.messages_matching('''signing''', NULL)",
+                    "SELECT prima.terms_like('%sign%', 100)",
+                    "SELECT prima.titles_like('%signing%')",
+                    "SELECT * FROM prima.paths_like('%')"):
+            assert c.execute(sql).fetchall() == [], sql
+        assert c.execute("SELECT count(*) FROM prima.messages_matching('''ledger''', NULL)"
+                         ).fetchone()[0] == 1  # (her own)
         with pytest.raises(psycopg.errors.InsufficientPrivilege):
             c.execute("INSERT INTO prima.sessions(source, session_id, project, label, title, "
                       "title_folded) VALUES ('claude-code', 'x', %s, 'x', 'forged', 'forged')",
@@ -178,6 +186,13 @@ def test_a_member_of_another_team_reads_none_of_it_and_cannot_write_into_it(tmp_
         # (ana's rows are not carol's to delete)
         assert c.execute("DELETE FROM prima.sessions WHERE member = 'ana'").rowcount == 0
     assert server_rows(clean_server, "SELECT count(*) FROM prima.sessions")[0][0] == 2
+    # a role that is no member runs none of them
+    with psycopg.connect(clean_server["admin"], autocommit=True) as c:
+        c.execute("DROP ROLE IF EXISTS stranger")
+        c.execute("CREATE ROLE stranger LOGIN")
+    with psycopg.connect(_dsn(clean_server["admin"], user="stranger"), autocommit=True) as c:
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            c.execute("SELECT prima.messages_matching('''signing''', NULL)")
     # carol publishing her project under ana's project name is refused, in one line
     carol2 = member(tmp_path, "carol2")
     history(carol2, [(10, "A forged session", "Nothing.")])

@@ -101,6 +101,37 @@ CREATE TABLE prima.forgotten_keys(member name NOT NULL DEFAULT current_user, key
 CREATE FUNCTION prima.readable() RETURNS text[] LANGUAGE sql STABLE AS
   $f$ SELECT coalesce(array_agg(DISTINCT project), '{}') FROM prima.projects $f$;
 
+-- The lookups a search makes by word and by part of a word. Row-level security lets PostgreSQL
+-- use an index only for a condition that is leakproof, which a word match (@@) and LIKE are
+-- not: through the policies every message would be read. These functions run as the tables'
+-- owner, with the index, and apply the policies' own rule to the member connected
+-- (session_user: their login role): their own rows, and the projects of their teams.
+CREATE FUNCTION prima.my_projects() RETURNS text[] LANGUAGE sql STABLE SECURITY DEFINER
+  SET search_path = pg_catalog, pg_temp AS
+  $f$ SELECT coalesce(array_agg(DISTINCT p.project), '{}') FROM prima.projects p
+      JOIN prima.teams t ON t.team = p.team WHERE t.member = session_user $f$;
+CREATE FUNCTION prima.messages_matching(q tsquery, lim bigint) RETURNS SETOF bigint
+  LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS
+  $f$ SELECT m.id FROM prima.messages m WHERE m.lexemes @@ q AND (m.member = session_user
+      OR m.project = ANY ((SELECT prima.my_projects())::text[])) LIMIT lim $f$;
+CREATE FUNCTION prima.terms_like(pattern text, lim bigint) RETURNS SETOF text
+  LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS
+  $f$ SELECT DISTINCT t.term FROM prima.terms t WHERE t.term LIKE pattern
+      AND t.project = ANY ((SELECT prima.my_projects())::text[]) LIMIT lim $f$;
+CREATE FUNCTION prima.titles_like(pattern text) RETURNS SETOF bigint
+  LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS
+  $f$ SELECT s.id FROM prima.sessions s WHERE s.title_folded LIKE pattern AND
+      (s.member = session_user OR s.project = ANY ((SELECT prima.my_projects())::text[])) $f$;
+CREATE FUNCTION prima.paths_like(pattern text) RETURNS TABLE(session bigint, path text)
+  LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS
+  $f$ SELECT f.session, f.path FROM prima.file_changes f WHERE f.path_folded LIKE pattern AND
+      (f.member = session_user OR f.project = ANY ((SELECT prima.my_projects())::text[])) $f$;
+REVOKE EXECUTE ON FUNCTION prima.my_projects(), prima.messages_matching(tsquery, bigint),
+  prima.terms_like(text, bigint), prima.titles_like(text), prima.paths_like(text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION prima.my_projects(), prima.messages_matching(tsquery, bigint),
+  prima.terms_like(text, bigint), prima.titles_like(text), prima.paths_like(text)
+  TO prima_member, prima_admin;
+
 CREATE FUNCTION prima.not_tombstoned() RETURNS trigger LANGUAGE plpgsql AS $f$
 BEGIN
   IF EXISTS (SELECT 1 FROM prima.tombstones WHERE member = NEW.member AND source = NEW.source

@@ -457,24 +457,21 @@ class TeamStore:
         return self._tokens.token_list(text)
 
     def terms_containing(self, run: str, limit: int) -> list[str] | None:
-        rows = self._all("SELECT DISTINCT term FROM prima.terms WHERE term LIKE %s LIMIT %s",
-                         (_like(run), limit + 1))
+        rows = self._all("SELECT prima.terms_like(%s, %s)", (_like(run), limit + 1))
         return None if len(rows) > limit else [r[0] for r in rows]
 
     def terms_starting(self, stem: str, limit: int) -> list[str]:
         return [r[0] for r in self._all(
-            "SELECT DISTINCT term, length(term) FROM prima.terms WHERE term LIKE %s "
-            "ORDER BY length(term), term LIMIT %s", (_like(stem)[1:], limit))]
+            "SELECT t FROM prima.terms_like(%s, NULL) t ORDER BY length(t), t LIMIT %s",
+            (_like(stem)[1:], limit))]
 
     def count_matching(self, query: Words | AnyWords) -> dict[int, int]:
-        return dict(self._all("SELECT session, count(*) FROM prima.messages WHERE lexemes @@ "
-                              "%s::tsquery GROUP BY session", (_tsquery(query),)))
+        return dict(self._all("SELECT id >> 24, count(*) FROM prima.messages_matching("
+                              "%s::tsquery, NULL) id GROUP BY 1", (_tsquery(query),)))
 
     def message_ids_matching(self, query: Words | AnyWords, limit: int = -1) -> set[int]:
-        sql = "SELECT id FROM prima.messages WHERE lexemes @@ %s::tsquery"
-        if limit >= 0:
-            return {r[0] for r in self._all(sql + " LIMIT %s", (_tsquery(query), limit))}
-        return {r[0] for r in self._all(sql, (_tsquery(query),))}
+        return {r[0] for r in self._all("SELECT prima.messages_matching(%s::tsquery, %s)",
+                                        (_tsquery(query), limit if limit >= 0 else None))}
 
     def message_texts(self, ids) -> dict[int, str]:
         return dict(self._all("SELECT id, text FROM prima.messages WHERE id = ANY(%s)",
@@ -511,18 +508,17 @@ class TeamStore:
             [list(points), [float(v) for v in points.values()], *args, float(most), float(per_file), n])))
 
     def sessions_with_title_containing(self, text: str) -> set[int]:
-        return {r[0] for r in self._all("SELECT id FROM prima.sessions WHERE title_folded LIKE %s",
+        return {r[0] for r in self._all("SELECT prima.titles_like(%s)",
                                         (_like(clean(fold(text))),))}
 
     def sessions_with_path_containing(self, text: str) -> dict[int, int]:
-        return dict(self._all("SELECT session, count(DISTINCT path) FROM prima.file_changes "
-                              "WHERE path_folded LIKE %s GROUP BY session",
-                              (_like(clean(fold(text))),)))
+        return dict(self._all("SELECT session, count(DISTINCT path) FROM prima.paths_like(%s) "
+                              "GROUP BY session", (_like(clean(fold(text))),)))
 
     def paths_containing(self, text: str) -> dict[str, list[int]]:
         return {p: list(s) for p, s in self._all(
-            "SELECT path, array_agg(DISTINCT session) FROM prima.file_changes WHERE "
-            "path_folded LIKE %s GROUP BY path", (_like(clean(fold(text))),))}
+            "SELECT path, array_agg(DISTINCT session) FROM prima.paths_like(%s) GROUP BY path",
+            (_like(clean(fold(text))),))}
 
     def started_since(self, since: float) -> dict[int, float]:
         return dict(self._all("SELECT id, started_at FROM prima.sessions WHERE started_at > %s",
