@@ -169,8 +169,7 @@ def messages_containing(store: Store, word: str,
         return {}
     if exact:
         return store.count_matching(expr)
-    texts = store.message_texts(sorted(store.message_ids_matching(expr)))
-    return _per_session(mid for mid, text in texts.items() if word in fold(text))
+    return store.count_holding(expr, word)
 
 
 def word_sessions(store: Store, words: list[str]) -> list[dict[int, int]]:

@@ -9,7 +9,7 @@ from collections import Counter
 from collections.abc import Iterator
 
 
-from ..shared import (AnyWords, SHIFT, SessionFacts, Words)
+from ..shared import AnyWords, SHIFT, SessionFacts, Words, count_by_session
 from .folding import _NON_ASCII, _like, fold
 from .schema import _OWN, _TITLE
 from .sessions import Sessions
@@ -103,6 +103,12 @@ class TextIndex(Sessions):
         self._settled()
         return self._per_session(f"rowid >> {SHIFT}", "messages_fts WHERE messages_fts MATCH ?",
                                  (_match(query),))
+
+    def count_holding(self, query: Words | AnyWords, text: str) -> dict[int, int]:
+        """session -> number of its messages the word query finds whose text holds `text`
+        (folded): a word with punctuation, whose tokens find more messages than hold it."""
+        texts = self.message_texts(sorted(self.message_ids_matching(query)))
+        return dict(count_by_session(mid for mid, t in texts.items() if text in fold(t)))
 
     def _per_session(self, session: str, source: str, args) -> dict[int, int]:
         """session -> how many rows of `source` (SQL after FROM) name it, `session` being the
