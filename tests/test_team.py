@@ -138,15 +138,21 @@ def test_the_team_ranks_a_history_as_the_member_s_own_index_does(tmp_path, clean
     rows = []
     for n in range(24):
         a, b, c = words[n % 14], words[(n * 5 + 3) % 14], words[(n * 3 + 1) % 14]
+        extra = (" See config/retry_backoff.yaml." if n % 4 == 0 else
+                 " The Café CRÈME label, cafe\u0301 too." if n % 5 == 0 else
+                 " retry backoff yaml, apart." if n % 3 == 0 else "")
         rows.append((100 + n, f"Look at the {a} and the {b} ({n})",
-                     f"Changed the {c} handling; the {a} now {b}s twice. " * (1 + n % 3)))
+                     f"Changed the {c} handling; the {a} now {b}s twice. " * (1 + n % 3)
+                     + extra))
     history(ana, rows)
     joined(ana, clean_server["ana"], "Ana")
     publish(ana)
-    for query in ("cache eviction", "room", "flaky test retry", "docker"):
+    for query in ("cache eviction", "room", "flaky test retry", "docker",
+                  "retry_backoff.yaml", "café crème"):
         here = json.loads(ana.run("search", "--mode", "keyword", query, "--json").stdout)
         there = json.loads(ana.run("search", "--team", "--mode", "keyword", query,
                                    "--json").stdout)
+        assert here["results"], query
         assert [r["session_id"] for r in there["results"]] == \
             [r["session_id"] for r in here["results"]], query
         assert [r["score"] for r in there["results"]] == [r["score"] for r in here["results"]]

@@ -114,6 +114,10 @@ CREATE FUNCTION prima.messages_matching(q tsquery, lim bigint) RETURNS SETOF big
   LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS
   $f$ SELECT m.id FROM prima.messages m WHERE m.lexemes @@ q AND (m.member = session_user
       OR m.project = ANY ((SELECT prima.my_projects())::text[])) LIMIT lim $f$;
+CREATE FUNCTION prima.texts_matching(q tsquery) RETURNS TABLE(id bigint, text text)
+  LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS
+  $f$ SELECT m.id, m.text FROM prima.messages m WHERE m.lexemes @@ q AND (m.member = session_user
+      OR m.project = ANY ((SELECT prima.my_projects())::text[])) $f$;
 CREATE FUNCTION prima.terms_like(pattern text, lim bigint) RETURNS SETOF text
   LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS
   $f$ SELECT DISTINCT t.term FROM prima.terms t WHERE t.term LIKE pattern
@@ -127,9 +131,9 @@ CREATE FUNCTION prima.paths_like(pattern text) RETURNS TABLE(session bigint, pat
   $f$ SELECT f.session, f.path FROM prima.file_changes f WHERE f.path_folded LIKE pattern AND
       (f.member = session_user OR f.project = ANY ((SELECT prima.my_projects())::text[])) $f$;
 REVOKE EXECUTE ON FUNCTION prima.my_projects(), prima.messages_matching(tsquery, bigint),
-  prima.terms_like(text, bigint), prima.titles_like(text), prima.paths_like(text) FROM PUBLIC;
+  prima.texts_matching(tsquery), prima.terms_like(text, bigint), prima.titles_like(text), prima.paths_like(text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION prima.my_projects(), prima.messages_matching(tsquery, bigint),
-  prima.terms_like(text, bigint), prima.titles_like(text), prima.paths_like(text)
+  prima.texts_matching(tsquery), prima.terms_like(text, bigint), prima.titles_like(text), prima.paths_like(text)
   TO prima_member, prima_admin;
 
 CREATE FUNCTION prima.not_tombstoned() RETURNS trigger LANGUAGE plpgsql AS $f$
