@@ -28,6 +28,7 @@ STATEMENT_MS = 20000  # no statement of a member's runs longer (a hung server ne
 LEXEME_BYTES = 2046  # PostgreSQL's limit for one lexeme
 TSVECTOR_BYTES = 1 << 19  # a message's lexemes kept under half of tsvector's 1 MB limit
 SAMPLE_EXACT = 100_000  # windows under this are counted; past it, the planner's estimate
+SAMPLE_ROWS = 100_000  # windows a background's sample reads at most, readable or not
 
 
 class TeamError(StoreError):
@@ -632,15 +633,22 @@ class TeamStore:
                          (vec, model, vec, k))
 
     def background(self, model: str, vec: str, sample: int) -> tuple[int, float, float]:
-        """(windows, mean, variance) of the query's similarity over a sample of the windows:
-        the background a match must stand out from."""
-        # (how many there are, as the planner knows it: a count would read every window)
-        n = int(self._value("SELECT reltuples FROM pg_class WHERE oid = 'prima.windows'::regclass"))
-        if n < SAMPLE_EXACT:
+        """(windows, mean, variance) of the query's similarity over a sample of the windows the
+        member reads: the background a match must stand out from. How many there are is the
+        planner's estimate (a count would read every window) times the share of the sessions
+        the member reads; the sample reads at most SAMPLE_ROWS windows of all members'."""
+        total, sessions = self._all(
+            "SELECT reltuples FROM pg_class WHERE oid IN ('prima.windows'::regclass, "
+            "'prima.sessions'::regclass) ORDER BY oid = 'prima.windows'::regclass DESC")
+        if total[0] < SAMPLE_EXACT:  # (small, or never analysed: counted)
             n = int(self._value("SELECT count(*) FROM prima.windows WHERE model = %s", (model,)))
+            share = min(100.0, 100.0 * sample / n) if n else 100.0
+        else:
+            mine = self.count_sessions()
+            n = int(total[0] * min(1.0, mine / max(sessions[0], mine, 1)))
+            share = min(100.0, 100.0 * sample / max(n, 1), 100.0 * SAMPLE_ROWS / total[0])
         if not n:
             return 0, 0.0, 0.0
-        share = min(100.0, 100.0 * sample / n)
         got = self._sql("SELECT count(*), avg(s), var_pop(s) FROM (SELECT 1 - (v <=> %s::vector) "
                         f"AS s FROM prima.windows TABLESAMPLE SYSTEM ({share:.6f}) REPEATABLE (7) "
                         "WHERE model = %s) x", (vec, model)).fetchone()
