@@ -192,6 +192,14 @@ def test_a_member_of_another_team_reads_none_of_it_and_cannot_write_into_it(tmp_
         # (ana's rows are not carol's to delete)
         assert c.execute("DELETE FROM prima.sessions WHERE member = 'ana'").rowcount == 0
     assert server_rows(clean_server, "SELECT count(*) FROM prima.sessions")[0][0] == 2
+    # a member deletes no word of a project's vocabulary (others' searches rest on it); one
+    # no message holds any more goes through drop_unheld, which keeps what any message holds
+    with psycopg.connect(clean_server["bo"], autocommit=True) as c:
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            c.execute("DELETE FROM prima.terms")
+        c.execute("SELECT prima.drop_unheld(%s, ARRAY['signing', 'rotated'])", (PROJECT,))
+    assert server_rows(clean_server, "SELECT count(*) FROM prima.terms WHERE term IN "
+                       "('signing', 'rotated')")[0][0] == 2
     # a role that is no member runs none of them
     with psycopg.connect(clean_server["admin"], autocommit=True) as c:
         c.execute("DROP ROLE IF EXISTS stranger")

@@ -130,6 +130,15 @@ CREATE FUNCTION prima.paths_like(pattern text) RETURNS TABLE(session bigint, pat
   LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS
   $f$ SELECT f.session, f.path FROM prima.file_changes f WHERE f.path_folded LIKE pattern AND
       (f.member = session_user OR f.project = ANY ((SELECT prima.my_projects())::text[])) $f$;
+-- The words of a project no message holds any more (after a forget, a leave), dropped from its
+-- vocabulary: a member deletes none of it otherwise (others' searches rest on it).
+CREATE FUNCTION prima.drop_unheld(p text, words text[]) RETURNS void
+  LANGUAGE sql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS
+  $f$ DELETE FROM prima.terms t WHERE t.project = p AND t.term = ANY (words)
+      AND p = ANY ((SELECT prima.my_projects())::text[]) AND NOT EXISTS (SELECT 1 FROM
+      prima.messages m WHERE m.project = p AND m.lexemes @@ quote_literal(t.term)::tsquery) $f$;
+REVOKE EXECUTE ON FUNCTION prima.drop_unheld(text, text[]) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION prima.drop_unheld(text, text[]) TO prima_member, prima_admin;
 REVOKE EXECUTE ON FUNCTION prima.my_projects(), prima.messages_matching(tsquery, bigint),
   prima.texts_matching(tsquery), prima.terms_like(text, bigint), prima.titles_like(text), prima.paths_like(text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION prima.my_projects(), prima.messages_matching(tsquery, bigint),
@@ -164,7 +173,6 @@ GRANT SELECT, INSERT ON prima.terms TO prima_member;
 GRANT SELECT, INSERT ON prima.tombstones, prima.forgotten_keys TO prima_member;
 GRANT SELECT, DELETE ON prima.sessions, prima.messages, prima.file_changes, prima.windows,
   prima.terms, prima.tombstones, prima.forgotten_keys TO prima_admin;
-GRANT DELETE ON prima.terms TO prima_member;
 
 ALTER TABLE prima.teams ENABLE ROW LEVEL SECURITY;
 CREATE POLICY own ON prima.teams FOR SELECT TO prima_member USING (member = current_user);
@@ -179,8 +187,6 @@ ALTER TABLE prima.terms ENABLE ROW LEVEL SECURITY;
 CREATE POLICY shared ON prima.terms FOR SELECT USING (project = ANY ((SELECT prima.readable())::text[]));
 CREATE POLICY shared_insert ON prima.terms FOR INSERT TO prima_member
   WITH CHECK (project = ANY ((SELECT prima.readable())::text[]));
-CREATE POLICY shared_delete ON prima.terms FOR DELETE TO prima_member
-  USING (project = ANY ((SELECT prima.readable())::text[]));
 CREATE POLICY admin ON prima.terms FOR ALL TO prima_admin USING (true);
 ALTER TABLE prima.tombstones ENABLE ROW LEVEL SECURITY;
 CREATE POLICY own ON prima.tombstones FOR ALL TO prima_member USING (member = current_user)

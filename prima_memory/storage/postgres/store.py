@@ -420,26 +420,22 @@ class TeamStore:
     def _drop_unheld(self, project: str, words: list[str]) -> None:
         """The words of `words` no message of the project holds any more, out of its terms."""
         for i in range(0, len(words), 500):
-            part = words[i:i + 500]
-            self.conn.execute(
-                "DELETE FROM prima.terms t WHERE project = %s AND term = ANY(%s) AND NOT EXISTS "
-                "(SELECT 1 FROM prima.messages m WHERE m.project = t.project AND m.lexemes @@ "
-                "quote_literal(t.term)::tsquery)", (project, part))
+            self.conn.execute("SELECT prima.drop_unheld(%s, %s)", (project, words[i:i + 500]))
 
     def leave(self, project: str | None = None) -> int:
         """This member's rows deleted (of `project` alone, if given), and the words only they
         held; their tombstones kept. Returns the sessions."""
         try:
             with self.conn.transaction():
-                rows = self.conn.execute(
-                    "DELETE FROM prima.sessions WHERE member = current_user AND "
-                    "(%s::text IS NULL OR project = %s) RETURNING id, project",
-                    (project, project)).fetchall()
-                for p in {p for _i, p in rows}:
-                    words = self.conn.execute("SELECT term FROM prima.terms WHERE project = %s",
-                                              (p,)).fetchall()
-                    self._drop_unheld(p, [w for (w,) in words])
-                return len(rows)
+                mine = "member = current_user AND (%s::text IS NULL OR project = %s)"
+                words = self.conn.execute(
+                    "SELECT DISTINCT project, w FROM prima.messages, unnest(tsvector_to_array("
+                    f"lexemes)) w WHERE {mine}", (project, project)).fetchall()
+                gone = self.conn.execute(f"DELETE FROM prima.sessions WHERE {mine}",
+                                         (project, project)).rowcount
+                for p in {p for p, _w in words}:
+                    self._drop_unheld(p, [w for q, w in words if q == p])
+                return gone
         except psycopg.Error as e:
             raise _own(e, self.path) from None
 
