@@ -260,7 +260,18 @@ def brief(mem: Memory) -> dict | None:
 # -- publishing -----------------------------------------------------------------------------------
 
 def _ledger(mem: Memory) -> dict:
-    return _read_json(os.path.join(mem.dir, LEDGER))
+    """What was published from this project, as the ledger says. A folder can come with the
+    project (a clone): a ledger not of this shape is taken as none (everything is published
+    again, which writes the same rows)."""
+    got = _read_json(os.path.join(mem.dir, LEDGER))
+    books, sent = got.get("sessions", {}), got.get("forgot", [])
+    if not (isinstance(books, dict) and isinstance(sent, list)
+            and all(isinstance(x, str) for x in sent)
+            and all(isinstance(e, list) and len(e) == 4 and isinstance(e[0], list)
+                    and isinstance(e[1], int) and isinstance(e[2], str)
+                    and isinstance(e[3], int) for e in books.values())):
+        return {}
+    return got
 
 
 def _fingerprint(row) -> list:
