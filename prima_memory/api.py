@@ -979,14 +979,18 @@ def _named(ids) -> None:
         raise Failure("an empty session id names no session")
 
 
-def forget(mem: Memory, sessions: list[dict], *, why: str = "forget") -> dict:
-    """Forget these sessions (forget_choice's) for good: see Memory.forget."""
+def forget(mem: Memory, sessions: list[dict], *, why: str = "forget",
+           tell_team: bool = True) -> dict:
+    """Forget these sessions (forget_choice's) for good: see Memory.forget. `tell_team`: the
+    team's server, if the project joined one, told now (else by the next publish, as a hook
+    leaves it: a server away must not hold the user's prompt)."""
     store = mem.store()
     rows = [r for r in (store.session_by_session_id(s["session_id"], s["source"])
                         for s in sessions) if r is not None]
     done = mem.forget(rows, why=why, lock_timeout=LOCK_SECONDS)
     from . import team  # (a forget is rare: its team's server told at once, if it has one)
-    told = team.forget_now(mem) if rows and team.joined(mem.ws) is not None else False
+    told = team.forget_now(mem) if tell_team and rows and team.joined(mem.ws) is not None \
+        else False
     # pending: forgotten (tombstoned) now, its words removed by the process that holds the index
     return {"workspace": mem.ws,
             **({"team": {"error": told}} if told is not False else {}),

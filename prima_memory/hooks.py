@@ -423,7 +423,7 @@ def forget_prompt(mem, words: str, session_id, lock_wait) -> str:
     ids = parts[1:] if confirmed else []
     if confirmed and ids:
         chosen = api.forget_choice(mem, ids)["sessions"]
-        done = api.forget(mem, chosen)
+        done = api.forget(mem, chosen, tell_team=False)  # (the Stop's background tells it)
         lines = [f"- {f['session_id']}: {one_line(f['title'] or '', 80)}" for f in done["forgotten"]]
         return briefing.frame(FORGET_FRAME, "prima-memory forgot, for good:\n" + "\n".join(lines)
                               + "\nUndo, while a transcript exists: prima-memory forget --undo ID")

@@ -648,3 +648,24 @@ def test_a_ledger_that_came_with_the_folder_publishes_everything_again(tmp_path,
         path.write_text(ledger)
     assert json.loads(publish(ana).stdout)["sessions"] == 1
     assert server_rows(clean_server, "SELECT count(*) FROM prima.sessions")[0][0] == 1
+
+
+def test_a_forget_typed_in_claude_code_leaves_the_server_to_the_background(tmp_path,
+                                                                         clean_server):
+    """/prima-memory:forget --yes ID runs in the prompt's hook: a server away must not hold the
+    prompt, so the hook does not call it; the next publish (the Stop's background) tells it."""
+    ana = member(tmp_path, "ana")
+    history(ana, [(1, "The tapir incident", "Resolved."), (2, "Other", "Fine.")])
+    joined(ana, clean_server["ana"], "Ana")
+    publish(ana)
+    data = {"session_id": sid(9), "cwd": str(ana.ws), "hook_event_name": "UserPromptSubmit",
+            "prompt": f"/prima-memory:forget --yes {sid(1)}",
+            "transcript_path": str(ana.root / "none.jsonl")}
+    said = ana.run("hook", "user-prompt-submit", input=json.dumps(data),
+                   env={"CLAUDE_PROJECT_DIR": str(ana.ws)}).stdout
+    assert "forgot, for good" in said and sid(1) in said
+    assert server_rows(clean_server, "SELECT count(*) FROM prima.sessions WHERE session_id = %s",
+                       (sid(1),))[0][0] == 1  # (not yet: the hook did not call the server)
+    assert json.loads(publish(ana).stdout)["forgotten"] == 1
+    assert server_rows(clean_server, "SELECT count(*) FROM prima.sessions WHERE session_id = %s",
+                       (sid(1),))[0][0] == 0
