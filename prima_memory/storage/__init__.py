@@ -1,8 +1,10 @@
 """Storage: what prima-memory keeps of its histories, behind small interfaces (see
 interfaces.py: Sessions, TextIndex, FileLedger, Vectors, Meta, Upkeep), and the SQLite engine that
-implements them (sqlite/). Nothing outside this package writes SQL or FTS5 syntax, packs a
-message id, or imports the driver: callers ask questions ("the sessions holding this word, with
-counts") with the types named here (shared.py), and get rows as named tuples.
+implements them (sqlite/); a team's server is the PostgreSQL engine (postgres/, imported only by
+a team's commands), which answers the reads search and `show` make. Nothing outside this
+package writes SQL or FTS5 syntax, packs a message id, or imports the driver: callers ask
+questions ("the sessions holding this word, with counts") with the types named here
+(shared.py), and get rows as named tuples.
 
     Store         the index of one workspace (sqlite.Store)
     rows          SessionRow, FileRow, MessageRow, ... : what reads return
