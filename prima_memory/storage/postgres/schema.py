@@ -21,6 +21,12 @@ SCHEMA_VERSION = 1
 # What every member's row carries: who wrote it, for which project (the policies read these).
 _MEMBER_ROWS = ("sessions", "messages", "file_changes", "windows")
 
+# The functions that run as the tables' owner: members and admins alone may call them.
+_OWNERS = ", ".join(f"prima.{f}" for f in (
+    "my_projects()", "messages_matching(tsquery, bigint)", "texts_matching(tsquery)",
+    "terms_like(text, bigint)", "titles_like(text)", "paths_like(text)",
+    "drop_unheld(text, text[])"))
+
 _STEP_1 = """
 CREATE EXTENSION IF NOT EXISTS vector;
 CREATE EXTENSION IF NOT EXISTS pg_trgm;
@@ -137,13 +143,8 @@ CREATE FUNCTION prima.drop_unheld(p text, words text[]) RETURNS void
   $f$ DELETE FROM prima.terms t WHERE t.project = p AND t.term = ANY (words)
       AND p = ANY ((SELECT prima.my_projects())::text[]) AND NOT EXISTS (SELECT 1 FROM
       prima.messages m WHERE m.project = p AND m.lexemes @@ quote_literal(t.term)::tsquery) $f$;
-REVOKE EXECUTE ON FUNCTION prima.drop_unheld(text, text[]) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION prima.drop_unheld(text, text[]) TO prima_member, prima_admin;
-REVOKE EXECUTE ON FUNCTION prima.my_projects(), prima.messages_matching(tsquery, bigint),
-  prima.texts_matching(tsquery), prima.terms_like(text, bigint), prima.titles_like(text), prima.paths_like(text) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION prima.my_projects(), prima.messages_matching(tsquery, bigint),
-  prima.texts_matching(tsquery), prima.terms_like(text, bigint), prima.titles_like(text), prima.paths_like(text)
-  TO prima_member, prima_admin;
+REVOKE EXECUTE ON FUNCTION {_OWNERS} FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION {_OWNERS} TO prima_member, prima_admin;
 
 CREATE FUNCTION prima.not_tombstoned() RETURNS trigger LANGUAGE plpgsql AS $f$
 BEGIN
@@ -196,7 +197,7 @@ ALTER TABLE prima.forgotten_keys ENABLE ROW LEVEL SECURITY;
 CREATE POLICY own ON prima.forgotten_keys FOR ALL TO prima_member USING (member = current_user)
   WITH CHECK (member = current_user);
 CREATE POLICY admin ON prima.forgotten_keys FOR ALL TO prima_admin USING (true);
-""" + "".join(f"""
+""".replace("{_OWNERS}", _OWNERS) + "".join(f"""
 ALTER TABLE prima.{t} ENABLE ROW LEVEL SECURITY;
 CREATE POLICY shared ON prima.{t} FOR SELECT
   USING (member = current_user OR project = ANY ((SELECT prima.readable())::text[]));
