@@ -669,3 +669,25 @@ def test_a_forget_typed_in_claude_code_leaves_the_server_to_the_background(tmp_p
     assert json.loads(publish(ana).stdout)["forgotten"] == 1
     assert server_rows(clean_server, "SELECT count(*) FROM prima.sessions WHERE session_id = %s",
                        (sid(1),))[0][0] == 0
+
+
+def test_setup_refuses_a_pgvector_older_than_0_8_before_it_changes_anything(pg_server):
+    """hnsw.iterative_scan, which a search of a member who reads part of the server needs, came
+    with pgvector 0.8: an older one is said in one line, before any step runs."""
+    from prima_memory.storage.postgres import TeamError, TeamStore
+    name = f"old_vector_{os.getpid()}"
+    with psycopg.connect(pg_server("postgres"), autocommit=True) as c:
+        c.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        c.execute(f'CREATE DATABASE "{name}"')
+    with psycopg.connect(pg_server(name), autocommit=True) as c:
+        # (the wheel ships 0.8 alone: the catalog says an older one is installed, as a server
+        # that has run pgvector since 0.7 would)
+        c.execute("CREATE EXTENSION vector")
+        c.execute("UPDATE pg_extension SET extversion = '0.7.4' WHERE extname = 'vector'")
+    st = TeamStore(pg_server(name))
+    try:
+        with pytest.raises(TeamError, match="needs 0.8 or later"):
+            st.migrate()
+        assert st.server_version() == 0
+    finally:
+        st.close()

@@ -240,7 +240,11 @@ class TeamStore:
             with self.conn.transaction():
                 self.conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATE_LOCK,))
                 self.conn.execute(VERSION_TABLE)
-            have = self._value("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
+            # (the version installed, else the one CREATE EXTENSION would install; none: the
+            # step's own error says the extension is missing)
+            have = self._value("SELECT coalesce((SELECT extversion FROM pg_extension WHERE "
+                               "extname = 'vector'), (SELECT default_version FROM "
+                               "pg_available_extensions WHERE name = 'vector'))")
             if have and tuple(int(x) for x in re.findall(r"\d+", have)[:2]) < (0, 8):
                 raise TeamError(f"the team server {self.path} has pgvector {have}: prima-memory "
                                 "needs 0.8 or later (ALTER EXTENSION vector UPDATE)", self.path)
