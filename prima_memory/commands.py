@@ -559,7 +559,7 @@ def cmd_team(mem, args) -> int:
         lines.append("Sessions are published in the background after each Stop; "
                      f"`{cli()} team publish` publishes now.")
     elif what == "leave":
-        d = team.leave(ws, delete=args.delete)
+        d = team.leave(ws, api.memory_home(ws) or wsmod.data_dir(ws), delete=args.delete)
         lines = [f"left the team server {d['server']} ({_one(d['left'])})"
                  + (f"; {count(d['sessions_deleted'], 'session')} of yours deleted there"
                     if d["sessions_deleted"] is not None else "; what you published stays "

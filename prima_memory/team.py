@@ -47,33 +47,21 @@ def config_path() -> str:
 
 
 def _read_json(path: str) -> dict:
+    """A JSON object of ours, or {}: a link, a FIFO or a folder there is never read (nor
+    waited on), nor is what does not parse."""
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-    except OSError:
-        return {}
-    try:
-        with os.fdopen(fd, "rb") as f:
-            got = json.loads(f.read(1 << 22) or b"{}")
-        return got if isinstance(got, dict) else {}
+        got = wsmod.read_plain(path, 1 << 22)
+        got = json.loads(got[0] or b"{}") if got else {}
     except (OSError, ValueError):
         return {}
+    return got if isinstance(got, dict) else {}
 
 
 def _write_json(path: str, data: dict) -> None:
-    """Written whole (a new file moved over the old), readable by the user alone."""
+    """Written whole (workspace.replace_whole: a link there replaced, never followed), readable
+    by the user alone."""
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    tmp = f"{path}.{os.getpid()}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(data, f, indent=1, sort_keys=True)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    wsmod.replace_whole(path, json.dumps(data, indent=1, sort_keys=True))
 
 
 class Join:
@@ -194,9 +182,10 @@ def join(ws: str, dsn: str, *, member: str | None = None, project: str | None = 
     return out
 
 
-def leave(ws: str, *, delete: bool = False) -> dict:
+def leave(ws: str, memory_dir: str, *, delete: bool = False) -> dict:
     """Stop publishing (this project's join, else every project's); `delete`: this member's rows
-    on the server removed too."""
+    on the server removed too, and the ledger in `memory_dir` (where the workspace's memory
+    lives) with them."""
     j = joined(ws)
     if j is None:
         raise Failure("this project is not in a team (prima-memory team join DSN)")
@@ -210,7 +199,7 @@ def leave(ws: str, *, delete: bool = False) -> dict:
         finally:
             store.close()
         try:  # (joined again, everything is published again)
-            os.unlink(os.path.join(wsmod.data_dir(ws), LEDGER))
+            os.unlink(os.path.join(memory_dir, LEDGER))
         except OSError:
             pass
     cfg = _read_json(config_path())
@@ -228,12 +217,9 @@ def status(mem: Memory) -> dict:
     j = joined(mem.ws)
     if j is None:
         return {"joined": False}
-    ledger = _ledger(mem)
-    out = {"joined": True, "server": j.server, "via": j.via, "everywhere": j.everywhere,
+    out = {"joined": True, **(brief(mem) or {}), "via": j.via, "everywhere": j.everywhere,
            "member": member_name(mem.ws, j), "project": project_name(mem.ws, j),
-           "published": len(ledger.get("sessions") or {}), "waiting": len(_waiting(mem, ledger)),
-           "last_published": ledger.get("published_at"), "last_error": ledger.get("error"),
-           "retry_at": ledger.get("retry_at")}
+           "waiting": len(_waiting(mem, _ledger(mem)))}
     try:
         store = connect(j.dsn, timeout=3)
         try:
@@ -343,12 +329,13 @@ def _payload(store, row, project: str, prev: list | None, keys) -> tuple[dict, l
 
 
 def publish(mem: Memory, *, embedder=None, seconds: float | None = None,
-            force: bool = False) -> dict:
+            force: bool = False, sessions: bool = True) -> dict:
     """This workspace's sessions published to its team: forgets first (each tombstone here
-    not yet sent), then each session changed since it was last sent, one transaction apiece, the
-    ledger saved after each (a run killed anywhere is finished by the next, and a retry writes
-    the same rows). `embedder`: the loaded model, whose vectors go too. A failure is kept in the
-    ledger with a time before which the background does not try again (`force`: try now)."""
+    not yet sent), then (`sessions`) each session changed since it was last sent, one
+    transaction apiece, the ledger saved as it goes (a run killed anywhere is finished by the
+    next, and a retry writes the same rows). `embedder`: the loaded model, whose vectors go
+    too. A failure is kept in the ledger with a time before which the background does not try
+    again (`force`: try now)."""
     j = joined(mem.ws)
     if j is None:
         return {"joined": False}
@@ -373,46 +360,21 @@ def publish(mem: Memory, *, embedder=None, seconds: float | None = None,
             ledger = {"server": j.server, "role": role}  # (another server: all of it again)
         store.hello(member_name(mem.ws, j))
         sent = ledger.setdefault("forgot", [])
+        gone = set(sent)
+        books = ledger.setdefault("sessions", {})
         for tomb in mem.tombstones().entries:
             mark = f"{tomb.get('source')}\0{tomb.get('id')}"
             # (a session kept out as it ran was never published from here: its id stays here)
-            if tomb.get("why") == "opt-out" and mark not in ledger.get("sessions", {}):
+            if mark in gone or (tomb.get("why") == "opt-out" and mark not in books):
                 continue
-            if mark not in sent:
-                store.forget(tomb["source"], tomb["id"], tomb.get("keys") or ())
-                sent.append(mark)
-                ledger.setdefault("sessions", {}).pop(mark, None)
-                done["forgotten"] += 1
-                _write_json(path, ledger)
-        if not project:  # (forgets need no project name; sessions do)
-            raise Failure(f"{mem.ws} has no git remote `origin` to name it to the team: join "
-                          "with --project NAME")
-        keys = None
-        if embedder is not None:
-            from .semantic import key_of, team_key  # (heavy: numpy)
-            keys = (key_of(embedder), team_key(embedder))
-        local = mem.store()
-        books = ledger.setdefault("sessions", {})
-        waiting = sorted(_waiting(mem, ledger, keys and keys[0]), key=lambda r: -(r.ended_at or 0))
-        saved = time.monotonic()
-        for n, row in enumerate(waiting):
-            if time.monotonic() > deadline:
-                done["left"] = len(waiting) - n
-                break
-            mark = f"{row.source}\0{row.session_id}"
-            if mark in sent:
-                continue
-            with local.read():
-                payload, entry = _payload(local, row, project, books.get(mark), keys)
-            if store.publish(payload):
-                books[mark] = entry
-                done["sessions"] += 1
-            else:  # tombstoned on the server (forgotten on another machine of this member)
-                sent.append(mark)
-                done["refused"] += 1
-            if time.monotonic() - saved > LEDGER_SECONDS:  # (what a kill loses is sent again)
-                _write_json(path, ledger)
-                saved = time.monotonic()
+            store.forget(tomb["source"], tomb["id"], tomb.get("keys") or ())
+            sent.append(mark)
+            gone.add(mark)
+            books.pop(mark, None)
+            done["forgotten"] += 1
+            _write_json(path, ledger)
+        if sessions:
+            _sessions(mem, store, ledger, path, project, embedder, deadline, done)
     except Failure as e:
         return _failed(path, ledger, str(e), done)
     finally:
@@ -420,6 +382,43 @@ def publish(mem: Memory, *, embedder=None, seconds: float | None = None,
     ledger.update(published_at=time.time(), error=None, fails=0, retry_at=None)
     _write_json(path, ledger)
     return done
+
+
+def _sessions(mem: Memory, store: TeamStore, ledger: dict, path: str, project: str | None,
+              embedder, deadline: float, done: dict) -> None:
+    """publish's second half: each session changed since it was sent, newest first, until the
+    deadline; a session the server refuses (forgotten on another machine of this member) is
+    noted as forgotten here too."""
+    if not project:  # (forgets need no project name; sessions do)
+        raise Failure(f"{mem.ws} has no git remote `origin` to name it to the team: join "
+                      "with --project NAME")
+    keys = None
+    if embedder is not None:
+        from .semantic import key_of, team_key  # (heavy: numpy)
+        keys = (key_of(embedder), team_key(embedder))
+    local = mem.store()
+    books, sent = ledger["sessions"], ledger["forgot"]
+    gone = set(sent)
+    waiting = sorted(_waiting(mem, ledger, keys and keys[0]), key=lambda r: -(r.ended_at or 0))
+    saved = time.monotonic()
+    for n, row in enumerate(waiting):
+        if time.monotonic() > deadline:
+            done["left"] = len(waiting) - n
+            break
+        mark = f"{row.source}\0{row.session_id}"
+        if mark in gone:
+            continue
+        with local.read():
+            payload, entry = _payload(local, row, project, books.get(mark), keys)
+        if store.publish(payload):
+            books[mark] = entry
+            done["sessions"] += 1
+        else:
+            sent.append(mark)
+            done["refused"] += 1
+        if time.monotonic() - saved > LEDGER_SECONDS:  # (what a kill loses is sent again)
+            _write_json(path, ledger)
+            saved = time.monotonic()
 
 
 def _failed(path: str, ledger: dict, why: str, done: dict | None = None) -> dict:
@@ -436,8 +435,6 @@ def _failed(path: str, ledger: dict, why: str, done: dict | None = None) -> dict
 def publish_quietly(mem: Memory, embedder=None) -> None:
     """After Stop, in the background process: publish, and log (never raise) what went wrong."""
     try:
-        if joined(mem.ws) is None:
-            return
         got = publish(mem, embedder=embedder)
         if got.get("error"):
             mem.log.warn(f"team: not published: {got['error']}", once=True)
@@ -451,10 +448,7 @@ def publish_quietly(mem: Memory, embedder=None) -> None:
 def forget_now(mem: Memory) -> str | None:
     """Right after a forget here: the server told too, within seconds (else by the next
     publish, which sends every tombstone not yet sent). Returns what went wrong, if anything."""
-    if joined(mem.ws) is None:
-        return None
-    got = publish(mem, seconds=0.0, force=True)
-    return got.get("error")
+    return publish(mem, force=True, sessions=False).get("error")
 
 
 # -- the team as a scope --------------------------------------------------------------------------

@@ -629,17 +629,19 @@ def test_the_background_of_meaning_is_sized_by_what_the_member_reads(clean_serve
 @pytest.mark.parametrize("ledger", [
     '{"sessions": {"claude-code\\u0000x": 5}, "forgot": "all"}',
     '{"sessions": {"claude-code\\u000000000001-0000-4000-8000-000000000001": [[], "a", 1, 0]}}',
-    "[1, 2", "\\u0000" * 10, None])
+    "[1, 2", "\\u0000" * 10, None, "fifo"])
 def test_a_ledger_that_came_with_the_folder_publishes_everything_again(tmp_path, clean_server,
                                                                        ledger):
-    """A project's folder may be a clone: its ledger, a file or a link, is no reason to leave
-    a session unpublished, nor to crash."""
+    """A project's folder may be a clone: its ledger, a file, a link or a FIFO, is no reason to
+    leave a session unpublished, nor to crash or hang."""
     ana = member(tmp_path, "ana")
     history(ana, [(1, "The cloned ibis", "Here.")])
     joined(ana, clean_server["ana"], "Ana")
     ana.run("index")
     path = ana.ws / ".prima-memory" / "team-published.json"
-    if ledger is None:  # a link to a ledger elsewhere that claims it all
+    if ledger == "fifo":  # (opened as a file, it would wait for a writer for ever)
+        os.mkfifo(path)
+    elif ledger is None:  # a link to a ledger elsewhere that claims it all
         elsewhere = tmp_path / "elsewhere.json"
         elsewhere.write_text(json.dumps({"sessions": {f"claude-code\0{sid(1)}": [
             [0, 0, 0, "", "", "", ""], 99, "", 0]}}))
