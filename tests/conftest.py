@@ -254,6 +254,30 @@ def start_postgres(name: str):
                       cleanup_mode="delete")
 
 
+def fresh_database(pg_server, name: str) -> str:
+    """The URI of database `name` on pg_server's server, made empty (dropped first if there)."""
+    import psycopg
+    with psycopg.connect(pg_server("postgres"), autocommit=True) as c:
+        c.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        c.execute(f'CREATE DATABASE "{name}"')
+    return pg_server(name)
+
+
+def team_schema(admin: str, members: dict[str, str], shares: dict[str, str]) -> None:
+    """The team schema on the database at `admin`: each member's role in its team (role ->
+    team), each project shared with its team (project -> team)."""
+    from prima_memory.storage.postgres import TeamStore
+    st = TeamStore(admin)
+    try:
+        st.migrate()
+        for role, team in members.items():
+            st.add_member(role, team)
+        for project, team in shares.items():
+            st.share(project, team)
+    finally:
+        st.close()
+
+
 @pytest.fixture(scope="session")
 def pg_server():
     """start_postgres's server for the test session (each xdist worker has its own): returns

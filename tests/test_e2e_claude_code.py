@@ -27,7 +27,7 @@ from pathlib import Path
 import apsw
 import pytest
 
-from conftest import REPO, Env
+from conftest import REPO, Env, fresh_database, team_schema
 
 import claude_code_harness as h
 import claude_code_tui as tui
@@ -348,22 +348,10 @@ TEAM_PROJECT = "github.com/acme/e2e-team"  # the project as the team knows it (#
 def team_server(pg_server):
     """A team's server of its own (#40): a database on the real PostgreSQL with pgvector, its
     schema migrated, ana and bo in team core, which shares TEAM_PROJECT. Returns {role: DSN}."""
-    psycopg = pytest.importorskip("psycopg", reason="the team memory's driver is not installed")
+    pytest.importorskip("psycopg", reason="the team memory's driver is not installed")
     from psycopg.conninfo import make_conninfo
-    from prima_memory.storage.postgres import TeamStore
-    name = f"e2e_team_{os.getpid()}"
-    with psycopg.connect(pg_server("postgres"), autocommit=True) as c:
-        c.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        c.execute(f'CREATE DATABASE "{name}"')
-    admin = pg_server(name)
-    st = TeamStore(admin)
-    try:
-        st.migrate()
-        for role in ("ana", "bo"):
-            st.add_member(role, "core")
-        st.share(TEAM_PROJECT, "core")
-    finally:
-        st.close()
+    admin = fresh_database(pg_server, f"e2e_team_{os.getpid()}")
+    team_schema(admin, {"ana": "core", "bo": "core"}, {TEAM_PROJECT: "core"})
     return {role: make_conninfo(admin, user=role) for role in ("ana", "bo")}
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import Env, start_postgres
+from conftest import Env, fresh_database, start_postgres, team_schema
 
 psycopg = pytest.importorskip("psycopg", reason="the team memory's driver is not installed")
 
@@ -33,19 +33,9 @@ def _dsn(uri: str, **kw) -> str:
 def team_db(pg_server):
     """A database with the team schema: ana and bo in team core (which shares PROJECT), carol in
     team other (which shares SECRET). Returns {role: DSN, "admin": DSN}."""
-    name = f"team_{os.getpid()}"
-    with psycopg.connect(pg_server("postgres"), autocommit=True) as c:
-        c.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        c.execute(f'CREATE DATABASE "{name}"')
-    admin = pg_server(name)
-    from prima_memory.storage.postgres import TeamStore
-    st = TeamStore(admin)
-    st.migrate()
-    for role, team in (("ana", "core"), ("bo", "core"), ("carol", "other")):
-        st.add_member(role, team)
-    st.share(PROJECT, "core")
-    st.share(SECRET, "other")
-    st.close()
+    admin = fresh_database(pg_server, f"team_{os.getpid()}")
+    team_schema(admin, {"ana": "core", "bo": "core", "carol": "other"},
+                {PROJECT: "core", SECRET: "other"})
     return {"admin": admin, **{r: _dsn(admin, user=r) for r in ("ana", "bo", "carol")}}
 
 
@@ -357,12 +347,7 @@ def test_hostile_text_goes_to_the_server_and_comes_back_as_it_was_written(tmp_pa
 def own_server():
     """A server of this test's own, to kill."""
     server = start_postgres("own")
-    from prima_memory.storage.postgres import TeamStore
-    st = TeamStore(server.get_uri("postgres"))
-    st.migrate()
-    st.add_member("ana", "core")
-    st.share(PROJECT, "core")
-    st.close()
+    team_schema(server.get_uri("postgres"), {"ana": "core"}, {PROJECT: "core"})
     return server
 
 
@@ -677,16 +662,13 @@ def test_setup_refuses_a_pgvector_older_than_0_8_before_it_changes_anything(pg_s
     """hnsw.iterative_scan, which a search of a member who reads part of the server needs, came
     with pgvector 0.8: an older one is said in one line, before any step runs."""
     from prima_memory.storage.postgres import TeamError, TeamStore
-    name = f"old_vector_{os.getpid()}"
-    with psycopg.connect(pg_server("postgres"), autocommit=True) as c:
-        c.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        c.execute(f'CREATE DATABASE "{name}"')
-    with psycopg.connect(pg_server(name), autocommit=True) as c:
+    uri = fresh_database(pg_server, f"old_vector_{os.getpid()}")
+    with psycopg.connect(uri, autocommit=True) as c:
         # (the wheel ships 0.8 alone: the catalog says an older one is installed, as a server
         # that has run pgvector since 0.7 would)
         c.execute("CREATE EXTENSION vector")
         c.execute("UPDATE pg_extension SET extversion = '0.7.4' WHERE extname = 'vector'")
-    st = TeamStore(pg_server(name))
+    st = TeamStore(uri)
     try:
         with pytest.raises(TeamError, match="needs 0.8 or later"):
             st.migrate()

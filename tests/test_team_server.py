@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import pytest
 
+from conftest import fresh_database
+
 psycopg = pytest.importorskip("psycopg", reason="the team memory's driver is not installed")
 
 
@@ -13,10 +15,7 @@ psycopg = pytest.importorskip("psycopg", reason="the team memory's driver is not
 def db(pg_server, request):
     """A fresh database per test, on the session's server."""
     name = "t_" + request.node.name.lower().replace("[", "_").replace("]", "")[:50]
-    with psycopg.connect(pg_server("postgres"), autocommit=True) as admin:
-        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        admin.execute(f'CREATE DATABASE "{name}"')
-    with psycopg.connect(pg_server(name), autocommit=True) as conn:
+    with psycopg.connect(fresh_database(pg_server, name), autocommit=True) as conn:
         yield conn
 
 
