@@ -546,10 +546,11 @@ NEAREST, SAMPLE = 400, 4000
 
 
 class _Rows(Held):
-    """Some of an index's windows (a server's nearest), with each one's session's size."""
+    """Some of an index's windows (a server's nearest), with each one's session's size given
+    (its other windows are not among them)."""
 
     def __init__(self, ids, windows, sizes):
-        super().__init__(0, {}, ids, windows, ids)
+        super().__init__(0, {}, ids, windows, None)
         self._given = sizes
 
     def sizes(self):
@@ -563,33 +564,24 @@ class RemoteScored(Scored):
     def __init__(self, store, model: str, vec: str, floor: float, settings: Settings):
         np = _numpy()
         self.store, self.model, self.vec = store, model, vec
+        self.floor, self.settings = floor, settings
         rows = store.nearest(model, vec, NEAREST)
-        n, mean, var = store.background(model, vec, SAMPLE)
-        held = self._held(rows)
-        super().__init__(held, np.asarray([r[2] for r in rows], dtype=np.float32), floor,
-                         settings, against=background_of(n, mean, var))
-
-    def _held(self, rows) -> _Rows:
-        np = _numpy()
         ids = np.asarray([r[0] for r in rows], dtype=np.int64)
-        counts = self.store.window_counts(self.model, {session_of(int(i)) for i in ids})
-        sizes = np.asarray([max(1, counts.get(session_of(int(i)), 1)) for i in ids])
-        return _Rows(ids, np.asarray([r[1] for r in rows], dtype=np.int64), sizes)
+        counts = store.window_counts(model, {session_of(int(i)) for i in ids})
+        held = _Rows(ids, np.asarray([r[1] for r in rows], dtype=np.int64),
+                     np.asarray([max(1, counts.get(session_of(int(i)), 1)) for i in ids]))
+        super().__init__(held, np.asarray([r[2] for r in rows], dtype=np.float32), floor,
+                         settings, against=background_of(*store.background(model, vec, SAMPLE)))
 
     def _of(self, sessions) -> Scored:
-        """This query scored over every window of `sessions` (exact), on the same background."""
+        """This query scored over every window of `sessions` (all of theirs: Held counts their
+        sizes), on the same background."""
         np = _numpy()
         rows = self.store.best_windows(self.model, self.vec, sorted(sessions)) if sessions else []
-        ids = np.asarray([r[0] for r in rows], dtype=np.int64)
-        _u, inv, counts = np.unique(session_of(ids), return_inverse=True, return_counts=True)
-        held = _Rows(ids, np.asarray([r[1] for r in rows], dtype=np.int64), counts[inv])
-        got = Scored.__new__(Scored)
-        got.held, got.sims = held, np.asarray([r[2] for r in rows], dtype=np.float32)
-        got.mean, got.spread, got.standout, got.bar = self.mean, self.spread, self.standout, \
-            self.bar
-        got.rank = got.sims if not self.standout or not len(rows) else \
-            got.sims - LENGTH * self.spread * np.sqrt(2 * np.log(held.sizes()))
-        return got
+        held = Held(0, {}, np.asarray([r[0] for r in rows], dtype=np.int64),
+                    np.asarray([r[1] for r in rows], dtype=np.int64), None)
+        return Scored(held, np.asarray([r[2] for r in rows], dtype=np.float32), self.floor,
+                      self.settings, against=(self.mean, self.spread))
 
     def best(self, sessions) -> dict[int, Match]:
         return self._of(set(sessions)).best(sessions)
