@@ -298,11 +298,6 @@ class TeamStore:
     def grant_admin(self, role: str) -> None:
         self._sql(sql.SQL("GRANT prima_admin TO {}").format(sql.Identifier(role)))
 
-    def remove_member_rows(self, member: str) -> int:
-        """(An admin's, or a member's own) every row a member published, and their tombstones
-        kept (a removal is not a forget: the member may publish again)."""
-        return self._sql("DELETE FROM prima.sessions WHERE member = %s", (member,)).rowcount
-
     # -- a member's writes ---------------------------------------------------------------------
 
     def hello(self, name: str) -> None:
@@ -561,10 +556,6 @@ class TeamStore:
         return [SessionRow(*r) for r in self._all(
             f"{_ROWS} WHERE s.started_at IS NOT NULL ORDER BY s.ended_at DESC NULLS LAST "
             "LIMIT %s", (n,))]
-
-    def session(self, rowid: int) -> SessionRow | None:
-        got = self.sessions_by_id([rowid])
-        return got[0] if got else None
 
     def origins(self, ids) -> dict[int, SessionRow]:
         return {}  # (a fork's copies are its origin's, published once: none to name)
