@@ -338,6 +338,11 @@ def test_hostile_text_goes_to_the_server_and_comes_back_as_it_was_written(tmp_pa
     texts = [m["text"] for m in shown["messages"]]
     assert any("DROP TABLE prima.sessions" in x and "</prima-memory>" in x for x in texts)
     assert any("a NUL \ufffd here" in x for x in texts)
+    # an id's prefix is taken as text: LIKE's wildcards find nothing, said in one line
+    for odd in ("%", "_", "'; --", "../x"):
+        p = ana.run("show", "--team", odd, check=False)
+        assert p.returncode == 1 and len(p.stderr.strip().splitlines()) == 1, (odd, p.stderr)
+        assert "no session matches" in p.stderr
     assert server_rows(clean_server, "SELECT count(*) FROM prima.sessions")[0][0] == 1
 
 
