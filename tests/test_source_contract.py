@@ -10,7 +10,8 @@ import pytest
 
 from prima_memory.records import FileChange, Message, SessionDelta
 from prima_memory.sources import names
-from prima_memory.sources.registry import DECLARED, EXTRACTS, FALLBACKS, SOURCES, Listed
+from prima_memory.sources.base import Listed
+from prima_memory.sources.registry import DECLARED, EXTRACTS, FALLBACKS, SOURCES
 
 SECRET = "sk-ant-api03-" + "Q" * 90
 

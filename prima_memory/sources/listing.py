@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import stat
+import sys
 import time
 
 def shared_log_folder(ws: str) -> str:
@@ -84,3 +85,21 @@ def files(root: str, accept, folders: list | None = None) -> list[str]:
         elif accept(entry.name) and entry.is_file(follow_symlinks=False):
             out.append(entry.path)
     return out
+
+
+def vscode_user_dirs() -> list[str]:
+    """Every VS Code user folder of this account (PRIMA_VSCODE_USER_DIRS overrides the list)."""
+    given = os.environ.get("PRIMA_VSCODE_USER_DIRS")
+    if given is not None:
+        return [d for d in given.split(os.pathsep) if d]
+    home = os.path.expanduser("~")
+    apps = ("Code", "Code - Insiders", "VSCodium")
+    if sys.platform == "darwin":
+        bases = [os.path.join(home, "Library", "Application Support")]
+    elif sys.platform == "win32":
+        bases = [os.environ.get("APPDATA", os.path.join(home, "AppData", "Roaming"))]
+    else:
+        bases = [os.environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")]
+    return [os.path.join(b, a, "User") for b in bases for a in apps] + [
+        os.path.join(home, ".vscode-server", "data", "User"),
+        os.path.join(home, ".vscode-server-insiders", "data", "User")]

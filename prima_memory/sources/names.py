@@ -9,10 +9,20 @@ from __future__ import annotations
 CLAUDE_CODE = ("claude-code", "[transcript]", "Claude Code")
 CODEX = ("codex", "[Codex]", "Codex")
 COPILOT_CHAT = ("copilot-chat", "[VS Code]", "VS Code")
+GEMINI_CLI = ("gemini-cli", "[Gemini CLI]", "Gemini CLI")
+CURSOR = ("cursor", "[Cursor]", "Cursor")
+CURSOR_AGENT = ("cursor-agent", "[Cursor CLI]", "Cursor CLI")
+OPENCODE = ("opencode", "[OpenCode]", "OpenCode")
+AIDER = ("aider", "[Aider]", "Aider")
+CLINE = ("cline", "[Cline]", "Cline")
+ROO_CODE = ("roo-code", "[Roo Code]", "Roo Code")
+KILO_CODE = ("kilo-code", "[Kilo Code]", "Kilo Code")
+COPILOT_CLI = ("copilot-cli", "[Copilot CLI]", "Copilot CLI")
 SHARED_LOG = ("shared-log", "[shared log · author]", "")
 EXTRACT = ("extract", "[extract]", "")
 SESSION_HISTORY = ("session-history", "Session History Summaries", "")
-INDEXED = (CLAUDE_CODE, CODEX, COPILOT_CHAT, SHARED_LOG)  # registry.SOURCES's, in its order
+INDEXED = (CLAUDE_CODE, CODEX, COPILOT_CHAT, GEMINI_CLI, CURSOR, CURSOR_AGENT, OPENCODE, AIDER,
+           CLINE, ROO_CODE, KILO_CODE, COPILOT_CLI, SHARED_LOG)  # registry.SOURCES's, in its order
 
 
 def names() -> list[str]:

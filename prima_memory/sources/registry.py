@@ -31,151 +31,21 @@ line in names.py.
 from __future__ import annotations
 
 import os
-import sys
 
 from ..workspace import is_within
 from ..settings import flag
 from . import claude_code, names
-from .listing import shared_log_folder, unlisted, utf8_name, watch
+from .aider import Aider
+from .cline import Cline, KiloCode, RooCode
+from .copilot_cli import CopilotCli
+from .cursor import Cursor, CursorAgent
+from .gemini_cli import GeminiCli
+from .opencode import OpenCode
+from .base import Source, sample_file
+from .listing import shared_log_folder, unlisted, utf8_name, vscode_user_dirs, watch
 from .listing import files as _files
 from .listing import size as _size
 
-
-class Source:
-    name = ""
-    label = ""
-    mode = "snapshot"
-    streamed = False  # listed, scoped and budgeted by the pipeline itself (see above)
-    spans_files = False  # one session, several files (see above)
-    extracted = True  # its substantial sessions get a markdown extract
-    host = False  # the conversations the memory is mostly made of: lists leave its label out
-    product = ""  # the agent a person knows it by ("Codex"), as lists of sources say it
-    follows_links = False  # its files may be links, read through (Claude Code's only)
-    agent = "Agent"  # who answers, as extracts name it
-    resume = ""  # the command that resumes a session, with {id}
-    answers = ""  # a source read as a search's last step: the key its answer holds (see below)
-    read_when = ""  # ...and when it is read, as status says
-
-    def locations(self, ws: str) -> list[str]:
-        raise NotImplementedError
-
-    def discover(self, ws: str, folders: list | None = None) -> list[tuple[str, object]]:
-        """(path, extra) of every file to read; `extra` goes back to read(). `folders` gets
-        (folder, mtime) of each folder whose listing this took (see watch): while none of them
-        changes, the same files would be found, so a look for changes needs no listing."""
-        raise NotImplementedError
-
-    def read(self, path: str, extra, offset: int, state: dict | None):
-        """(session records, end offset, new state, problems). Raises (OSError, ValueError...)
-        for a file it cannot read: the indexer keeps what it holds of it, and tries again once
-        the file changes (on every look after an OSError: fixing permissions changes no file)."""
-        raise NotImplementedError
-
-    def read_chunks(self, path: str, extra, offset: int, state: dict | None, max_bytes: int,
-                    *, mtime: float | None = None, size: int | None = None, bulk: bool = False):
-        """read()'s results in steps of about `max_bytes` read, for a source whose files can be
-        too big to hold what they say at once: each is indexed before the next is read.
-        `mtime`, `size`: the file's, as stat'ed; `bulk`: a big run (see Indexer.run). `extra`
-        may be a file of `files` (the streamed protocol): what discover gave goes to read."""
-        yield self.read(path, extra.extra if isinstance(extra, Listed) else extra, offset, state)
-
-    # -- the streamed protocol (see above): what the pipeline asks of a streamed source ------------
-
-    def files(self, ws: str, log=None, only_dirs: list[str] | None = None,
-              known=None) -> list:
-        """The files in scope, each with `path`, `session_id` (None: not known before it is
-        read) and `sidechain`, and given back to read_chunks as its `extra`. `only_dirs`: those
-        directly in these folders; `known`: the paths the index holds (a source may skip work
-        for them); `log`: where a source says what it could not list."""
-        out = [Listed(p, x, self.sidechain(x)) for p, x in self.discover(ws)]
-        if only_dirs is not None:
-            dirs = set(only_dirs)
-            out = [f for f in out if os.path.dirname(f.path) in dirs]
-        return out
-
-    def file(self, path: str):
-        """The file of `files` at `path`, for one the index names (None: not one of its own).
-        By default with no extra: a streamed source whose discover gives one writes its own."""
-        return Listed(path, None)
-
-    def session_files(self, ws: str, session_id: str) -> list:
-        """The files of one session (as `files` gives them), for the Stop hook and a forgotten
-        session's marks; none where a file does not name its session before it is read."""
-        return []
-
-    def read_chunk(self, sf, offset: int, state: dict | None, mtime: float | None = None,
-                   max_bytes: int | None = None, bulk: bool = False):
-        """The first step of read_chunks on a file of `files`: (records, end, state, problems)."""
-        return next(iter(self.read_chunks(sf.path, sf, offset, state, max_bytes or (1 << 62),
-                                          mtime=mtime, bulk=bulk)))
-
-    def skips_reply(self, state: dict | None) -> bool:
-        """Whether the Stop hook's provisional reply is not memory, by the session's main file's
-        parser state (the reply to a command of our own). None by default."""
-        return False
-
-
-    def claims_cwdless(self, path: str, ws: str, cache: dict | None = None) -> bool:
-        """Whether a file whose records name no working folder (yet) is this workspace's."""
-        return True
-
-    def sidechain(self, extra) -> bool:
-        """Whether the file discover gave with `extra` is a side thread of its session."""
-        return False
-
-    def in_scope(self, delta, ws: str) -> bool:
-        return True
-
-    def holds(self, ws: str) -> bool:
-        """Whether this source has a session of this workspace to index. Asked only where there
-        is no other memory (commands.run), before a command starts one there."""
-        return bool(self.discover(ws))
-
-    def looks_at(self, ws: str) -> list:
-        """What a listing depends on, noted with the folders it listed: where it looks (and
-        what it takes there). Another value lists again, nothing on disk changed."""
-        return self.locations(ws)
-
-    def knows(self, kind: str) -> bool:
-        """Whether this version knows record type `kind`: one an older version noted as unknown
-        in a file's state (see status) is no longer counted."""
-        return False
-
-    def whole(self, path: str) -> bool:
-        """This file is read whole every time (never resumed from an offset)."""
-        return self.mode == "snapshot"
-
-    def sample(self, ws: str, text: str) -> str:
-        """Write one small file of this source's kind, of a session of `ws` saying `text` (a
-        person's prompt), where this source finds it (its locations, as the environment sets
-        them), and return its path: the contract test's sample (tests/test_source_contract.py),
-        which every source brings."""
-        raise NotImplementedError
-
-    def fallback_search(self, ws: str, words: list[str],
-                        limit: int) -> tuple[list[dict], list[str]]:
-        """A source never indexed, read as the last step of a search of one workspace whose
-        conversations matched nothing: (entries holding every one of `words`, problems as the
-        log says them). None by default."""
-        return [], []
-
-    def everywhere(self, known: dict) -> list[tuple[str, tuple[str, ...]]]:
-        """For a search of all projects: every file of this source on this machine, each with
-        the folders its sessions ran in (none: it records none, and every workspace takes it,
-        as in_scope does). A source kept inside a workspace (a shared log) has none here.
-        `known`: what an earlier call learned (a folder each file names), brought up to date,
-        so a file is read once."""
-        return []
-
-
-class Listed:
-    """A file as the base class's `files` gives it: discover's (path, extra), with what the
-    pipeline asks of a file of a streamed source."""
-
-    __slots__ = ("path", "extra", "session_id", "sidechain")
-
-    def __init__(self, path: str, extra, sidechain: bool = False) -> None:
-        self.path, self.extra, self.session_id, self.sidechain = path, extra, None, sidechain
 
 class ClaudeCode(Source):
     (name, label, product), mode, streamed = names.CLAUDE_CODE, "append", True
@@ -272,19 +142,9 @@ class ClaudeCode(Source):
 
     def sample(self, ws: str, text: str) -> str:
         sid = "0c0c0c0c-0000-4000-8000-000000000001"
-        return _sample(os.path.join(self.locations(ws)[0], f"{sid}.jsonl"), [{
+        return sample_file(os.path.join(self.locations(ws)[0], f"{sid}.jsonl"), [{
             "type": "user", "sessionId": sid, "uuid": "u1", "cwd": ws,
             "timestamp": "2026-01-02T00:00:00Z", "message": {"role": "user", "content": text}}])
-
-
-def _sample(path: str, lines: list, whole: bool = False) -> str:
-    """A sample file (Source.sample): JSON lines, or one JSON document (`whole`), or text."""
-    import json  # (the contract test's samples only)
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(json.dumps(lines[0]) if whole else
-                "".join(x if isinstance(x, str) else json.dumps(x) + "\n" for x in lines))
-    return path
 
 
 def _records(delta) -> list:
@@ -361,7 +221,7 @@ class Codex(Source):
         return out
 
     def sample(self, ws: str, text: str) -> str:
-        return _sample(os.path.join(self.locations(ws)[0], "2026", "01", "02",
+        return sample_file(os.path.join(self.locations(ws)[0], "2026", "01", "02",
                                     "rollout-2026-01-02T00-00-00-abc.jsonl"), [
             {"timestamp": "2026-01-02T00:00:00Z", "type": "session_meta",
              "payload": {"id": "abc", "cwd": ws}},
@@ -381,24 +241,6 @@ class Codex(Source):
             return None
         cwd = next((d.cwd for d in deltas if d.cwd), None) or (state or {}).get("cwd")
         return os.path.normpath(cwd) if isinstance(cwd, str) and cwd else ""
-
-
-def vscode_user_dirs() -> list[str]:
-    """Every VS Code user folder of this account (PRIMA_VSCODE_USER_DIRS overrides the list)."""
-    given = os.environ.get("PRIMA_VSCODE_USER_DIRS")
-    if given is not None:
-        return [d for d in given.split(os.pathsep) if d]
-    home = os.path.expanduser("~")
-    apps = ("Code", "Code - Insiders", "VSCodium")
-    if sys.platform == "darwin":
-        bases = [os.path.join(home, "Library", "Application Support")]
-    elif sys.platform == "win32":
-        bases = [os.environ.get("APPDATA", os.path.join(home, "AppData", "Roaming"))]
-    else:
-        bases = [os.environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")]
-    return [os.path.join(b, a, "User") for b in bases for a in apps] + [
-        os.path.join(home, ".vscode-server", "data", "User"),
-        os.path.join(home, ".vscode-server-insiders", "data", "User")]
 
 
 ALL_WORKSPACES = "PRIMA_VSCODE_ALL_WORKSPACES"
@@ -454,7 +296,7 @@ class CopilotChat(Source):
 
     def sample(self, ws: str, text: str) -> str:
         """A chat of a workspace VS Code does not name (no workspace.json): every one takes it."""
-        return _sample(os.path.join(self.locations(ws)[0], "workspaceStorage", "w1",
+        return sample_file(os.path.join(self.locations(ws)[0], "workspaceStorage", "w1",
                                     "chatSessions", "abc.json"), [
             {"version": 3, "sessionId": "abc", "requests": [
                 {"requestId": "r", "message": {"text": text}, "response": [{"value": "ok"}]}]}],
@@ -507,7 +349,7 @@ class SharedLog(Source):
         return ([d] if d else []), _size(path), state, problems
 
     def sample(self, ws: str, text: str) -> str:
-        return _sample(os.path.join(self.locations(ws)[0], "P1", "abc.md"),
+        return sample_file(os.path.join(self.locations(ws)[0], "P1", "abc.md"),
                        [f"**Author:** A\n{text}"])
 
 
@@ -533,7 +375,7 @@ class Extracts(Source):
         return ([d] if d else []), _size(path), state, []
 
     def sample(self, ws: str, text: str) -> str:
-        return _sample(os.path.join(self.locations(ws)[0], "2026-01", "2026-01-02-abc.md"),
+        return sample_file(os.path.join(self.locations(ws)[0], "2026-01", "2026-01-02-abc.md"),
                        [f"# Session abc\n\n## Request\n{text}\n"])
 
 
@@ -563,12 +405,13 @@ class SessionHistory(Source):
         return found, [f"session history: {p}" for p in problems]
 
     def sample(self, ws: str, text: str) -> str:
-        return _sample(os.path.join(self.locations(ws)[0], "state.json"), [{"sessionHistory": [
+        return sample_file(os.path.join(self.locations(ws)[0], "state.json"), [{"sessionHistory": [
             {"date": "2026-01-02", "summary": text, "projectsWorked": ["P1"]}]}], whole=True)
 
 
 CLAUDE_CODE = ClaudeCode()  # what the hooks read
-SOURCES = (CLAUDE_CODE, Codex(), CopilotChat(), SharedLog())  # indexed, as status lists them
+SOURCES = (CLAUDE_CODE, Codex(), CopilotChat(), GeminiCli(), Cursor(), CursorAgent(), OpenCode(),
+           Aider(), Cline(), RooCode(), KiloCode(), CopilotCli(), SharedLog())  # as status lists them
 OTHERS = SOURCES[1:]  # the other agents': read outside the hooks
 EXTRACTS = Extracts()
 FALLBACKS = (SessionHistory(),)  # never indexed: a search's last step (fallback_search)

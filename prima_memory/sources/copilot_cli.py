@@ -1,0 +1,18 @@
+"""(skeleton, filled in by this source's author) copilot_cli sessions as records."""
+from __future__ import annotations
+
+from . import names
+from .base import Source
+
+
+class CopilotCli(Source):
+    (name, label, product), mode, agent = names.COPILOT_CLI, "append", "Copilot"
+
+    def locations(self, ws: str) -> list[str]:
+        return []
+
+    def discover(self, ws: str, folders: list | None = None) -> list[tuple[str, object]]:
+        return []
+
+    def read(self, path, extra, offset, state):
+        return [], offset, state, []
