@@ -209,7 +209,7 @@ class Indexer:
             if row.status == "missing":
                 continue  # (back, it changes its folder)
             try:
-                st = os.lstat(path)  # discover lists no links
+                st = src.stat(path)  # (discover lists no links)
             except OSError:
                 return True
             if not _same(row, st) and not _set_aside_growing(row, st):
@@ -392,7 +392,7 @@ class Indexer:
                     self.log.warn(f"{path}: empty file")
             else:
                 try:
-                    st = os.lstat(path)
+                    st = src.stat(path)
                 except OSError as e:
                     self._unreadable(src, path, None, e, listing)
                     continue

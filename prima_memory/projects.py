@@ -39,6 +39,8 @@ from .storage import SCHEMA_VERSION, CantOpen, ReadOnly, SchemaMismatch, Store, 
 
 TYPE_CHECKING = False  # (typing's own import: see memory.py)
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from .embed import Embedder
 
 CATALOG = "catalog.json"
@@ -50,14 +52,14 @@ RACY_NS = 2 * 10**9  # a file changed this recently may change again within its 
 
 
 class Project:
-    """A project folder, its source files (path, followed: whether a link is read through)
-    and where its memory lives."""
+    """A project folder, its source files (path, how it is stat'ed: through a link for a
+    source that reads through links, else Source.stat) and where its memory lives."""
 
     __slots__ = ("folder", "files", "own", "home")
 
     def __init__(self, folder: str):
         self.folder = folder
-        self.files: list[tuple[str, bool]] = []
+        self.files: list[tuple[str, Callable]] = []  # (path, how it is stat'ed: Source.stat)
         self.own = _has_own(folder)
         self.home = None if self.own else wsmod.detached_dir(folder)
 
@@ -68,10 +70,10 @@ class Project:
         h = wsmod.blake2b(f"{SCHEMA_VERSION}/{RULES}/{every_vscode_workspace()}".encode(),
                     digest_size=16)
         recent = time.time_ns() - RACY_NS
-        stat, lstat, pack = os.stat, os.lstat, _FILE.pack
-        for path, follow in self.files:
+        pack = _FILE.pack
+        for path, stat in self.files:
             try:
-                st = stat(path) if follow else lstat(path)
+                st = stat(path)
             except OSError:
                 h.update(b"gone")
                 continue
@@ -147,7 +149,7 @@ class AllProjects(Scope):
         head of each file not seen before) and the user-level store's own project folders."""
         catalog = _load(self.log)
         changed = catalog.get("version") != CATALOG_VERSION
-        located: list[tuple[str, bool, tuple[str, ...]]] = []
+        located: list[tuple[str, Callable, tuple[str, ...]]] = []
         for src in SOURCES:
             looked = _Looked(catalog.get(src.name))
             try:
@@ -165,8 +167,8 @@ class AllProjects(Scope):
                     sane[named] = tuple(f for f in map(_folder, named) if f)
                 if named and not sane[named]:
                     continue  # it names only folders that cannot be: nobody's
-                located.append((path, src.follows_links, sane[named]))
-        claude = {f for path, follow, folders in located if follow for f in folders}
+                located.append((path, os.stat if src.follows_links else src.stat, sane[named]))
+        claude = {f for path, stat, folders in located if stat is os.stat for f in folders}
         remembered = {_folder(f) for f in catalog.get("folders") or ()} | set(_stored_folders())
         roots = claude | {f for f in remembered if f}
         owner: dict[str, str] = {}
@@ -181,12 +183,12 @@ class AllProjects(Scope):
                 projects[top] = Project(top)
             return projects[top]
 
-        everyone: list[tuple[str, bool]] = []  # files every workspace takes (no folder named)
-        for path, follow, folders in located:
+        everyone: list[tuple[str, Callable]] = []  # files every workspace takes (no folder named)
+        for path, stat, folders in located:
             if not folders:
-                everyone.append((path, follow))
+                everyone.append((path, stat))
             for f in folders:
-                project(f).files.append((path, follow))
+                project(f).files.append((path, stat))
         for f in roots:
             if f in projects or _kept_anywhere(f):
                 project(f)
@@ -195,7 +197,7 @@ class AllProjects(Scope):
         for p in projects.values():
             p.files += everyone
             if os.path.isdir(os.path.join(p.folder, ".claude", "state")):  # (most have none)
-                p.files += [(path, False) for path, _ in log_source.discover(p.folder)]
+                p.files += [(path, os.lstat) for path, _ in log_source.discover(p.folder)]
         found = sorted(projects)
         if changed or found != catalog.get("folders"):
             catalog.update(version=CATALOG_VERSION, folders=found)

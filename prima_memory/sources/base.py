@@ -109,6 +109,17 @@ class Source:
         in a file's state (see status) is no longer counted."""
         return False
 
+    def stat(self, path: str):
+        """What the pipeline compares of a file it found to tell a change (st_size,
+        st_mtime_ns, st_ino): the entry itself (a link is never followed). A source whose
+        sessions are rows of a database names each by a path of its own and gives it a RowStat."""
+        return os.lstat(path)
+
+    def backing(self, path: str) -> str:
+        """The file on disk that `path` (as discover gives it) is read from: itself, or the
+        database a session's rows are kept in."""
+        return path
+
     def whole(self, path: str) -> bool:
         """This file is read whole every time (never resumed from an offset)."""
         return self.mode == "snapshot"
@@ -144,6 +155,21 @@ class Listed:
 
     def __init__(self, path: str, extra, sidechain: bool = False) -> None:
         self.path, self.extra, self.session_id, self.sidechain = path, extra, None, sidechain
+
+
+class RowStat:
+    """A session kept as rows of a database, as the pipeline compares a file: `size` and
+    `mtime_ns` from its rows (say, how many and when last changed; a read ends at `size`), no
+    inode, so a change to the rows is a change to the "file" and nothing else is."""
+
+    __slots__ = ("st_size", "st_mtime_ns", "st_ino", "st_mode")
+
+    def __init__(self, size: int, mtime_ns: int) -> None:
+        self.st_size, self.st_mtime_ns, self.st_ino, self.st_mode = size, mtime_ns, 0, 0o100600
+
+    @property
+    def st_mtime(self) -> float:
+        return self.st_mtime_ns / 1e9
 
 
 def sample_file(path: str, lines: list, whole: bool = False) -> str:
