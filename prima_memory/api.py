@@ -1087,8 +1087,9 @@ def status(mem: Memory) -> dict:
         where = src.locations(mem.ws)
         files = store.files(src.name)
         sources.append({"source": src.name, "label": src.label, "locations": where,
-                        "found": any(os.path.isdir(w) for w in where),
-                        "absent": [w for w in where if not os.path.isdir(w)],
+                        # (a folder, or a file: a database, a project's history)
+                        "found": any(os.path.exists(w) for w in where),
+                        "absent": [w for w in where if not os.path.exists(w)],
                         "files": len(files),
                         # out of scope: another folder's sessions, never indexed here
                         "skipped": sum(r.status == "foreign" for r in files.values()),

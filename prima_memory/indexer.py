@@ -426,6 +426,19 @@ class Indexer:
                              tools), st, row.session if row is not None else None))
         return todo, notes, total
 
+    def _note_unknown(self, src, path: str, before: dict | None, after: dict | None) -> None:
+        """Record types a reader met in this file for the first time and does not know (its
+        state's "unk", which `status` counts). A type no file of the source showed before is a
+        format that drifted: a warning naming the file, once; the rest an info line."""
+        new = _unknown_types(after) - _unknown_types(before)
+        if not new:
+            return
+        known = self.store.unknown_record_types(src.name)
+        first = sorted(t for t in new if t not in known)
+        say = self.log.warn if first else self.log.info
+        say(f"{path}: record types this version does not read, skipped: "
+            f"{', '.join(first or sorted(new))}")
+
     def _unreadable(self, src, path: str, st, e: BaseException, listing: _Listing) -> None:
         """A file that could not be read. For any reason but an OSError or a NotNow, it is
         noted as failed with its size and time: not read again until they change (a 200 MB
@@ -470,7 +483,7 @@ class Indexer:
             for p in read_problems:
                 self.log.warn(f"{path}: {p}")
                 problems.append(f"{path}: {p}")
-            _note_unknown(self.log, path, before, state)
+            self._note_unknown(src, path, before, state)
             prior, before = before, state
             applied: set[int] = set()
             self._recheck()
@@ -1140,15 +1153,6 @@ def _why(e: BaseException) -> str:
     if isinstance(e, OSError) and e.strerror:
         return e.strerror
     return f"{type(e).__name__}: {str(e)[:160]}"
-
-
-def _note_unknown(log, path: str, before: dict | None, after: dict | None) -> None:
-    """Record types a reader met in this file for the first time and does not know (its state's
-    "unk", which `status` counts): an info line, not a warning, since no user can act on it."""
-    new = _unknown_types(after) - _unknown_types(before)
-    if new:
-        log.info(f"{path}: record types this version does not read, skipped: "
-                 f"{', '.join(sorted(new))}")
 
 
 def _unknown_types(state) -> set[str]:

@@ -196,17 +196,29 @@ class Env:
         return self.ws / ".prima-memory"
 
 
+# Where the other agents' sources look besides HOME and XDG_*: their own overrides (and Windows'
+# folders), never inherited by a test from the machine it runs on.
+AGENT_VARIABLES = ("APPDATA", "LOCALAPPDATA", "XDG_STATE_HOME")
+AGENT_PREFIXES = ("GEMINI_", "CURSOR_", "OPENCODE", "AIDER_", "COPILOT_", "CLINE_", "ROO_",
+                  "KILO_")
+
+
 @pytest.fixture(autouse=True, scope="session")
 def _no_real_config(tmp_path_factory):
-    """In-process code reads the user's config folder (the key that stamps an index, owner.py):
-    never the real one."""
-    saved = os.environ.get("XDG_CONFIG_HOME")
-    os.environ["XDG_CONFIG_HOME"] = str(tmp_path_factory.mktemp("config"))
+    """In-process code reads the user's config folder (the key that stamps an index, owner.py)
+    and every agent's folders under HOME: never the real ones. (npm keeps its real cache: the
+    end-to-end test installs Claude Code from it.)"""
+    saved = dict(os.environ)
+    home = tmp_path_factory.mktemp("home")
+    os.environ.setdefault("npm_config_cache", os.path.join(os.path.expanduser("~"), ".npm"))
+    os.environ.update(HOME=str(home), XDG_CONFIG_HOME=str(tmp_path_factory.mktemp("config")),
+                      XDG_DATA_HOME=str(home / ".local" / "share"))
+    for k in list(os.environ):
+        if k in AGENT_VARIABLES or k.startswith(AGENT_PREFIXES):
+            del os.environ[k]
     yield
-    if saved is None:
-        os.environ.pop("XDG_CONFIG_HOME", None)
-    else:
-        os.environ["XDG_CONFIG_HOME"] = saved
+    os.environ.clear()
+    os.environ.update(saved)
 
 
 @pytest.fixture

@@ -187,8 +187,9 @@ def test_status_lists_every_source(env):
     assert (got["files_seen"], got["files_read"], got["sessions_updated"]) == (3, 3, 2), \
         "the report counts every source"
     sources = {s["source"]: s for s in env.json("status")["sources"]}
-    assert list(sources) == ["claude-code", "codex", "copilot-chat", "shared-log",
-                             "session-history"]
+    assert list(sources) == ["claude-code", "codex", "copilot-chat", "gemini-cli", "cursor",
+                             "cursor-agent", "opencode", "aider", "cline", "roo-code",
+                             "kilo-code", "copilot-cli", "shared-log", "session-history"]
     codex = sources["codex"]
     assert codex["found"] and (codex["sessions"], codex["files"], codex["skipped"]) == (1, 2, 1)
     assert codex["absent"] == [str(Path(env.env["CODEX_HOME"]) / "archived_sessions")]
@@ -202,6 +203,25 @@ def test_status_lists_every_source(env):
         ln for ln in text.splitlines() if ln.startswith("absent "))  # (the absent, one line)
     assert "archived_sessions (absent): 1 session (0 archived), 2 files, 1 of other folders " \
            "skipped" in text
+
+
+def test_a_record_type_a_source_never_showed_is_a_warning_naming_its_file_once(env):
+    # (issue #41) format drift: the first file of a source to show a record type this version
+    # does not read is named in a warning; another file showing it is not warned about again
+    first = _rollout(env, "cx-d1", str(env.ws), "drift check", "ok")
+    with first.open("a") as f:
+        f.write(json.dumps({"timestamp": _iso(OLD + 3), "type": "hologram", "payload": {}}) + "\n")
+    env.json("index")
+    second = _rollout(env, "cx-d2", str(env.ws), "drift again", "ok")
+    with second.open("a") as f:
+        f.write(json.dumps({"timestamp": _iso(OLD + 3), "type": "hologram", "payload": {}}) + "\n")
+    env.json("index")
+    log = (env.data / "prima-memory.log").read_text()
+    warned = [ln for ln in log.splitlines() if "WARNING" in ln and "hologram" in ln]
+    assert len(warned) == 1 and str(first) in warned[0], log
+    assert any("INFO" in ln and str(second) in ln and "hologram" in ln for ln in log.splitlines())
+    codex = next(s for s in env.json("status")["sources"] if s["source"] == "codex")
+    assert codex["unknown_record_types"] == [{"type": "hologram", "files": 2}]
 
 
 def _sums(paths) -> dict:
