@@ -434,10 +434,11 @@ class Indexer:
         if not new:
             return
         known = self.store.unknown_record_types(src.name)
-        first = sorted(t for t in new if t not in known)
-        say = self.log.warn if first else self.log.info
-        say(f"{path}: record types this version does not read, skipped: "
-            f"{', '.join(first or sorted(new))}")
+        for say, kinds in ((self.log.warn, [t for t in new if t not in known]),
+                           (self.log.info, [t for t in new if t in known])):
+            if kinds:
+                say(f"{path}: record types this version does not read, skipped: "
+                    f"{', '.join(sorted(kinds))}")
 
     def _unreadable(self, src, path: str, st, e: BaseException, listing: _Listing) -> None:
         """A file that could not be read. For any reason but an OSError or a NotNow, it is

@@ -448,13 +448,14 @@ def test_five_megabyte_line_with_a_pasted_image(env):
 
 
 def _unknown_noted(env, kind: str) -> list[str]:
-    return [ln for ln in log_text(env).splitlines() if " INFO " in ln and kind in ln]
+    return [ln for ln in log_text(env).splitlines() if "record types" in ln and kind in ln]
 
 
-def test_unknown_record_types_are_counted_in_status_never_warned_and_the_rest_indexed(env):
+def test_unknown_record_types_are_counted_in_status_warned_once_and_the_rest_indexed(env):
     """A record type nobody knows yet (a newer Claude Code): skipped, the rest indexed; status
-    counts it, by type and files, outside its warnings (the user can do nothing about it); the
-    log says it once per file, at info level."""
+    counts it, by type and files, outside the source's warnings; the log says it once per
+    file, as a warning naming the first file to show it (#41: a format that drifted), then at
+    info level."""
     t = env.transcript(S1, start=START)
     t.exchange(*GOOD_BEFORE)
     for i in range(3):
@@ -467,18 +468,20 @@ def test_unknown_record_types_are_counted_in_status_never_warned_and_the_rest_in
     other.raw({"type": "x" * 5000, "sessionId": S2})  # kept cut short
     env.json("index")
     assert texts(env, S1) == [*GOOD_BEFORE, *GOOD_AFTER]
-    assert warnings_about(env, "record") == [], log_text(env)
+    warned = warnings_about(env, "record types")
+    assert all(sum(kind in w for w in warned) == 1
+               for kind in ("brand-new-record", "another-new-kind", "x" * 40)), log_text(env)
+    assert len(warned) == 2 and all(S1 in w or S2 in w for w in warned), "each names its file"
     assert len(_unknown_noted(env, "brand-new-record")) == 2, log_text(env)
     st = status(env)
     cc = {s["source"]: s for s in st["sources"]}["claude-code"]
     assert cc["unknown_record_types"] == [{"type": "brand-new-record", "files": 2},
                                           {"type": "another-new-kind", "files": 1},
                                           {"type": "x" * 40, "files": 1}]
-    assert cc["warnings"] == [] and st["warnings"] == []
+    assert cc["warnings"] == [] and len(st["warnings"]) == 2
     human = env.run("status").stdout
     assert ("skipped, unknown to this version: record types brand-new-record (2 files), "
             "another-new-kind (1 file)") in human, human
-    assert "warning" not in human, human
     # more lines of the same kinds later: nothing new in the log, the new exchange indexed
     t.raw({"type": "brand-new-record", "sessionId": S1, "n": 9})
     t.exchange("later question about the okapi", "Later answer.")
@@ -501,7 +504,7 @@ def test_a_file_of_many_unknown_record_types_is_counted_within_bounds(env):
     assert len(json.loads(state)["unk"]) == 50  # noted per file, at most
     cc = {s["source"]: s for s in status(env)["sources"]}["claude-code"]
     assert len(cc["unknown_record_types"]) == 20  # shown, at most
-    assert len(_unknown_noted(env, "kind-0000")) == 1 and warnings_about(env, "kind-") == []
+    assert len(_unknown_noted(env, "kind-0000")) == len(warnings_about(env, "kind-")) == 1
 
 
 def test_types_an_older_version_noted_as_unknown_are_not_counted_once_known(env):
