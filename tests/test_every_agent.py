@@ -67,9 +67,10 @@ def test_the_mcp_server_finds_every_agents_session_with_its_label(env, src):
                 found = json.loads(got.content[0].text)
                 # the model's way back: the session itself, by the id the hit gave
                 sid = found["results"][0]["session_id"] if found["results"] else "-"
-                back = await s.call_tool("recall_session", {"session_id": sid})
+                back = await s.call_tool("recall_session", {"session_id": sid,
+                                                            "detail": "turns"})
                 assert not back.is_error, back.content[0].text
-                return found, json.loads(back.content[0].text)
+                return found, json.loads(back.content[0].text)["session"]
     found, session = anyio.run(main)
     assert [(h["source"], h["label"]) for h in found["results"]] == [(src.name, src.label)]
     assert session["label"] == src.label and WORD in json.dumps(session)

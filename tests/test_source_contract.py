@@ -109,8 +109,9 @@ def test_the_registry_declares_every_source_once():
     assert [(s.name, s.label, s.product) for s in DECLARED] == \
         list(names.INDEXED + (names.EXTRACT, names.SESSION_HISTORY))
     assert names.names() == [s.name for s in DECLARED] and len(set(names.names())) == len(DECLARED)
-    assert names.agents("or") == "Claude Code, Codex or VS Code"
-    assert names.agents(others=True) == "Codex and VS Code"
+    assert names.agents("or") == ("Claude Code, Codex, VS Code, Gemini CLI, Cursor, Cursor CLI, "
+                                  "OpenCode, Aider, Cline, Roo Code, Kilo Code or Copilot CLI")
+    assert names.agents(others=True).startswith("Codex, VS Code, Gemini CLI, ")
     assert Listed("/p", 1).extra == 1
 
 
