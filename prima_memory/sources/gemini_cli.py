@@ -138,19 +138,21 @@ def _projects(folders: list | None, ws: str | None) -> list[tuple[str, str]]:
     registry: dict[str, str] | None = None
     slugs: list[tuple[str, str]] = []
     hashed: list[tuple[str, str]] = []
-    for e in entries:
-        if not utf8_name(e.name) or not e.is_dir(follow_symlinks=False):
+    for entry in entries:
+        if not utf8_name(entry.name) or not entry.is_dir(follow_symlinks=False):
             continue
-        if len(e.name) == 64 and _HEX.issuperset(e.name):
-            hashed.append((e.name, e.path))
-        elif _SLUG.issuperset(e.name):
-            root = _marker(e.path)
+        if len(entry.name) == 64 and _HEX.issuperset(entry.name):
+            hashed.append((entry.name, entry.path))
+        elif _SLUG.issuperset(entry.name):
+            root = _marker(entry.path)
             if root is None:
                 if registry is None:
                     registry = _registry(gem)
-                root = registry.get(e.name)
+                root = registry.get(entry.name)
             if root:
-                slugs.append((e.path, root))
+                slugs.append((entry.path, root))
+    if not hashed:  # (Gemini CLI moved them into slugs: most machines have none left)
+        return slugs
     digests = {_sha256(r): r for _p, r in slugs}
     if ws:
         digests.update((_sha256(v), ws) for v in path_variants(ws))
@@ -206,7 +208,9 @@ def _registry(gem: str) -> dict[str, str]:
         return {}
     projects = doc.get("projects") if isinstance(doc, dict) else None
     out: dict[str, str] = {}
-    for folder, slug in (projects.items() if isinstance(projects, dict) else ()):
+    if not isinstance(projects, dict):
+        return out
+    for folder, slug in projects.items():
         if isinstance(slug, str) and slug and _SLUG.issuperset(slug) and isinstance(folder, str) \
                 and os.path.isabs(folder) and "\0" not in folder:
             out.setdefault(slug, folder)
@@ -261,10 +265,9 @@ def read_session(path: str, cwd: str | None, sub: bool = False):
             raise ValueError(f"invalid JSON ({str(e)[:60]})") from None
         del raw
         end = st.st_size
-        if isinstance(doc, dict):
-            s.guarded(s.header, doc)
-        else:
-            problems.append("not a Gemini CLI session")
+        if not isinstance(doc, dict):
+            return [], end, {}, ["not a Gemini CLI session"]
+        s.guarded(s.header, doc)
     else:
         st = os.lstat(path)
         if st.st_size > MAX_SESSION:
@@ -313,8 +316,8 @@ class _Session:
             self.header(obj)
         else:
             op = next((k for k in obj if k.startswith("$")), None)
-            if op in KNOWN_TYPES or op is None and "sessionId" in obj:
-                self.odd += 1
+            if op in KNOWN_TYPES or op is None and ("id" in obj or "sessionId" in obj):
+                self.odd += 1  # (a known kind with a field of the wrong type)
             else:
                 self._unknown(op or "(a line with no id)")
 
@@ -360,8 +363,10 @@ class _Session:
             self.msgs[m["id"]] = ("gemini", ts, _text(m.get("content")), calls)
         else:
             self.msgs[m["id"]] = None  # (kept in its place: a rewind may name it)
-            if kind not in KNOWN_TYPES:
-                self._unknown(kind if isinstance(kind, str) else f"({type(kind).__name__})")
+            if not isinstance(kind, str):
+                self.odd += 1
+            elif kind not in KNOWN_TYPES:
+                self._unknown(kind)
 
     def _unknown(self, kind: str) -> None:
         if len(self.unknown) < 50:
@@ -416,7 +421,8 @@ class _Session:
                 d.tool_calls.append(tool_calls.make(name, target, line, scrub, kind=what, ts=at,
                                                     key=last, sidechain=side, call=cid,
                                                     names=shown))
-                if name in _CHANGES and what == "path" and status not in _FAILED:
+                if name in _CHANGES and isinstance(target, str) and what == "path" \
+                        and status not in _FAILED:
                     path = target if os.path.isabs(target) or not cwd else \
                         os.path.normpath(os.path.join(cwd, target))
                     if (path, last) not in changed:
@@ -450,7 +456,9 @@ def _call(c) -> tuple | None:
     from .text import parse_ts  # (only once this source is read, never by a hook)
     if not isinstance(c, dict) or not isinstance(c.get("name"), str):
         return None
-    args = c.get("args") if isinstance(c.get("args"), dict) else {}
+    args = c.get("args")
+    if not isinstance(args, dict):
+        args = {}
     keep = {k: v[:_ARG_MAX] for k, v in args.items()
             if isinstance(v, str) and k not in ("content", "old_string", "new_string")}
     cid = c.get("id") if isinstance(c.get("id"), str) else None
