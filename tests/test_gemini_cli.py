@@ -473,8 +473,9 @@ def test_the_cli_finds_it_with_its_label_and_resume_command(env):
     hits = env.search("cookie SameSite")
     assert [(h["source"], h["label"], h["session_id"]) for h in hits] == [
         ("gemini-cli", "[Gemini CLI]", SID)]
-    assert hits[0]["resume"] == f"cd {env.ws} && gemini --resume {SID}" or \
-        hits[0]["resume"].endswith(f"&& gemini --resume {SID}")
+    # gemini --resume <UUID>, from the project folder (the hit's folder: quoted, it has spaces)
+    assert hits[0]["resume"].startswith("cd ") and str(env.ws) in hits[0]["resume"]
+    assert hits[0]["resume"].endswith(f" && gemini --resume {SID}")
     assert "[Gemini CLI]" in env.run("search", "cookie", "--mode", "keyword").stdout
     elsewhere = env.root / "elsewhere"
     elsewhere.mkdir()
