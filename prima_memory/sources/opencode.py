@@ -30,7 +30,7 @@ from ..records import FileChange, Message, SessionDelta
 from ..workspace import is_within, read_plain
 from . import names
 from .base import RowStat, Source
-from .listing import files, utf8_name, watch
+from .listing import files, unlisted, utf8_name, watch
 
 SOURCE, LABEL, _AGENT = names.OPENCODE
 
@@ -89,14 +89,16 @@ class OpenCode(Source):
             out.append(os.path.dirname(db))
         return out
 
-    def databases(self) -> list[str]:
+    def databases(self, folders: list | None = None) -> list[str]:
         """opencode.db and each channel build's opencode-<channel>.db in the data folder (a link
-        is never followed), and $OPENCODE_DB's."""
+        is never followed), and $OPENCODE_DB's. A data folder that cannot be listed is noted
+        (listing.unlisted): the sessions the index holds of it are not taken as gone."""
         root = self.data_dir()
         found = []
         try:
             entries = sorted(os.scandir(root), key=lambda e: e.name)
-        except OSError:
+        except OSError as error:
+            unlisted(folders, root, error)
             entries = []
         for e in entries:
             n = e.name
@@ -117,7 +119,7 @@ class OpenCode(Source):
         the index keeps what it holds of it, and the next look tries again."""
         out: list[tuple[str, object]] = []
         held: set[str] = set()
-        for db in self.databases():
+        for db in self.databases(folders):
             watch(folders, db)  # (a write goes to its -wal first; a checkpoint, to it)
             watch(folders, db + "-wal")
             listed = _listing(db)
@@ -212,6 +214,12 @@ class OpenCode(Source):
         os.makedirs(os.path.dirname(db), exist_ok=True)
         con = sqlite3.connect(db)
         try:
+            try:  # a database of somebody's sessions is never written into (HOME not isolated)
+                others = con.execute("SELECT count(*) FROM session WHERE id != 'ses_sample'")
+                if others.fetchone()[0]:
+                    raise RuntimeError(f"{db} holds OpenCode sessions: no sample written there")
+            except sqlite3.OperationalError:
+                pass  # (a new database: no session table yet)
             make_schema(con)
             add_session(con, "ses_sample", ws, "", 1767312000000, [
                 ("msg_sample1", "user", [{"type": "text", "text": text}]),
@@ -315,8 +323,8 @@ def _listing(db: str) -> _Listed:
         # a thread's size: a row for each session, message and part (never 0: an empty file)
         listed.stats[root] = (size + 1 + n, max(mtime, min(max(_int(updated), last), 1 << 42)
                                                 * 1_000_000))
-        if sid == root:
-            listed.folders[root] = folder
+        if sid == root:  # (opencode records an absolute path: anything else is nobody's)
+            listed.folders[root] = folder if folder and os.path.isabs(folder) else None
     _LISTED[db] = (key, listed)
     return listed
 
@@ -454,28 +462,24 @@ def _read_db(db: str, sid: str):
     by_message: dict[str, list] = {}
     for mid, pid, data in parts:
         by_message.setdefault(_str(mid) or "", []).append((_str(pid), data))
-    v1 = {s: 0 for s in family}
-    for _mid, s, _ts, _data in messages:
-        v1[_str(s) or ""] = v1.get(_str(s) or "", 0) + 1
-    newer = {s: 0 for s in family}
-    for _id, s, kind, _ts, _data in v2:
-        if _str(kind) in ("user", "assistant"):
-            newer[_str(s) or ""] = newer.get(_str(s) or "", 0) + 1
+    older: dict[str, list] = {}
+    for mid, s, ts, data in messages:
+        older.setdefault(_str(s) or "", []).append((_str(mid) or "", ts, data))
+    newer: dict[str, list] = {}
+    for mid, s, kind, ts, data in v2:
+        newer.setdefault(_str(s) or "", []).append((_str(mid) or "", _str(kind), ts, data))
     # A session read as one store or the other: the newer rows (session_message) where they
     # hold as much of it (opencode copies a session's older messages there), else the older.
-    chosen = {s: newer.get(s, 0) > 0 and newer[s] >= v1.get(s, 0) for s in family}
     for s in family:  # its own thread, then each subagent's, each in its order
         side = s != sid
-        if chosen[s]:
-            for mid, ms, kind, ts, data in v2:
-                if _str(ms) == s:
-                    b.v2(s, _str(mid) or "", _str(kind), ts, _parsed(data, problems), side)
-        else:
-            for mid, ms, ts, data in messages:
-                if _str(ms) == s:
-                    mid = _str(mid) or ""
-                    got = [(pid, _parsed(d, problems)) for pid, d in by_message.get(mid, ())]
-                    b.v1(s, mid, ts, _parsed(data, problems), got, side)
+        said = sum(kind in ("user", "assistant") for _m, kind, _t, _d in newer.get(s, ()))
+        if said and said >= len(older.get(s, ())):
+            for mid, kind, ts, data in newer[s]:
+                b.v2(s, mid, kind, ts, _parsed(data, problems), side)
+            continue
+        for mid, ts, data in older.get(s, ()):
+            got = [(pid, _parsed(d, problems)) for pid, d in by_message.get(mid, ())]
+            b.v1(s, mid, ts, _parsed(data, problems), got, side)
     created, updated = root[3], root[4]
     deltas = b.finish(_ms(created), _ms(updated), os.lstat(db).st_mtime)
     return deltas, end, b.state(), problems
@@ -507,7 +511,10 @@ def _parsed(raw, problems: list) -> dict | None:
     if not isinstance(raw, bytes):
         raw = raw.encode("utf-8", "surrogatepass") if isinstance(raw, str) else b""
     try:
-        doc = text.load_json(raw)
+        try:
+            doc = text.load_json(raw)
+        except UnicodeDecodeError:  # (bytes no UTF-8: shown as U+FFFD, as a text column's)
+            doc = text.load_json(raw.decode("utf-8", "replace").encode())
     except ValueError as e:  # (TooBig too: one row past the bounds, its session read on)
         problems.append(f"a message's data unreadable ({str(e)[:80]})")
         return None
@@ -563,7 +570,8 @@ def _json_head(path: str, doc: dict):
     times = _obj(doc.get("time"))
     parent, folder, title = (doc.get(k) for k in ("parentID", "directory", "title"))
     return (sid, parent if isinstance(parent, str) else None,
-            folder if isinstance(folder, str) else None, title if isinstance(title, str) else None,
+            folder if isinstance(folder, str) and os.path.isabs(folder) else None,
+            title if isinstance(title, str) else None,
             times.get("created"), times.get("updated"))
 
 
@@ -576,6 +584,23 @@ def _folder_sessions(paths: list[str], known: dict | None = None) -> dict[str, t
         if info is not None:
             out[info[0]] = (info[1], path)
     return out
+
+
+_PROJECTS: dict[str, tuple] = {}  # a project's folder -> (its mtime, its sessions)
+
+
+def _project(folder: str) -> dict[str, tuple]:
+    """_folder_sessions of a project's folder, kept while the folder does not change (opencode
+    adds and rewrites a session's file by a rename into it): the stat of each of its sessions
+    reads the folder once, not once each."""
+    try:
+        mtime = os.lstat(folder).st_mtime_ns
+    except OSError:
+        return {}
+    got = _PROJECTS.get(folder)
+    if got is None or got[0] != mtime:
+        got = _PROJECTS[folder] = (mtime, _folder_sessions(_json_names(folder)))
+    return got[1]
 
 
 def _json_names(folder: str) -> list[str]:
@@ -598,7 +623,7 @@ def _json_family(path: str):
     if info is None:
         raise FileNotFoundError(f"{path}: no session")
     folder = os.path.dirname(path)
-    sessions = _folder_sessions(_json_names(folder))
+    sessions = _project(folder)
     if sessions.get(info[0], (None, path))[1] != path or _root(info[0], sessions) != info[0]:
         raise FileNotFoundError(f"{path}: a subagent's session, read with its parent's")
     family = [(info[0], info, path)]
