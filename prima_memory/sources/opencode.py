@@ -190,8 +190,8 @@ class OpenCode(Source):
             return _json_stat(path)
         try:
             got = _listing(db).stats.get(sid)
-        except ValueError as e:
-            raise OSError(f"{db}: {e}") from None
+        except ValueError as e:  # (a schema it does not know: said, and tried on each look)
+            raise OSError(str(e)) from None
         if got is None:
             raise FileNotFoundError(f"{path}: no such session")
         return RowStat(*got)
@@ -482,7 +482,19 @@ def _read_db(db: str, sid: str):
             b.v1(s, mid, ts, _parsed(data, problems), got, side)
     created, updated = root[3], root[4]
     deltas = b.finish(_ms(created), _ms(updated), os.lstat(db).st_mtime)
-    return deltas, end, b.state(), problems
+    return deltas, end, b.state(), _summed(problems)
+
+
+_UNREADABLE = "a message unreadable, left out"
+
+
+def _summed(problems: list[str]) -> list[str]:
+    """The problems of a read, its unreadable messages said once (how many, the first why)."""
+    bad = [p for p in problems if p.startswith(_UNREADABLE)]
+    if len(bad) < 2:
+        return problems
+    rest = [p for p in problems if not p.startswith(_UNREADABLE)]
+    return rest + [f"{len(bad)} messages unreadable, left out (the first: {bad[0][len(_UNREADABLE) + 2:-1]})"]
 
 
 def _rows(con, budget: list, sql: str, args) -> list:
@@ -516,7 +528,7 @@ def _parsed(raw, problems: list) -> dict | None:
         except UnicodeDecodeError:  # (bytes no UTF-8: shown as U+FFFD, as a text column's)
             doc = text.load_json(raw.decode("utf-8", "replace").encode())
     except ValueError as e:  # (TooBig too: one row past the bounds, its session read on)
-        problems.append(f"a message's data unreadable ({str(e)[:80]})")
+        problems.append(f"{_UNREADABLE} ({str(e)[:80]})")
         return None
     return doc if isinstance(doc, dict) else None
 
@@ -682,7 +694,7 @@ def _read_json(path: str):
                      for n in _json_names(os.path.join(storage, "part", mid))]
             b.v1(sid, mid, created, doc, parts, sid != root[0])
     deltas = b.finish(_ms(root[4]), _ms(root[5]), os.lstat(path).st_mtime)
-    return deltas, end, b.state(), problems
+    return deltas, end, b.state(), _summed(problems)
 
 
 def _json_file(path: str, budget: list, problems: list) -> dict | None:
@@ -690,7 +702,7 @@ def _json_file(path: str, budget: list, problems: list) -> dict | None:
     try:
         got = read_plain(path, text.MAX_DOCUMENT + 1)
     except OSError as e:
-        problems.append(f"{os.path.basename(path)}: cannot read ({e.strerror or e})")
+        problems.append(f"{_UNREADABLE} ({os.path.basename(path)}: {e.strerror or e})")
         return None
     if got is None:
         return None  # (a link or a FIFO put there: never read)
