@@ -24,6 +24,10 @@ def ws(tmp_path, monkeypatch):
     monkeypatch.setenv("CODEX_HOME", str(tmp_path / "codex"))
     monkeypatch.setenv("PRIMA_VSCODE_USER_DIRS", str(tmp_path / "vscode"))
     monkeypatch.setenv("PRIMA_RACY_MS", "0")  # folders made a moment ago count as settled
+    # (the other agents keep their files under HOME and the XDG folders)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     ws = tmp_path / "ws"
     ws.mkdir()
     return ws
