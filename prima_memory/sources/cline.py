@@ -471,10 +471,11 @@ def read(path: str, source: str, label: str, state: dict | None):
         new["unk"] = unknown[:50]
     else:
         new.pop("unk", None)
-    if d is not None:
-        new["cwd"] = d.cwd
-        text.dated_by_file(d, st.st_mtime)
-    return ([d] if d is not None and not d.is_empty() else []), st.st_size, new, problems
+    new["cwd"] = d.cwd
+    if not (d.messages or d.file_changes or d.tool_calls):
+        return [], st.st_size, new, problems  # (a task begun and left: nothing of its own)
+    text.dated_by_file(d, st.st_mtime)
+    return [d], st.st_size, new, problems
 
 
 class _Task:
@@ -572,9 +573,12 @@ class _Task:
             key = str(m["ts"])[:40] if isinstance(m.get("ts"), int) \
                 and not isinstance(m.get("ts"), bool) else f"m{n}"
             group = m.get("type")
-            kind = m.get("say") if group == "say" else m.get("ask") if group == "ask" else None
-            if not isinstance(kind, str):
+            if group not in ("say", "ask"):
                 self.note(f"type:{str(group)[:20]}")
+                continue
+            kind = m.get(group)
+            if not isinstance(kind, str):
+                self.note(f"{group}:{str(kind)[:20]}")
                 continue
             body: str = m["text"] if isinstance(m.get("text"), str) else ""
             partial = m.get("partial") is True
@@ -638,8 +642,8 @@ class _Task:
             self.note(f"tool:{tool}")
         named = [_str(info.get("path"))] + [_str(b.get("path")) for k in ("batchDiffs", "batchFiles")
                                             for b in _list(info.get(k)) if isinstance(b, dict)]
-        paths = [p for p in (self._absolute(p) for p in named if p) if p]
-        out = [self.change(p, tool, ts) for p in dict.fromkeys(paths)] if tool in EDITS else []
+        paths = list(dict.fromkeys(p for p in (self._absolute(p) for p in named if p) if p))
+        out = [self.change(p, tool, ts) for p in paths] if tool in EDITS else []
         if tool == "searchFiles":
             target, line, kind = _str(info.get("regex")), paths[0] if paths else None, ""
         elif tool in ("webFetch", "webSearch", "codebaseSearch"):
@@ -673,18 +677,21 @@ class _Task:
                 self.note(f"role:{str(role)[:20]}")
                 continue
             words = []
+            result = False  # (in a tool's result: "[tool for 'x'] Result:", then its text)
             for b in blocks:
                 kind = b.get("type")
                 if kind not in KNOWN_BLOCKS:
                     self.note(f"block:{str(kind)[:30]}")
                 elif kind == "text" and isinstance(b.get("text"), str):
                     if role == "user":
-                        words.append(_user_words(b["text"]))
+                        said, result = _user_words(b["text"], result)
+                        words.append(said)
                     else:
                         self._agent_text(b["text"], ts, key)
                 elif kind == "tool_use" and role == "assistant":
                     self._tool_use(b, ts, key)
-            self.user("\n\n".join(w for w in words if w), ts, key)
+            if role == "user":
+                self.user("\n\n".join(w for w in words if w), ts, key)
 
     def _agent_text(self, said: str, ts, key) -> None:
         """An assistant's text, the tools it calls in XML (Cline's and Roo's before native tool
@@ -722,9 +729,9 @@ class _Task:
             self.agent(_str(args.get("result")) or _str(args.get("question"))
                        or _str(args.get("response")) or "", ts, key)
             return
-        paths = [p for p in (self._absolute(p) for p in paths) if p]
+        paths = list(dict.fromkeys(p for p in (self._absolute(p) for p in paths) if p))
         if name in MODEL_EDITS:
-            for p in dict.fromkeys(paths):
+            for p in paths:
                 self.change(p, name, ts)
         target, kind = (paths[0], "path") if paths else _target(args)
         line = f"and {len(paths) - 1} more" if len(paths) > 1 else None
@@ -772,7 +779,8 @@ class _Task:
         return self.why
 
     def change(self, path: str, tool: str, ts) -> FileChange:
-        c = FileChange(path, tool, self.reason(), ts)
+        from .text import strip_private  # only once this source is read, never by a hook
+        c = FileChange(self.scrub(strip_private(path)), tool, self.reason(), ts)
         self.changes.append(c)
         return c
 
@@ -941,20 +949,23 @@ _PREAMBLES = ("The user has provided feedback", "New message to respond to",
               "[Response interrupted", "[NOTE]", "(The user did not provide a new message")
 
 
-def _user_words(said: str) -> str:
-    """A person's words in a user message's text, without what the extension adds to it: the
-    ones it wraps (<task>, <feedback>, <answer>...) alone where there are, else the text unless
-    it is the extension's own (a tool's result, "[read_file for 'x'] Result:", a reminder)."""
+def _user_words(said: str, result: bool = False) -> tuple[str, bool]:
+    """A person's words in a user message's text block, without what the extension adds to it:
+    the ones it wraps (<task>, <feedback>, <answer>...) alone where there are, else the text
+    unless it is the extension's own (a tool's result: "[read_file for 'x'] Result:" and the
+    blocks after it, a reminder). With whether a tool's result goes on (`result`, before)."""
     for tag in _NOT_WORDS:
         said = _drop_elements(said, tag)
     inner = [w for tag in _WORDS for w in _elements(said, tag)]
     if inner:
-        return "\n\n".join(w.strip() for w in inner if w.strip())
+        return "\n\n".join(w.strip() for w in inner if w.strip()), result
     said = said.strip()
     first = said.split("\n", 1)[0]
-    if said.startswith(_PREAMBLES) or (first.startswith("[") and "] Result" in first):
-        return ""
-    return said
+    if first.startswith("[") and "] Result" in first:
+        return "", True
+    if result or said.startswith(_PREAMBLES):
+        return "", result
+    return said, False
 
 
 def _open_at(said: str, tag: str, start: int) -> tuple[int, int]:
