@@ -435,7 +435,8 @@ def test_clines_own_folders_follow_its_variables(home, monkeypatch):
                                          str(home / "cd" / "data" / "sessions")]
     monkeypatch.setenv("CLINE_DATA_DIR", str(home / "data"))
     monkeypatch.setenv("CLINE_SESSION_DATA_DIR", str(home / "sess"))
-    assert Cline().locations("")[-2:] == [str(home / "data"), str(home / "sess")]
+    assert Cline().locations("")[-3:] == [str(home / "cd" / "data"), str(home / "data"),
+                                         str(home / "sess")]
 
 
 def test_a_custom_storage_path_from_the_settings(home):

@@ -41,7 +41,7 @@ TASK_FILES = ("ui_messages.json", "claude_messages.json", "api_conversation_hist
 SDK_SUFFIX = ".messages.json"
 INDEX_MAX = 64 << 20  # a history index read whole (text.MAX_DOCUMENT)
 SMALL_MAX = 1 << 20  # a history item, a manifest, a settings file: small, read whole
-HEAD_MAX = 1 << 20  # of a model's history, what is looked at for the task's folder
+HEAD_MAX = 8 << 20  # of a task's file, what is looked at for its folder (images come first)
 
 # What each kind of record is, for the unknown ones to be noted (status counts them). Cline's
 # ClineSay/ClineAsk (cline/cline apps/vscode/src/shared/ExtensionMessage.ts), Roo Code's
@@ -99,14 +99,14 @@ def editor_user_dirs() -> list[str]:
         + [os.path.join(home, f".{app}-server", "data", "User") for app in ("cursor", "windsurf")]
 
 
+def cline_dir() -> str:
+    return os.environ.get("CLINE_DIR", "").strip() or os.path.join(os.path.expanduser("~"), ".cline")
+
+
 def cline_data_dir() -> str:
     """Cline's own data folder (cline/cline sdk/packages/shared/src/storage/paths.ts
-    resolveClineDataDir; src/standalone/vscode-context.ts before it)."""
-    given = os.environ.get("CLINE_DATA_DIR", "").strip()
-    if given:
-        return given
-    home = os.environ.get("CLINE_DIR", "").strip() or os.path.join(os.path.expanduser("~"), ".cline")
-    return os.path.join(home, "data")
+    resolveClineDataDir)."""
+    return os.environ.get("CLINE_DATA_DIR", "").strip() or os.path.join(cline_dir(), "data")
 
 
 def cline_sessions_dir() -> str:
@@ -388,7 +388,9 @@ class Cline(_Tasks):
     ext_id = "saoudrizwan.claude-dev"  # cline/cline apps/vscode/package.json publisher.name
 
     def more_storage(self) -> list[str]:
-        return [cline_data_dir()]  # the standalone core's globalStorage (CLI 1.x, JetBrains)
+        # the standalone core's globalStorage (the CLI 1.x, JetBrains): $CLINE_DIR/data
+        # (src/standalone/vscode-context.ts before apps/), which the SDK's may move
+        return [os.path.join(cline_dir(), "data"), cline_data_dir()]
 
     def sessions_dirs(self) -> list[str]:
         return [cline_sessions_dir()]
