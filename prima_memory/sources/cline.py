@@ -10,7 +10,7 @@ VSCodium, their remote servers, Cursor, Windsurf), a custom storage path the use
 - `tasks/<id>/ui_messages.json`: ClineMessage[], what the person saw, each with its time (ts, ms)
   and its kind (type "say"/"ask", say/ask: "task", "text", "user_feedback", "tool" with a JSON
   text, "command", "command_output", "completion_result", "api_req_started"...). Named
-  claude_messages.json before Cline 2. Read when present: it has the dialogue and the times.
+  claude_messages.json in Claude Dev (before Cline 2.0). Read when present: dialogue and times.
 - `tasks/<id>/api_conversation_history.json`: what the model saw (Anthropic MessageParam[]), read
   only for a task without the other (and its head for the task's folder, see below).
 - the task's folder: its history item (Cline's `state/taskHistory.json` cwdOnTaskInitialization,
