@@ -189,6 +189,24 @@ def test_a_chat_with_its_commands_and_changes(home, tmp_path):
     assert src.in_scope(d, str(home)) and not src.in_scope(d, str(tmp_path / "other"))
 
 
+def test_code_blocks_applied_are_changes_suggested_ones_are_not(home, tmp_path):
+    """codeBlockData (the real record's: by file URI, each block with its bubble, status and
+    lastAppliedAt): an edit applied is a change of the bubble that made it."""
+    blocks = {(home / "a.py").as_uri(): {"k1": {
+        "_v": 3, "bubbleId": "a6", "codeblockId": "k1", "status": "accepted",
+        "uri": {"$mid": 1, "fsPath": str(home / "a.py"), "scheme": "file"},
+        "lastAppliedAt": T0}},
+        (home / "b.py").as_uri(): {"k2": {"bubbleId": "a6", "status": "none"}},
+        (home / "c.py").as_uri(): {"k3": {"bubbleId": "a6", "status": "rejected",
+                                          "lastAppliedAt": T0}}}
+    db = kv_db(user(tmp_path) / "globalStorage" / "state.vscdb",
+               chat("c1", WORK, codeBlockData=blocks), headers(("c1", where(home))))
+    d = read(Cursor(), f"{db}#c1", str(home))[0]
+    assert [(c.path, c.tool, c.message_key) for c in d.file_changes] == [
+        (str(home / "pkg" / "mod.py"), "edit_file", "a2"), (str(home / "a.py"), "edit", "a2")]
+    assert d.file_changes[1].explanation.endswith("Done: the build passes.")
+
+
 def test_the_real_database_of_git_ai(tmp_path):
     """A real chat (git-ai's fixture), read in place: 2 prompts, 40 agent bubbles (texts,
     thinking, tool calls), an apply_patch accepted (its code block, in codeBlockData too)."""
@@ -446,6 +464,7 @@ def test_files_that_are_not_what_they_should_be(home, tmp_path):
     (glob / "state.vscdb").write_text("not a database at all " * 100)
     with pytest.raises(ValueError):
         src.discover(str(home))
+    assert not src.holds(str(home)), "a database that cannot be read holds nothing for now"
     os.remove(glob / "state.vscdb")
     os.mkfifo(glob / "state.vscdb")  # never waited on
     with pytest.raises(OSError):
@@ -803,10 +822,58 @@ def test_locations_on_each_system(monkeypatch, tmp_path):
     assert CursorAgent().locations("") == ["/c/projects", "/c/chats"]
 
 
-def test_a_folder_as_cursor_names_it():
+def test_a_folder_as_cursor_names_it(monkeypatch):
     assert cursor._key("/Users/me/.claude") == "Users-me-claude"
     assert cursor._key("/Users/aidancunniffe/Desktop/testing-gitflows-git-ai") == \
         "Users-aidancunniffe-Desktop-testing-gitflows-git-ai"  # (git-ai's real project folder)
+    monkeypatch.setattr(cursor.sys, "platform", "win32")
+    assert cursor._key("C:\\Users\\Me\\proj") == "c-users-me-proj", "any case on Windows"
+
+
+# -- through the pipeline ------------------------------------------------------------------------
+
+def test_the_indexer_reads_a_chat_again_only_when_its_rows_change(env):
+    """The pipeline's view: a chat is a file of its own (its RowStat); a new bubble is read, an
+    unrelated write to the database reads no chat, a chat deleted takes its session along; a
+    transcript is read on from where the index stopped."""
+    from prima_memory.memory import Memory
+    config = Path(env.env["XDG_CONFIG_HOME"])
+    db = kv_db(config / "Cursor" / "User" / "globalStorage" / "state.vscdb",
+               {**chat("c1", WORK[:3]), **chat("c2", [bubble("u", 1, "another chat")])},
+               headers(("c1", where(env.ws)), ("c2", where(env.ws))))
+    path = transcript(Path(env.env["HOME"]) / ".cursor", env.ws, "t1", CLI[:2])
+    mem = Memory(str(env.ws))
+    both = (Cursor(), CursorAgent())
+
+    def texts(source: str, key: str) -> list[str]:
+        store = mem.store()
+        [row] = [r for p, r in store.files(source).items() if p.endswith(key)]
+        return [m.text for m in store.messages(row.session)]
+
+    rep = mem.update(sources=both)
+    assert rep.files_read == 3
+    assert texts("cursor", "#c1") == ["Make the build pass",
+                                      "The tests fail on a missing import; I'll check."]
+    rep = mem.update(sources=both)
+    assert rep.files_read == 0, "nothing changed: nothing read"
+    write(db, {"composer.something": {"ui": 1}}, table="ItemTable")  # Cursor's own state
+    assert mem.update(sources=both).files_read == 0, "no chat changed: none read"
+    rows = chat("c1", WORK[:3] + [bubble("a9", 2, "Now it imports fine.", 9)])
+    write(db, rows)
+    assert mem.update(sources=both).files_read == 1
+    assert texts("cursor", "#c1")[-1].endswith("Now it imports fine.")
+    transcript(Path(env.env["HOME"]) / ".cursor", env.ws, "t1", CLI[2:])
+    assert mem.update(sources=both).files_read == 1
+    assert texts("cursor-agent", "t1.jsonl") == [
+        "Fix the flaky test",
+        "Running the tests first.\nThe sleep races; I'll wait on the event instead."]
+    con = sqlite3.connect(db)
+    with con:
+        con.execute("DELETE FROM cursorDiskKV WHERE key LIKE '%c2%'")
+    con.close()
+    mem.update(sources=both)
+    assert [p.rsplit("#", 1)[1] for p in mem.store().files("cursor")] == ["c1"]
+    assert path.exists()
 
 
 # -- through the real CLI -----------------------------------------------------------------------

@@ -82,7 +82,8 @@ def _key(name: str) -> str:
     """A folder's name as Cursor spells it under projects/ ("/home/u/my.app" and "home-u-my-app"
     both give "home-u-my-app"): every run of other characters than letters and digits a "-"."""
     import re  # (only once the CLI's folders are listed, never by a hook)
-    return re.sub(r"[^A-Za-z0-9]+", "-", name).strip("-")
+    key = re.sub(r"[^A-Za-z0-9]+", "-", name).strip("-")
+    return key.lower() if sys.platform == "win32" else key  # ("c-Users-...": any case there)
 
 
 def _resolve(base: str, rest: str, depth: int = 0) -> str | None:
@@ -320,7 +321,8 @@ def _space(db: str) -> _Listing:
                     cid = c.get("composerId")
                     if isinstance(cid, str) and cid:
                         out.ids.add(cid)
-                        if isinstance(c.get("conversation"), list) and c["conversation"]:
+                        if isinstance(c.get("conversation"), list) and c["conversation"] \
+                                and "#" not in cid:
                             out.stats[cid] = _chat_stat(n, rowid, 0, c.get("lastUpdatedAt"),
                                                         c.get("createdAt"))
             else:
@@ -376,7 +378,7 @@ class _Bubble:
             for k in ("params", "rawArgs"):  # (rawArgs, the model's own, win)
                 got = _json(tf[k]) if isinstance(tf.get(k), str) else tf.get(k)
                 if isinstance(got, dict):
-                    args.update((a, v[:ARG_MAX] if isinstance(v, str) else v)
+                    args.update((a, v[:ARG_MAX] if isinstance(v, str) else v[:20])
                                 for a, v in got.items()
                                 if isinstance(v, (str, list)) and a in _ARGS)
             self.args = args
@@ -535,8 +537,8 @@ def _composer_session(cid: str, doc, bubbles: dict[str, _Bubble], problems: list
             else:
                 problems.append(f"chat {cid}: header {n} names no bubble")
     elif isinstance(inline, list) and inline:
-        order = [(b["bubbleId"] if isinstance(b.get("bubbleId"), str) else f"{cid}:{n}",
-                  _Bubble(b)) for n, b in enumerate(inline) if isinstance(b, dict)]
+        order = [(_bubble_id(b) or f"{cid}:{n}", _Bubble(b))
+                 for n, b in enumerate(inline) if isinstance(b, dict)]
     elif isinstance(doc.get("conversationMap"), dict) and doc["conversationMap"]:
         order = [(str(k), _Bubble(b)) for k, b in doc["conversationMap"].items()
                  if isinstance(b, dict)]
@@ -568,14 +570,22 @@ def _composer_session(cid: str, doc, bubbles: dict[str, _Bubble], problems: list
     return d
 
 
+def _bubble_id(b: dict) -> str | None:
+    bid = b.get("bubbleId") or b.get("id")  # (an aichat tab's bubbles: "id")
+    return bid if isinstance(bid, str) and bid else None
+
+
 def _applied_blocks(data) -> dict[str, list[str]]:
     """bubble id -> the files its code blocks changed (`codeBlockData`: by file, the blocks the
-    agent wrote, each with its bubble and whether the person rejected it)."""
+    agent wrote, each with its bubble; one applied and not rejected is a change, one only
+    suggested is not)."""
     out: dict[str, list[str]] = {}
     for uri, blocks in data.items() if isinstance(data, dict) else ():
         for block in blocks.values() if isinstance(blocks, dict) else ():
-            if isinstance(block, dict) and block.get("status") != "rejected" \
-                    and isinstance(block.get("bubbleId"), str):
+            if isinstance(block, dict) and isinstance(block.get("bubbleId"), str) \
+                    and block.get("status") != "rejected" \
+                    and (block.get("status") in ("accepted", "applied")
+                         or _ms(block.get("lastAppliedAt"))):
                 path = _uri_path(block.get("uri")) or _uri_path(uri)
                 if path:
                     out.setdefault(block["bubbleId"], []).append(path)
@@ -1004,6 +1014,14 @@ class Cursor(Source):
     def in_scope(self, delta, ws: str) -> bool:
         return _here(delta.cwd, ws)
 
+    def holds(self, ws: str) -> bool:
+        """Whether a chat of this workspace is there to index (a database that cannot be read
+        now: not known to, so none)."""
+        try:
+            return bool(self.discover(ws))
+        except (OSError, ValueError):
+            return False
+
     def knows(self, kind: str) -> bool:
         return kind in KNOWN_TYPES
 
@@ -1150,6 +1168,8 @@ class CursorAgent(Source):
 
     def in_scope(self, delta, ws: str) -> bool:
         return _here(delta.cwd, ws)
+
+    holds = Cursor.holds
 
     def knows(self, kind: str) -> bool:
         return kind in KNOWN_TYPES
