@@ -23,7 +23,6 @@ the indexer keeps what it has and reads it on the next look.
 """
 from __future__ import annotations
 
-import hashlib
 import os
 import stat
 import sys
@@ -119,6 +118,8 @@ def _root_of(name: str) -> str | None:
 
 
 def _md5(folder: str) -> str:
+    """The name the CLI gives a folder under chats/."""
+    import hashlib  # (it loads OpenSSL: only where chats/ is listed, never by a hook)
     return hashlib.md5(folder.encode("utf-8", "surrogatepass"), usedforsecurity=False).hexdigest()
 
 
