@@ -793,8 +793,9 @@ def test_the_public_store_db_holds_a_name_and_no_messages(fixtures, home, tmp_pa
     db = home_cursor(tmp_path) / "chats" / cursor._md5(str(home)) / "a1b2" / "store.db"
     db.parent.mkdir(parents=True)
     db.write_bytes((fixtures / "agent-sessions-test-store.db").read_bytes())
-    got, _end, _s, problems = CursorAgent().read(str(db), (str(home), str(db)), 0, None)
-    assert got == [] or got[0].custom_title == "Test Session"
+    [d], _end, _s, problems = CursorAgent().read(str(db), (str(home), str(db)), 0, None)
+    assert problems == [] and (d.custom_title, d.messages) == ("Test Session", [])
+    assert d.first_ts == 1775522590.321, "its createdAt"
     assert cursor._store_meta(str(db))["agentId"] == "a1b2c3d4-e5f6-7890-abcd-ef1234567890"
 
 

@@ -206,7 +206,7 @@ def _when(value) -> float | None:
     from . import text  # (only once a session is read, never by a hook)
     if isinstance(value, str):
         return text.parse_ts(value)
-    return text.valid_ts(_ms(value) / 1e9) if _ms(value) else None
+    return text.valid_ts(value / 1000) if _ms(value) else None
 
 
 def _json(raw):
