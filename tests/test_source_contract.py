@@ -28,6 +28,7 @@ def ws(tmp_path, monkeypatch):
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.setenv("PRIMA_CURSOR_USER_DIRS", str(tmp_path / "cursor"))
     ws = tmp_path / "ws"
     ws.mkdir()
     return ws
