@@ -202,7 +202,8 @@ def test_a_session_folder_as_the_cli_writes_it(home):
 def test_a_name_the_user_gave_and_the_yaml_spellings(home):
     """workspace.yaml as the `yaml` package writes it: quoted, folded, block scalars."""
     lines = [ev(0, "session.start", {"sessionId": "s1", "version": 1, "producer": "copilot-agent",
-                                     "copilotVersion": "1.0.63", "startTime": "2026-05-26T16:14:00Z",
+                                     "copilotVersion": "1.0.63",
+                                     "startTime": "2026-05-26T16:14:00Z",
                                      "context": {"cwd": "/elsewhere"}}),
              ev(1, "user.message", {"content": "hello"})]
     cases = {
@@ -233,8 +234,8 @@ def test_a_flat_log_names_its_folder_in_the_system_prompt(home):
     lines = [ev(0, "session.start", {"sessionId": "flat-1", "version": 1,
                                      "producer": "copilot-agent", "copilotVersion": "0.0.354",
                                      "startTime": "2025-11-02T10:00:00.000Z"}),
-             ev(1, "session.info", {"infoType": "folder_trust",
-                                    "message": "Folder /srv/app has been added to trusted folders."}),
+             ev(1, "session.info", {"infoType": "folder_trust", "message":
+                                    "Folder /srv/app has been added to trusted folders."}),
              ev(2, "system.message", {"role": "system", "content": SYSTEM.replace(WS, "/srv/app")}),
              ev(3, "user.message", {"content": "Add a health check", "attachments": []}),
              ev(4, "assistant.message", {"messageId": "m1", "content": "Adding it.",

@@ -348,7 +348,7 @@ def read_events(path: str, offset: int = 0, state: dict | None = None, mtime=Non
 
 
 def read_history(path: str):
-    """A history session (0.0.34x and before), read whole: (deltas, size, {}, problems). Raises
+    """A history session (0.0.34x and before), read whole: (deltas, size, state, problems). Raises
     ValueError for a file that is not JSON (being written) or past text.MAX_DOCUMENT."""
     from . import text  # only once this source is read (never by a hook)
     raw, st = text.read_document(path, "a Copilot CLI session")
