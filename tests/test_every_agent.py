@@ -42,7 +42,8 @@ def test_the_cli_finds_every_agents_session_with_its_label_and_way_back(env, src
     _way_back(src, hits[0])
     text = env.run("search", word, "--mode", "keyword").stdout
     assert src.label in text
-    if src.everywhere({}):  # (a source kept inside projects has no machine-wide list)
+    # (a source kept inside projects has no machine-wide list; a chat of no folder, no project)
+    if any(folders for _path, folders in src.everywhere({})):
         elsewhere = env.root / "elsewhere"
         elsewhere.mkdir()
         every = env.json("search", word, "--all-projects", "--mode", "keyword",

@@ -29,6 +29,7 @@ def ws(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     monkeypatch.setenv("PRIMA_CURSOR_USER_DIRS", str(tmp_path / "cursor"))
+    monkeypatch.setenv("COPILOT_HOME", str(tmp_path / "copilot"))
     ws = tmp_path / "ws"
     ws.mkdir()
     return ws
