@@ -96,8 +96,12 @@ class Source:
 
     def holds(self, ws: str) -> bool:
         """Whether this source has a session of this workspace to index. Asked only where there
-        is no other memory (commands.run), before a command starts one there."""
-        return bool(self.discover(ws))
+        is no other memory (commands.run), before a command starts one there. A database that
+        cannot be read now is not known to hold one."""
+        try:
+            return bool(self.discover(ws))
+        except (OSError, ValueError):
+            return False
 
     def looks_at(self, ws: str) -> list:
         """What a listing depends on, noted with the folders it listed: where it looks (and

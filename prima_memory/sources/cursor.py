@@ -1015,14 +1015,6 @@ class Cursor(Source):
     def in_scope(self, delta, ws: str) -> bool:
         return _here(delta.cwd, ws)
 
-    def holds(self, ws: str) -> bool:
-        """Whether a chat of this workspace is there to index (a database that cannot be read
-        now: not known to, so none)."""
-        try:
-            return bool(self.discover(ws))
-        except (OSError, ValueError):
-            return False
-
     def knows(self, kind: str) -> bool:
         return kind in KNOWN_TYPES
 
@@ -1170,7 +1162,6 @@ class CursorAgent(Source):
     def in_scope(self, delta, ws: str) -> bool:
         return _here(delta.cwd, ws)
 
-    holds = Cursor.holds
 
     def knows(self, kind: str) -> bool:
         return kind in KNOWN_TYPES
