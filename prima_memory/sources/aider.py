@@ -36,6 +36,7 @@ from ..workspace import is_within, read_plain, stays_inside
 HISTORY = ".aider.chat.history.md"
 CONFIG = ".aider.conf.yml"
 ENV = "AIDER_CHAT_HISTORY_FILE"
+MAX_TEXT = 1_000_000 + (1 << 16)  # characters of a prompt held (text.MAX_TEXT, and a margin)
 STEP_READ = 4 << 20  # bytes read at a time
 MAX_LINE = 16 << 20  # a longer line (no line break in 16 MB) is no chat: skipped
 PROSE = 20_000  # characters of a reply before an edit that its explanation is taken from
@@ -172,8 +173,8 @@ def _config_value(path: str) -> str:
         if not colon or key.strip() != "chat-history-file" or line[:1] in (" ", "\t"):
             continue
         value = value.strip()
-        if value[:1] in ("'", '"') and value.endswith(value[0]) and len(value) > 1:
-            return value[1:-1]
+        if value[:1] in ("'", '"'):  # (quoted, a comment after it)
+            return value[1:].partition(value[0])[0]
         return value.split(" #", 1)[0].strip()
     return ""
 
@@ -207,7 +208,8 @@ def _read(path: str, folder: str, within: str | None, offset: int, state, max_by
             p = _Parser(path, folder, within, state, done == 0)
             p.start = start = done
             pending, skip_from = b"", None  # (the start of a line too long to hold, skipped)
-            while done - start < max_bytes or skip_from is not None:
+            full = False
+            while not full:
                 data = f.read(max(1 << 16, min(STEP_READ, max_bytes - (done - start))))
                 if not data:
                     eof = True
@@ -217,11 +219,18 @@ def _read(path: str, folder: str, within: str | None, offset: int, state, max_by
                 lines = (pending + data).split(b"\n")
                 pending = lines.pop()
                 for raw in lines:
-                    if skip_from is None:
+                    if skip_from is None and len(raw) > MAX_LINE:
+                        p.problems.append(f"byte {done}: a line of more than "
+                                          f"{MAX_LINE >> 20} MB: skipped")
+                    elif skip_from is None:
                         p.line(raw, done)
                     skip_from = None
                     done += len(raw) + 1
-                if len(pending) > MAX_LINE:  # (skipped to its end, never held whole)
+                    # a step ends between lines, never inside a prompt (aider writes one at once)
+                    if done - start >= max_bytes and state.get("mode") != "u":
+                        full = True
+                        break
+                if not full and len(pending) > MAX_LINE:  # (skipped to its end, never held)
                     if skip_from is None:
                         skip_from = done
                         p.problems.append(f"byte {done}: a line of more than "
@@ -293,6 +302,7 @@ class _Parser:
         self.scrub = text.scrubber(self.problems)
         self.deltas: dict[str, SessionDelta] = {}
         self.lines: list[str] = []  # the run being read (a prompt's lines, a reply's)
+        self.held = 0  # characters of the prompt being read
         self.run_at: int | None = None  # where the run of a prompt started
         self.prose: list[str] = []  # the reply's text outside code, for the edits' reasons
         self.suffix = "" if os.path.basename(path) == HISTORY else \
@@ -324,7 +334,9 @@ class _Parser:
             if mode != "u" or prev != "u":
                 self._end_run()
                 s["mode"], s["key"], self.run_at = "u", f"u{at}", at
-            self.lines.append(line[5:].rstrip())
+            if self.held <= MAX_TEXT:  # (past it, the scrub cuts it: not held)
+                self.lines.append(line[5:].rstrip())
+                self.held += len(line)
             s["prev"] = "u"
         elif (line.startswith("> ") or line.rstrip() == ">") and (
                 ours or not (s.get("fence") or s.get("sr")) or line.startswith("> Tokens: ")):
@@ -431,7 +443,7 @@ class _Parser:
             s["mode"] = ""
             for k in ("fence", "sr", "think", "fresh", "why_last"):
                 s.pop(k, None)
-        self.lines, self.run_at = [], None
+        self.lines, self.run_at, self.held = [], None, 0
 
     # -- sessions -----------------------------------------------------------------------------
 
@@ -584,13 +596,13 @@ class _Parser:
     # -- the step's end -----------------------------------------------------------------------
 
     def stop(self, end: int, settled: bool) -> int:
-        """Where the next step starts: a prompt still being read is read whole by it (aider
-        writes one at once; a step can end inside it), unless the step holds nothing else."""
+        """Where the next read starts: a prompt whose last line is still being written is read
+        again whole by it, unless this read holds nothing else."""
         s = self.state.v
         if s.get("mode") == "u" and not settled and self.run_at is not None \
                 and self.run_at > self.start:
             end = self.run_at
-            self.lines, self.run_at = [], None
+            self.lines, self.run_at, self.held = [], None, 0
             s["mode"], s["prev"] = "", "b"
             s.pop("key", None)
         return end
