@@ -258,7 +258,7 @@ class _State:
     from the index as stored (anything of the wrong type is dropped: a file's state is data)."""
 
     FIELDS = {"sid": str, "base": str, "dup": int, "ts": float, "cwd": str, "mode": str,
-              "prev": str, "key": str, "prompt": str, "reply": str, "at": str, "fence": str,
+              "key": str, "prompt": str, "reply": str, "at": str, "fence": str,
               "sr": bool, "think": bool, "fresh": bool, "handoff": bool, "titled": bool,
               "tb": bool, "echo": str,
               "why0": str, "why_last": str, "why": dict, "unk": list}
@@ -322,50 +322,44 @@ class _Parser:
             if not _is_header(line):
                 self.problems.append("does not start with '# aider chat started at': its "
                                      "first lines are one session with no time")
-        mode, prev = s.get("mode"), s.get("prev")
+        mode = s.get("mode")
         # Inside a reply, a line of aider's ends with the two spaces of a markdown line break
         # (append_chat_history); a reply's own heading or quote in its code does not.
         ours = mode != "a" or line.endswith("  ")
         if _is_header(line):
             self._end_run()
             self._start(line[len("# aider chat started at "):].strip())
-            s["prev"] = "h"
         elif (line.startswith("#### ") or line.rstrip() == "####") and ours:
-            if mode != "u" or prev != "u":
+            if mode != "u":  # (any other line ends a prompt's run)
                 self._end_run()
                 s["mode"], s["key"], self.run_at = "u", f"u{at}", at
             if self.held <= MAX_TEXT:  # (past it, the scrub cuts it: not held)
                 self.lines.append(line[5:].rstrip())
                 self.held += len(line)
-            s["prev"] = "u"
         elif (line.startswith("> ") or line.rstrip() == ">") and (
                 ours or not (s.get("fence") or s.get("sr")) or line.startswith("> Tokens: ")):
             # ("Tokens: ..." is aider's first line after every reply: one whose code block
             # is left open ends there)
             self._end_run()
             self._tool(line[2:].strip(), at)
-            if s.get("mode") != "c":
-                # Aider prefixes only the first line of an output, and ends its last with the
-                # line break: what comes before that is the output. (A reply's own quote, taken
-                # for one, ends at a blank line: the rest of the reply is still read.)
-                s["mode"] = "" if line.endswith("  ") else "t"
-                s["tb"] = mode == "a"
-            s["prev"] = "q"
+            # Aider prefixes only the first line of an output, and ends its last with the line
+            # break: what comes before that is the output. (A reply's own quote, taken for one,
+            # ends at a blank line: the rest of the reply is still read.) After a command's
+            # output the model may answer (aider before 0.50 sent /run's output on request).
+            s["mode"] = "" if line.endswith("  ") else "t"
+            s["tb"] = mode == "a"
         elif mode == "t":
             if (line.endswith("  ") and line.strip()) or (not line.strip() and s.get("tb")):
                 s["mode"] = ""
                 s.pop("tb", None)
-            s["prev"] = "b" if not line.strip() else "x"
         elif not line.strip():
             if mode == "u":
                 self._end_run()
             elif mode == "a":
                 self._reply_line(line)
-            s["prev"] = "b"
         else:
-            s["prev"] = "x"
             if mode == "c":
-                return  # the output of a command the model does not answer
+                return  # what follows a command the model does not answer, aider's line aside
             if mode != "a":
                 self._end_run()
                 s["mode"], s["key"] = "a", f"a{at}"
@@ -397,13 +391,12 @@ class _Parser:
             s.pop("sr", None)
         elif s.get("sr"):
             return
-        elif stripped.startswith(("```", "~~~")):
-            if not fence:
-                s["fence"] = stripped[:len(stripped) - len(stripped.lstrip(stripped[0]))]
-                s["fresh"] = True
-                self._edit_block()
-            elif not stripped.strip(fence[0]) and len(stripped) >= len(fence):
-                s.pop("fence", None)
+        elif fence and (stripped == fence if fence[0] == "<" else
+                        not stripped.strip(fence[0]) and len(stripped) >= len(fence)):
+            s.pop("fence", None)
+        elif not fence and _closing(stripped):
+            s["fence"], s["fresh"] = _closing(stripped), True
+            self._edit_block()
         elif fence:
             if fresh and _looks_like_file(stripped):  # (diff-fenced: the file's name first)
                 self._reason(stripped, s.get("why_last", ""))
@@ -460,8 +453,8 @@ class _Parser:
             self._unknown("header")
         # two launches in one second: told apart by their order
         dup = s.get("dup", 1) + 1 if base == s.get("base") else 1
-        for k in ("mode", "key", "prompt", "reply", "at", "fence", "sr", "think", "handoff",
-                  "titled", "why", "why0", "ts", "cwd"):
+        for k in ("mode", "key", "prompt", "reply", "at", "fence", "sr", "think", "fresh",
+                  "handoff", "echo", "tb", "titled", "why", "why0", "why_last", "ts", "cwd"):
             s.pop(k, None)
         s.update(sid=base if dup == 1 else f"{base}-{dup}", base=base, dup=dup)
         if ts is not None:
@@ -603,7 +596,7 @@ class _Parser:
                 and self.run_at > self.start:
             end = self.run_at
             self.lines, self.run_at, self.held = [], None, 0
-            s["mode"], s["prev"] = "", "b"
+            s["mode"] = ""
             s.pop("key", None)
         return end
 
@@ -647,6 +640,17 @@ def _digest(said: str) -> str:
 
 def _is_hash(word: str) -> bool:
     return 7 <= len(word) <= 40 and all(c in "0123456789abcdef" for c in word)
+
+
+def _closing(line: str) -> str:
+    """What closes the code block a line opens ("" for none): a fence of backticks or tildes,
+    or the tags aider wraps code in for some models (aider/coders/base_coder.py all_fences)."""
+    if line.startswith(("```", "~~~")):
+        return line[:len(line) - len(line.lstrip(line[0]))]
+    for tag in ("source", "code", "pre", "codeblock", "sourcecode"):
+        if line.startswith(f"<{tag}>"):
+            return f"</{tag}>"
+    return ""
 
 
 def _looks_like_file(line: str) -> bool:
