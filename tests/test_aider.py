@@ -220,7 +220,8 @@ def test_an_append_is_read_from_where_the_last_read_ended(ws):
 def test_a_reply_being_written_is_read_once_its_line_is_whole(ws):
     f = ws / ".aider.chat.history.md"
     f.write_text(launch() + user("explain the cache") + "\nThe cache keeps the last ten ent")
-    deltas, end, state, _p = read(str(f), ws)  # (just written: the line is not whole yet)
+    os.utime(f)  # (just written: the line is not whole yet)
+    deltas, end, state, _p = read(str(f), ws)
     assert [m.role for m in only(deltas).messages] == ["user"]
     with open(f, "a") as out:
         out.write("ries.\nIt is cleared on logout.\n\n" + tool("Tokens: 1k sent."))
@@ -476,6 +477,7 @@ def test_drift_and_damage_are_said_once(ws):
 @pytest.mark.parametrize("state", [
     {"sid": 5, "mode": ["u"], "key": None, "ts": "yesterday", "why": [1], "unk": "header",
      "dup": True, "fence": 3},
+    {"mode": "a"}, {"mode": "u", "key": "u5"}, {"mode": "u"}, {"mode": "t", "tb": 1},
     ["not", "a", "dict"], "text", 17])
 def test_a_damaged_state_is_dropped_not_trusted(ws, state):
     path = write(ws / ".aider.chat.history.md", *SESSION)

@@ -198,11 +198,11 @@ def _read(path: str, folder: str, within: str | None, offset: int, state, max_by
     import time
     f, st = text.open_bounded(path, 1 << 62, "an aider chat history")
     with f:
+        state = _State.load(state)
         if offset > st.st_size:  # (shrunk: the pipeline reads it again from the start)
-            yield [], offset, state, []
+            yield [], offset, state.dump(), []
             return
         f.seek(offset)
-        state = _State.load(state)
         done, eof = offset, False
         while not eof:
             p = _Parser(path, folder, within, state, done == 0)
@@ -240,12 +240,14 @@ def _read(path: str, folder: str, within: str | None, offset: int, state, max_by
             end, settled = done, eof
             if skip_from is not None:  # (its end is still to come: looked for from its start)
                 end, settled = skip_from, False
-            elif eof and pending:
-                if time.time() - st.st_mtime >= TAIL_GRACE_SECONDS:  # (aider ends every write
-                    p.line(pending, done)                              # with one: an edit did)
+            elif eof and pending:  # a last line with no line break: aider ends every write
+                # with one, so this is a write under way (read again once it is done), unless
+                # the file has not changed for a while (an edit by hand)
+                if time.time() - st.st_mtime >= TAIL_GRACE_SECONDS:
+                    p.line(pending, done)
                     end = done + len(pending)
                 else:
-                    settled = False  # (a write under way: read again once it is done)
+                    settled = False
             end = p.stop(end, settled)
             yield p.finish(eof, st.st_mtime), end, p.state.dump(), p.problems
             if not eof:  # (the next step starts where this one stopped: a prompt is whole)
@@ -278,6 +280,8 @@ class _State:
         out["why"] = {k: v for k, v in out.get("why", {}).items()
                       if isinstance(k, str) and isinstance(v, str)}
         out["unk"] = [k for k in out.get("unk", []) if isinstance(k, str)]
+        if out.get("mode") not in ("a", "t", "c") or (out["mode"] == "a" and "key" not in out):
+            out.pop("mode", None)  # (a prompt is never left open between reads)
         return cls(out)
 
     def get(self, key: str, default=None):
@@ -409,10 +413,7 @@ class _Parser:
         s = self.state.v
         prose = self.prose
         named = prose.pop().strip() if prose and _looks_like_file(prose[-1].strip()) else ""
-        said = "\n".join(prose).strip()  # (without the name: neither this one nor the next's)
-        if len(said) > PROSE:  # (cut at a line's start: a secret is cut in half by none)
-            said = said[said.find("\n", len(said) - PROSE) + 1:]
-        why = self.text.tail(self.scrub(self.text.strip_private(said)), WHY) if said else ""
+        why = self._said(prose)  # (without the name: neither this one nor the next's)
         s["why_last"] = why
         if not s.get("why0"):
             s["why0"] = why  # (the first block's: the reply's own account of what it does)
@@ -551,8 +552,14 @@ class _Parser:
                                   pairs_with=s.get("prompt")))
         s["reply"] = s["at"] = key
         if not s.get("why0") and self.prose:
-            prose = "\n".join(self.prose)[-PROSE:]
-            s["why0"] = self.text.tail(self.scrub(self.text.strip_private(prose.strip())), WHY)
+            s["why0"] = self._said(self.prose)
+
+    def _said(self, prose: list[str]) -> str:
+        """The end of a reply's text, as an edit's reason: redacted, then cut."""
+        said = "\n".join(prose).strip()
+        if len(said) > PROSE:  # (cut at a line's start: a secret is cut in half by none)
+            said = said[said.find("\n", len(said) - PROSE) + 1:]
+        return self.text.tail(self.scrub(self.text.strip_private(said)), WHY) if said else ""
 
     def _tool(self, said: str, at: int) -> None:
         """One of aider's lines: an edit applied, a commit, a command run; the rest is its UI."""
