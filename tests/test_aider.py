@@ -490,12 +490,12 @@ def test_a_damaged_state_is_dropped_not_trusted(ws, state):
 
 # -- where it looks ----------------------------------------------------------------------------
 
-def test_it_looks_in_the_workspace_and_notes_the_folder(ws):
+def test_it_looks_in_the_workspace_and_notes_the_file(ws):
     assert SRC.discover(str(ws)) == [] and SRC.locations(str(ws)) == [str(ws)]
     path = write(ws / ".aider.chat.history.md", *SESSION)
     folders: list = []
     assert SRC.discover(str(ws), folders) == [(path, (str(ws), None))]
-    assert [f for f, _m in folders] == [str(ws)]
+    assert [f for f, _m in folders] == [path], "the file, not the workspace's busy root"
     assert SRC.holds(str(ws)) and SRC.resume == "" and SRC.everywhere({}) == []
 
 

@@ -46,9 +46,6 @@ def test_a_transcript_killed_between_committed_steps_is_resumed_not_taken_as_rea
 
 
 def test_one_update_reads_every_source_asked_for_under_one_lock(env, monkeypatch):
-    # (the workspace, changed a moment ago by the first update's .prima-memory, is a folder
-    # Aider's source lists: taken as just changed, as listing.watch takes any)
-    monkeypatch.setenv("PRIMA_RACY_MS", "0")
     mem = Memory(str(env.ws))
     taken = []
     real = mem._take_lock

@@ -84,12 +84,10 @@ class Aider(Source):
         """The history files there are (regular files: a link is never followed), each with the
         folder its sessions ran in and the folder they must lie within (None: all of them)."""
         out: list[tuple[str, object]] = []
-        noted: set[str] = set()
         for path, folder, within in _candidates(ws):
-            parent = os.path.dirname(path)
-            if parent not in noted:
-                noted.add(parent)
-                watch(folders, parent)
+            # (the file itself, not its folder: the workspace's root changes all day, and a
+            # file come, gone or grown changes its own time)
+            watch(folders, path)
             if _regular(path):
                 out.append((path, (folder, within)))
         return out

@@ -118,17 +118,23 @@ def cline_sessions_dir() -> str:
 def _custom_storage(setting: str, settings_files: list[str]) -> list[str]:
     """The folders a `<setting>.customStoragePath` names in these settings files (JSON with
     comments: the key is looked for on a line of its own, not commented out)."""
-    import json  # (only where an extension with the setting is looked for)
-    import re
-    key = re.compile(r'^\s*"' + re.escape(setting) + r'\.customStoragePath"\s*:\s*"((?:[^"\\\n]|\\.)*)"',
-                     re.M)
-    out = []
+    name = f"{setting}.customStoragePath"
+    texts = []
     for path in settings_files:
         try:
             got = read_plain(path, SMALL_MAX)
         except OSError:
             continue
-        for m in key.finditer(got[0].decode("utf-8", "replace")) if got else ():
+        if got and name.encode() in got[0]:  # (most hold none: every search looks here)
+            texts.append(got[0].decode("utf-8", "replace"))
+    if not texts:
+        return []
+    import json  # (only where a settings file names the setting)
+    import re
+    key = re.compile(r'^\s*"' + re.escape(name) + r'"\s*:\s*"((?:[^"\\\n]|\\.)*)"', re.M)
+    out = []
+    for text in texts:
+        for m in key.finditer(text):
             try:
                 folder = json.loads(f'"{m.group(1)}"')
             except ValueError:

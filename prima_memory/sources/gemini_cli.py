@@ -267,7 +267,7 @@ def read_session(path: str, cwd: str | None, sub: bool = False):
         end = st.st_size
         if not isinstance(doc, dict):
             return [], end, {}, ["not a Gemini CLI session"]
-        s.guarded(s.header, doc)
+        s.taken(s.header, doc)
     else:
         st = os.lstat(path)
         if st.st_size > MAX_SESSION:
@@ -275,7 +275,7 @@ def read_session(path: str, cwd: str | None, sub: bool = False):
                               "Gemini CLI session is read to: not read")
         reader = JsonlReader(path, 0, bulk=st.st_size > BULK)
         for obj in reader:
-            s.guarded(s.take, obj)
+            s.taken(s.take, obj)
         end = reader.end
         problems += reader.problems
     # (the indexer warns of a type none of this source's files showed before, naming the file)
@@ -298,7 +298,8 @@ class _Session:
         self.unknown: set[str] = set()
         self.odd = 0  # records of a known kind, in a shape that is not
 
-    def guarded(self, take, obj: dict) -> None:
+    def taken(self, take, obj: dict) -> None:
+        """`take(obj)`, a record of the wrong shape skipped whole and counted."""
         try:
             take(obj)
         except (TypeError, ValueError, AttributeError, KeyError, RecursionError):
@@ -327,7 +328,7 @@ class _Session:
         if isinstance(obj.get("messages"), list):
             for m in obj["messages"]:
                 if isinstance(m, dict) and isinstance(m.get("id"), str):
-                    self.guarded(self.put, m)
+                    self.taken(self.put, m)
                 elif isinstance(m, dict):
                     self.odd += 1  # (Gemini CLI loads no message without an id)
 
@@ -339,7 +340,7 @@ class _Session:
             self.msgs.clear()
             for m in upd["messages"]:
                 if isinstance(m, dict) and isinstance(m.get("id"), str):
-                    self.guarded(self.put, m)
+                    self.taken(self.put, m)
 
     def rewind(self, mid: str) -> None:
         if mid not in self.msgs:
