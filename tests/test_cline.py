@@ -395,6 +395,27 @@ def test_a_cline_sdk_session(home):
     assert read(p)[0].custom_title == "Cache → store", "one the person gave"
 
 
+def test_a_manifest_written_after_its_session_is_read_with_it(home, monkeypatch):
+    # an SDK session renamed, its messages unchanged: the manifest beside it is newer, and the
+    # pipeline reads the session again (Cline.stat)
+    from prima_memory.memory import Memory
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(home / "claude"))
+    ws = str(home / "ws")
+    sid = "1767225600000_k3x9q"
+    p = write_session(home, sid, sdk_messages(ws), manifest(sid, ws, "Rename the cache module"))
+    mem = Memory(ws)
+    src = Cline()
+    mem.update(sources=(src,))
+    assert [r.title for r in mem.store().find_sessions(sid)] == ["Rename the cache module"]
+    manifest_file = p.parent / f"{sid}.json"
+    manifest_file.write_text(json.dumps(manifest(sid, ws, "Rename the cache module",
+                                                 title="Cache → store")))
+    later = p.stat().st_mtime_ns + 5 * 10**9
+    os.utime(manifest_file, ns=(later, later))
+    mem.update(sources=(src,))
+    assert [r.title for r in mem.store().find_sessions(sid)] == ["Cache → store"]
+
+
 def test_an_sdk_file_of_another_version_or_shape(home):
     ws = str(home / "ws")
     p = write_session(home, "s1", {"version": 2, "messages": sdk_messages(ws)},

@@ -32,7 +32,7 @@ import stat
 import sys
 
 from . import names
-from .base import Source, sample_file
+from .base import RowStat, Source, sample_file
 from .listing import unlisted, utf8_name, vscode_user_dirs, watch
 from ..records import FileChange, Message, SessionDelta
 from ..workspace import is_within, read_plain
@@ -342,6 +342,21 @@ class _Tasks(Source):
 
     def read(self, path, extra, offset, state):
         return read(path, self.name, self.label, state)
+
+    def stat(self, path: str):
+        """The task's file, as new as the file read beside it that names its folder or title
+        (Roo's history item, an SDK session's manifest), which can be written after it: a
+        change there reads the task again. (Cline's taskHistory.json, shared by every task,
+        is not one: each change would read them all.)"""
+        st = os.lstat(path)
+        folder = os.path.dirname(path)
+        beside = os.path.join(folder, os.path.basename(folder) + ".json") \
+            if path.endswith(SDK_SUFFIX) else os.path.join(folder, "history_item.json")
+        try:
+            other = os.lstat(beside).st_mtime_ns
+        except OSError:
+            return st
+        return RowStat(st.st_size, other) if other > st.st_mtime_ns else st
 
     def in_scope(self, delta, ws: str) -> bool:
         """A task of this workspace or a folder inside it; one whose folder nothing records is
