@@ -34,7 +34,7 @@ from .logs import Log
 from .memory import ALL, DiskFull, IndexBusy, IndexReadOnly, Memory
 from .scope import Scope
 from .sources.names import agents
-from .sources.registry import SOURCES, SharedLog, every_vscode_workspace
+from .sources.registry import SOURCES, every_vscode_workspace
 from .storage import SCHEMA_VERSION, CantOpen, ReadOnly, SchemaMismatch, Store, StoreError
 
 TYPE_CHECKING = False  # (typing's own import: see memory.py)
@@ -193,11 +193,12 @@ class AllProjects(Scope):
             if f in projects or _kept_anywhere(f):
                 project(f)
         _one_per_folder(projects)
-        log_source = next(s for s in SOURCES if isinstance(s, SharedLog))
+        inside = [s for s in SOURCES if s.in_project]  # (a shared log, Aider's history)
         for p in projects.values():
             p.files += everyone
-            if os.path.isdir(os.path.join(p.folder, ".claude", "state")):  # (most have none)
-                p.files += [(path, os.lstat) for path, _ in log_source.discover(p.folder)]
+            for src in inside:
+                if any(os.path.exists(w) for w in src.locations(p.folder)):  # (most have none)
+                    p.files += [(path, src.stat) for path, _ in src.discover(p.folder)]
         found = sorted(projects)
         if changed or found != catalog.get("folders"):
             catalog.update(version=CATALOG_VERSION, folders=found)

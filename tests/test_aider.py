@@ -589,8 +589,7 @@ def test_another_projects_file_is_not_this_workspaces(ws, tmp_path):
 def test_the_cli_finds_an_aider_session_here_and_from_another_folder(env, tmp_path):
     env.env.pop(aider.ENV, None)
     # (a project of Claude Code's too, prima-memory's host: how a search of all projects finds
-    # the folder; an Aider-only project is found once projects.py lists Aider's files: see
-    # Aider.everywhere)
+    # the folder, and then reads Aider's files there; see Aider.everywhere)
     env.transcript("0c0c0c0c-0000-4000-8000-00000000000a", start=OLD).exchange(
         "set up the importer", "Done.")
     write(env.ws / ".aider.chat.history.md", launch("2025-03-01 10:15:00"),
@@ -607,6 +606,18 @@ def test_the_cli_finds_an_aider_session_here_and_from_another_folder(env, tmp_pa
                           cwd=elsewhere)["results"]
     assert [(h["label"], h["workspace"]) for h in everywhere] == [("[Aider]", str(env.ws))]
     assert everywhere[0]["show"].endswith("show aider-20250301-101500 --all-projects")
+    # a later launch, nothing else changed: the search of all projects sees Aider's file grow
+    # (its files count in the project's fingerprint: Source.in_project)
+    history = env.ws / ".aider.chat.history.md"
+    for f in [history, *env.project_dir.iterdir()]:  # (long settled: no file "just changed")
+        os.utime(f, (OLD, OLD))
+    env.json("search", "pelican importer", "--all-projects", "--mode", "keyword", cwd=elsewhere)
+    with open(history, "a") as f:
+        f.write(launch("2025-03-02 09:00:00") + user("Now the walrus exporter times out"))
+    os.utime(history, (OLD + 60, OLD + 60))
+    later = env.json("search", "walrus exporter", "--all-projects", "--mode", "keyword",
+                     cwd=elsewhere)["results"]
+    assert [(h["label"], h["session_id"]) for h in later] == [("[Aider]", "aider-20250302-090000")]
 
 
 # -- real public files ------------------------------------------------------------------------------

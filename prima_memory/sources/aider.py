@@ -68,6 +68,7 @@ COMMANDS_RUN = frozenset(("run", "test", "lint"))
 
 class Aider(Source):
     (name, label, product), mode, agent = names.AIDER, "append", "Aider"
+    in_project = True  # (everywhere: see below)
     # No resume: aider has no session id, and --restore-chat-history restores every session of
     # the history file at once (aider/utils.py split_chat_history_markdown skips the launch
     # headers), not the one a hit names.
@@ -112,7 +113,7 @@ class Aider(Source):
 
     def everywhere(self, known: dict) -> list[tuple[str, tuple[str, ...]]]:
         """None: aider keeps its files inside each project, and nothing on this machine lists the
-        projects (a search of all projects finds what each project's own memory holds)."""
+        projects; a search of all projects reads them in each project it finds (in_project)."""
         return []
 
     def sample(self, ws: str, text: str) -> str:

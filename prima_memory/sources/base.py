@@ -19,6 +19,7 @@ class Source:
     host = False  # the conversations the memory is mostly made of: lists leave its label out
     product = ""  # the agent a person knows it by ("Codex"), as lists of sources say it
     follows_links = False  # its files may be links, read through (Claude Code's only)
+    in_project = False  # its files are kept inside each project (everywhere has none of them)
     agent = "Agent"  # who answers, as extracts name it
     resume = ""  # the command that resumes a session, with {id}
     answers = ""  # a source read as a search's last step: the key its answer holds (see below)

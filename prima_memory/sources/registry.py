@@ -334,7 +334,7 @@ class CopilotChat(Source):
 
 
 class SharedLog(Source):
-    (name, label, product), mode = names.SHARED_LOG, "snapshot"
+    (name, label, product), mode, in_project = names.SHARED_LOG, "snapshot", True
 
     def locations(self, ws: str) -> list[str]:
         return [shared_log_folder(ws)]  # (its module only once the source is read)
