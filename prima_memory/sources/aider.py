@@ -23,7 +23,6 @@ anything.
 """
 from __future__ import annotations
 
-import hashlib
 import os
 import stat
 
@@ -31,7 +30,7 @@ from . import names
 from .base import Source, sample_file
 from .listing import watch
 from ..records import FileChange, Message, SessionDelta
-from ..workspace import is_within, read_plain, stays_inside
+from ..workspace import blake2b, is_within, read_plain, stays_inside
 
 HISTORY = ".aider.chat.history.md"
 CONFIG = ".aider.conf.yml"
@@ -309,7 +308,7 @@ class _Parser:
         self.run_at: int | None = None  # where the run of a prompt started
         self.prose: list[str] = []  # the reply's text outside code, for the edits' reasons
         self.suffix = "" if os.path.basename(path) == HISTORY else \
-            "-" + hashlib.blake2b(os.path.basename(path).encode("utf-8", "replace"),
+            "-" + blake2b(os.path.basename(path).encode("utf-8", "replace"),
                                   digest_size=3).hexdigest()
         self.head = head  # the file's first line is read here
         self.start = 0  # where the step starts
@@ -447,7 +446,7 @@ class _Parser:
             t = datetime.strptime(when, "%Y-%m-%d %H:%M:%S")
             base, ts = f"aider-{t:%Y%m%d-%H%M%S}{self.suffix}", self.text.valid_ts(t.timestamp())
         except (ValueError, OverflowError, OSError):
-            base = "aider-" + hashlib.blake2b(when.encode("utf-8", "replace"),
+            base = "aider-" + blake2b(when.encode("utf-8", "replace"),
                                               digest_size=6).hexdigest() + self.suffix
             ts = None
             self._unknown("header")
@@ -640,7 +639,7 @@ def _is_answer(said: str) -> bool:
 def _digest(said: str) -> str:
     """A prompt's fingerprint, white space aside (what the file's state keeps of one: the state
     is stored, and a prompt may hold a secret)."""
-    return hashlib.blake2b(" ".join(said.split()).encode("utf-8", "replace"),
+    return blake2b(" ".join(said.split()).encode("utf-8", "replace"),
                            digest_size=8).hexdigest()
 
 
