@@ -15,7 +15,7 @@ from .hints import cli, quote
 from .progress import Progress
 from .recall_text import back, count, recall, score_text, session_line
 from .sources.names import agents
-from .sources.registry import other_agent
+from .sources.registry import other_agent, speaker
 from .timeparse import iso_utc, local_iso, span
 from .wording import one_line
 
@@ -219,8 +219,9 @@ def cmd_show(mem, args) -> int:
         lines += [f"decision: {x}" for x in d["decisions"]]
         if d.get("tools_used"):
             lines.append("tools used: " + ", ".join(f"{t} {n}" for t, n in d["tools_used"].items()))
+    agent = speaker(d["source"])
     for m in d.get("messages", []):
-        who = "user" if m["role"] == "user" else "claude"
+        who = "user" if m["role"] == "user" else agent
         lines.append(f"[{m['index']}] {who}{' (subagent)' if m['sidechain'] else ''} "
                      f"{local_iso(m['at'])}")
         if m["text"]:  # (none in a turn of tool calls alone)

@@ -224,6 +224,13 @@ def test_a_record_type_a_source_never_showed_is_a_warning_naming_its_file_once(e
     assert codex["unknown_record_types"] == [{"type": "hologram", "files": 2}]
 
 
+def test_a_sessions_page_names_its_own_agent_as_the_one_who_answers(env):
+    _rollout(env, "cx-who", str(env.ws), "who answered this", "Codex did.")
+    env.json("index")
+    text = env.run("show", "cx-who", "--range", "0:").stdout
+    assert "] codex " in text and "] claude " not in text, text
+
+
 def _sums(paths) -> dict:
     return {str(p): hashlib.sha256(p.read_bytes()).hexdigest() for p in paths}
 

@@ -448,3 +448,11 @@ def other_agent(source: str, label: str) -> str:
     host's conversations, which they are mostly made of."""
     src = source_named(source)
     return "" if src is not None and src.host else f"{label} "
+
+
+def speaker(source: str) -> str:
+    """Who answers in a session of `source`, as a session's page names the replies: "claude",
+    "codex", "gemini"..."""
+    src = source_named(source)
+    return (src.agent if src is not None and src.agent != "Agent" else "Claude").lower()
+
