@@ -225,6 +225,22 @@ def test_changes_are_seen_by_stat_and_one_look_serves_every_session(src, monkeyp
     assert [m.text for m in d.messages] == ["prompt 7\nmore"]
 
 
+def test_reading_every_session_scans_the_session_table_once(src, monkeypatch):
+    # a cold index reads each thread in turn: the threads come from the one look a run takes,
+    # never from a scan of every session for each one (that made a cold index quadratic)
+    con = database(src)
+    for n in range(40):
+        add(con, f"ses_{n:02d}", "/w", [(f"m{n}", "user", [text(f"prompt {n}")])])
+    add(con, "ses_sub", "/w", [("msub", "user", [text("a subagent's task")])], parent="ses_05")
+    scans = []
+    real = opencode._sessions
+    monkeypatch.setattr(opencode, "_sessions", lambda con: (scans.append(1), real(con))[1])
+    got = {p: read(src, p)[0] for p, _x in src.discover("/w")}
+    assert len(got) == 40 and len(scans) == 1
+    assert [m.text for m in got[member(src, "ses_05")].messages] == \
+        ["prompt 5", "a subagent's task"], "its subagent's thread is still its own"
+
+
 def test_the_newer_session_message_rows(src):
     # packages/core/src/session-message.ts: one row per message, type in a column, content inside
     con = database(src)

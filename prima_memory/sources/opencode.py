@@ -264,12 +264,14 @@ def _regular(path: str) -> bool:
 class _Listed:
     """What one look at a database found: the ids it holds, each thread's folder and stat."""
 
-    __slots__ = ("ids", "folders", "stats")
+    __slots__ = ("ids", "folders", "stats", "sessions", "threads")
 
     def __init__(self) -> None:
         self.ids: set[str] = set()
         self.folders: dict[str, str | None] = {}  # thread (its first session) -> its folder
         self.stats: dict[str, tuple[int, int]] = {}  # thread -> (size, mtime_ns)
+        self.sessions: dict[str, tuple] = {}  # as _sessions gives them
+        self.threads: dict[str, list[str]] = {}  # thread -> its sessions, itself first
 
 
 _LISTED: dict[str, tuple] = {}  # database -> (its files' stat, what a look at it found)
@@ -315,9 +317,10 @@ def _listing(db: str) -> _Listed:
                                      "GROUP BY session_id"):
             add(sid, n)
     listed = _Listed()
-    listed.ids = set(sessions)
+    listed.ids, listed.sessions = set(sessions), sessions
     for sid, (_parent, folder, _title, _created, updated) in sessions.items():
         root = _root(sid, sessions)
+        listed.threads.setdefault(root, []).append(sid)
         n, last = counts.get(sid, (0, 0))
         size, mtime = listed.stats.get(root, (0, 0))
         # a thread's size: a row for each session, message and part (never 0: an empty file)
@@ -325,6 +328,8 @@ def _listing(db: str) -> _Listed:
                                                 * 1_000_000))
         if sid == root:  # (opencode records an absolute path: anything else is nobody's)
             listed.folders[root] = folder if folder and os.path.isabs(folder) else None
+    for root, family in listed.threads.items():
+        family.sort(key=lambda s: (s != root, _int(sessions[s][3]), s))
     _LISTED[db] = (key, listed)
     return listed
 
@@ -434,12 +439,13 @@ def _read_db(db: str, sid: str):
     from . import text  # (only once this source is read, never by a hook)
     problems: list[str] = []
     budget = [text.MAX_DOCUMENT]
+    # the threads as the last look found them (one look for a whole run, not one per thread:
+    # the database changing since is a change the next look reads again)
+    listed = _listing(db)
+    sessions, family = listed.sessions, listed.threads.get(sid)
+    if family is None:
+        raise FileNotFoundError(f"{db}#{sid}: no such session")
     with _reading(db) as con:
-        sessions = _sessions(con)
-        if sid not in sessions or _root(sid, sessions) != sid:
-            raise FileNotFoundError(f"{db}#{sid}: no such session")
-        family = [s for s in sessions if _root(s, sessions) == sid]
-        family.sort(key=lambda s: (s != sid, _int(sessions[s][3]), s))
         if len(family) > MAX_FAMILY:
             problems.append(f"{len(family) - 1} subagent sessions: the first "
                             f"{MAX_FAMILY - 1} read")
