@@ -8,6 +8,7 @@ import re
 import time
 
 from . import wording
+from .paths import path_variants
 from .session_view import Change, SessionView, build, stopped_line
 from .sources.registry import other_agent, source_named
 from .timeparse import local, span
@@ -88,9 +89,10 @@ def maybe_write(store, session: int, ws: str, listed: dict | None = None) -> str
 def files_table(changes: list[Change], ws: str | None, cwd: str | None) -> list[str]:
     """The changes as a table, each file as the workspace sees it (wording.short_path)."""
     lines = ["| File | Tool | Explanation |", "|---|---|---|"]
+    variants = path_variants(ws) if ws else []  # (once: each is a realpath)
     for c in changes:
         cell = wording.one_line(c.explanation, 300).replace("|", "\\|") or "—"
-        lines.append(f"| `{wording.short_path(c.path, ws, cwd)}` | {c.tool} | {cell} |")
+        lines.append(f"| `{wording.short_path(c.path, ws, cwd, variants)}` | {c.tool} | {cell} |")
     return lines
 
 

@@ -251,6 +251,9 @@ class Indexer:
             rewritten, known = self._resets(src, listing, known)
         todo, notes, total = self._plan(src, listing, known, rewritten)
         self.bulk = total > BULK_BYTES
+        if self.bulk:
+            from .sources import jsonl  # (a big run: orjson for every source's parse)
+            jsonl.fast()
         jobs = [job for job, *_rest in todo]
         feed = self._reader(jobs) if src.streamed and self.bulk and len(jobs) >= 8 else None
         done = 0

@@ -37,14 +37,18 @@ def duration(seconds: float) -> str:
     return f"{minutes // 60}h {minutes % 60:02d}m" if minutes >= 60 else f"{minutes}m"
 
 
-def short_path(path: str, ws: str | None, cwd: str | None = None) -> str:
+def short_path(path: str, ws: str | None, cwd: str | None = None,
+               variants: list[str] | None = None) -> str:
     """A recorded file path as a person reads it in this workspace: relative to the workspace
     when inside it (either spelling of a linked one), else relative to the folder its session
     worked in (a history recorded where the workspace used to be), else as recorded. The one
-    rule for every listing; the data (`--json`, MCP) keeps the path as recorded."""
+    rule for every listing; the data (`--json`, MCP) keeps the path as recorded. `variants`:
+    path_variants(ws), for a caller with many paths (each is a realpath)."""
     if not os.path.isabs(path):
         return path
-    for root in (*(path_variants(ws) if ws else ()), cwd):
+    if variants is None:
+        variants = path_variants(ws) if ws else []
+    for root in (*variants, cwd):
         if root and root != os.sep and (path == root
                                         or path.startswith(root.rstrip(os.sep) + os.sep)):
             return os.path.relpath(path, root).replace(os.sep, "/")

@@ -1173,3 +1173,29 @@ def test_index_reports_the_other_sources_it_read(env):
     got = env.json("index")
     assert _ids(env.search("reportword")) == ["cx-r", "r"], "both were indexed"
     assert got["sessions_updated"] >= 2 and got["files_read"] >= 2, got
+
+
+def test_a_big_run_parses_every_text_as_any_run_does(monkeypatch):
+    # (#41) a big run parses every source's text with orjson (jsonl.fast); what orjson refuses
+    # and json reads is still read, so a text never parses otherwise in a cold index
+    import json
+    import math
+
+    from prima_memory.sources import jsonl
+    monkeypatch.setattr(jsonl, "_FAST", [])
+    jsonl.fast()
+    fast = jsonl.small_loads()
+    assert fast is not json.loads
+    texts = [b'{"ok": [1, "two", {"three": null}]}', b'{"a": NaN, "b": Infinity}',
+             b'{"s": "\\ud800 lone"}',
+             b'{"s": "caf\\u00e9 \xe2\x9c\x93"}', b"not json", b'{"cut": ', b"\xff\xfe{}"]
+
+    def parsed(loads, text):
+        try:
+            return repr(jsonl.loads_mended(loads, text))
+        except ValueError:
+            return "refused"
+    assert [parsed(fast, t) for t in texts] == [parsed(json.loads, t) for t in texts]
+    assert parsed(fast, texts[0]) != "refused" and math.isnan(fast(texts[1])["a"])
+    huge = b'{"n": 123456789012345678901234567890}'  # (orjson: a float, json: an int; read)
+    assert fast(huge)["n"] == float(json.loads(huge)["n"])

@@ -3,13 +3,12 @@ spans taken out, each text redacted and cut to a size before anything stores it 
 order: a secret cut first can escape)."""
 from __future__ import annotations
 
-import json
 import math
 import re
 from datetime import datetime
 
 from ..errors import NotNow as NotNow  # (the sources raise it from here)
-from .jsonl import _CHEAP, big_loads, mend_surrogates, open_regular, too_costly
+from .jsonl import _CHEAP, big_loads, mend_surrogates, open_regular, small_loads, too_costly
 
 MAX_TEXT = 1_000_000  # characters of one message kept: a 50 MB paste is not memory
 # A JSON document read whole (a Codex era-1 rollout, a VS Code chat or its mutation log) is held
@@ -163,7 +162,7 @@ def load_json(raw: bytes):
     costly = too_costly(raw)
     if costly:
         raise TooBig(costly)
-    loads = json.loads if len(raw) <= _CHEAP else big_loads()
+    loads = small_loads() if len(raw) <= _CHEAP else big_loads()
     try:
         return loads(mend_surrogates(raw))
     except RecursionError:
