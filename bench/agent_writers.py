@@ -97,15 +97,25 @@ class Made:
     def __init__(self):
         self.expected: dict[str, int] = {}
         self.prompts: dict[str, int] = {}  # the person's messages in the workspace's sessions
+        self.steps: dict[str, list[int]] = {}  # [edits, distinct (turn, file) edits, commands] there
         self.files: list[tuple[str, str, str]] = []
         self.grow: dict[str, dict] = {}
         self.written = 0
 
-    def session(self, source: str, here: bool, grow: dict | None = None, prompts: int = 0) -> None:
+    def session(self, source: str, here: bool, grow: dict | None = None, prompts: int = 0,
+                turns=()) -> None:
         self.written += 1
+        if here and turns:
+            got = self.steps.setdefault(source, [0, 0, 0])
+            for t in turns:
+                edits = [s[1] for s in t.steps if s[0] in ("edit", "write")]
+                got[0] += len(edits)
+                got[1] += len(set(edits))
+                got[2] += sum(s[0] == "shell" for s in t.steps)
         if here:
             self.expected[source] = self.expected.get(source, 0) + 1
-            self.prompts[source] = self.prompts.get(source, 0) + prompts
+            if prompts:  # (known for this module's writers only)
+                self.prompts[source] = self.prompts.get(source, 0) + prompts
             if grow is not None and source not in self.grow:
                 self.grow[source] = grow
 
@@ -117,6 +127,8 @@ class Made:
             self.expected[k] = self.expected.get(k, 0) + n
         for k, n in other.prompts.items():
             self.prompts[k] = self.prompts.get(k, 0) + n
+        for k, n in other.steps.items():
+            self.steps[k] = [a + b for a, b in zip(self.steps.get(k, [0, 0, 0]), n)]
         self.files += other.files
         for k, g in other.grow.items():
             self.grow.setdefault(k, g)
@@ -210,7 +222,7 @@ def write_gemini(home: Path, c, ws, n, seed, now_ms, tiny=False) -> Made:
             f"session-{time.strftime('%Y-%m-%dT%H-%M', time.gmtime(start / 1000))}-{sid[:8]}.jsonl"
         _jsonl(path, lines, ms)
         made.file("gemini-cli", "jsonl", path)
-        made.session("gemini-cli", here, {"path": str(path)}, len(turns))
+        made.session("gemini-cli", here, {"path": str(path)}, len(turns), turns)
     gem.joinpath("projects.json").write_text(json.dumps({"projects": {f: s for f, s in slugs.items()}}))
     made.file("gemini-cli", "json", gem / "projects.json")
     return made
@@ -285,7 +297,7 @@ def write_cursor(user: Path, agent_home: Path, c, ws, n, seed, now_ms, tiny=Fals
             path = agent_home / "projects" / _cursor_key(cwd) / "agent-transcripts" / sid / f"{sid}.jsonl"
             _jsonl(path, _cursor_transcript(turns, cwd, rs), _steps_ms(turns[-1], len(turns[-1].steps)))
             made.file("cursor-agent", "jsonl", path)
-            made.session("cursor-agent", here, {"path": str(path)}, len(turns))
+            made.session("cursor-agent", here, {"path": str(path)}, len(turns), turns)
             continue
         cid = _uuid(rs)
         rows, order, last = _cursor_chat(cid, turns, cwd, rs)
@@ -303,7 +315,7 @@ def write_cursor(user: Path, agent_home: Path, c, ws, n, seed, now_ms, tiny=Fals
             heads.append(dict(head, workspaceIdentifier=_where(cwd)))
         else:  # before: the workspace's own database lists its chats
             spaces.setdefault(cwd, []).append(head)
-        made.session("cursor", here, {"db": str(db), "cid": cid, "cwd": cwd}, len(turns))
+        made.session("cursor", here, {"db": str(db), "cid": cid, "cwd": cwd}, len(turns), turns)
     con.execute("INSERT INTO ItemTable VALUES ('composer.composerHeaders', ?)", (orjson.dumps({"allComposers": heads}),))
     con.commit()
     con.close()
@@ -420,13 +432,15 @@ def write_opencode(data_home: Path, c, ws, n, seed, now_ms, tiny=False) -> Made:
         title, turns = talk(c, rs, ws, i, "opencode", start, tiny)
         sid = w.id("ses", start)
         end = w.session(sid, pid, None, cwd, title, turns)
+        done = list(turns)
         if not tiny and rs.random() < 0.15:  # a subagent the task tool started: a child session
             t = turns[rs.randrange(len(turns))]
             child = w.id("ses", t.ms + 1)
             _title, sub = talk(c, rs, ws, i, "opencodesub", t.ms + 1000)
             w.session(child, pid, sid, cwd, "Explore the code (@general subagent)", sub[:3])
+            done += sub[:3]  # (its steps are its parent's session's, as a side thread)
         con.execute("UPDATE session SET time_updated = ? WHERE id = ?", (end, sid))
-        made.session("opencode", here, {"db": str(db), "sid": sid, "cwd": cwd}, len(turns))
+        made.session("opencode", here, {"db": str(db), "sid": sid, "cwd": cwd}, len(turns), done)
     con.commit()
     con.close()
     made.file("opencode", "sqlite:opencode", db)
@@ -549,9 +563,9 @@ def aider_session(start_ms, cwd, git_root, turns) -> str:
         if edits:
             out.append(_tool_out(f"Commit {hashlib.sha1(t.prompt.encode()).hexdigest()[:7]} fix: "
                                 f"{t.prompt[:50].strip()}"))
-        for s in shells:
+        for s in shells:  # (its output goes to the terminal, not the history: base_coder.py)
             out += [_tool_out(s[1]), _tool_out("Run shell command? (Y)es/(N)o/(D)on't ask again [Yes]: y"),
-                    _tool_out(f"Running {s[1]}"), _tool_out(s[2][:4000]),
+                    _tool_out(f"Running {s[1]}"),
                     _tool_out("Add command output to the chat? (Y)es/(N)o/(D)on't ask again [Yes]: n")]
     return "".join(out)
 
@@ -565,7 +579,7 @@ def write_aider(path: Path, elsewhere: Path, c, ws, n, seed, now_ms, tiny=False)
         rs = random.Random(r.getrandbits(64))
         _title, turns = talk(c, rs, ws, i, "aider", start, tiny)
         (mine if here else theirs).append(aider_session(start, cwd, ws if here else cwd, turns))
-        made.session("aider", here, {"path": str(path)}, len(turns))
+        made.session("aider", here, {"path": str(path)}, len(turns), turns)
     for p, parts in ((path, mine), (elsewhere / ".aider.chat.history.md", theirs)):
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text("".join(parts), encoding="utf-8")
@@ -607,7 +621,7 @@ def write_cline(user: Path, c, ws, n, seed, now_ms, tiny=False) -> Made:
             made.file(source, "json", task / "history_item.json")
         items[source].append(item)
         made.file(source, "json", task / "ui_messages.json")
-        made.session(source, here, {"path": str(task / "ui_messages.json")}, len(turns))
+        made.session(source, here, {"path": str(task / "ui_messages.json")}, len(turns), turns)
     for source, got in items.items():
         storage = user / "globalStorage" / _CLINE[source]
         if source == "cline":
@@ -728,7 +742,7 @@ def write_copilot_cli(home: Path, c, ws, n, seed, now_ms, tiny=False, system: st
             f"created_at: {_iso(start)}\nupdated_at: {_iso(ms)}\n")
         made.file("copilot-cli", "jsonl", folder / "events.jsonl")
         made.file("copilot-cli", "raw", folder / "workspace.yaml")
-        made.session("copilot-cli", here, {"path": str(folder / "events.jsonl")}, len(turns))
+        made.session("copilot-cli", here, {"path": str(folder / "events.jsonl")}, len(turns), turns)
     return made
 
 

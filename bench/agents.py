@@ -2,7 +2,7 @@
 and the hooks with those agents' folders absent, holding a history, holding 10,000 sessions.
 One command:
 
-    .venv/bin/python bench/agents.py [--size S] [--rounds 3] [--runs 15] [--profile SOURCE]
+    .venv/bin/python bench/agents.py [--size S] [--rounds 5] [--runs 20] [--profile SOURCE]
 
 Generates once, deterministically (seed 7, bench/run.py's fixed clock), into bench/out/agents/
 (ignored by git), a workspace with bench/run.py's Claude Code history of --size (`prepare`; S:
@@ -24,16 +24,22 @@ a. a cold `prima-memory index` of the workspace with the history (fresh index, p
    exit) against a bare read of the same files in a process of its own (every JSONL line
    orjson-parsed, each JSON document orjson-parsed, the markdown split into lines, every row of
    Cursor's and OpenCode's tables read and its JSON value parsed), --rounds times, best of each
-   and the ratio per round; per source, both in-process in a child process: the bare read of its
-   files, and `Memory.update(sources=(source,))` on a fresh index (imports and the index's
-   creation outside the timing);
-b. one exchange added to one session of each source in turn, then `prima-memory index`; and
-   an `index` with nothing changed (the files grown are restored afterwards);
+   and the ratio per round; the same for the Claude Code history alone (the other agents'
+   folders absent: bench/run.py's measure), and so what the other agents' files add to each
+   side; per source, both in-process in a child process: the bare read of its files, and
+   `Memory.update(sources=(source,))` on a fresh index (Memory and the index made before the
+   timing, what the update imports on first use within it);
+b. one exchange added to one session of each source in turn, then the index brought up to date,
+   in-process (`Memory.update` of every source, as a long-lived process does) and through
+   `prima-memory index`; and the same with nothing changed (the files grown are restored after);
 c. SessionStart and Stop as bench/hooks.py runs them, in turns across the three states, each
    state with its own index made beforehand by `prima-memory index`.
-Checks that `prima-memory status --json` counts, per source, the sessions written in scope, and
-the index the person's messages written (asserts on sessions). Prints one JSON result and a
-markdown table for docs/benchmarks.md; both are also written to bench/out/agents/.
+Checks that `prima-memory status --json` counts, per source, the sessions written in scope (else
+it stops), and compares what the index holds with what bench/agent_writers.py wrote: the
+person's messages, the edits (between one a file a turn and all of them, as each source keeps
+them) and the shell commands. --profile SOURCE writes a cProfile of that source's in-process
+index to bench/out/agents/<size>/profile-SOURCE.txt. Prints one JSON result and a markdown table
+for docs/benchmarks.md; both are also written to bench/out/agents/<size>/.
 """
 from __future__ import annotations
 
@@ -97,7 +103,7 @@ def generate(state: str, root: Path, ws: Path, pdir: Path, size: str) -> dict:
     made = aw.Made()
     if state == "history":
         got = generate_codex(root / "codex", w, plan["codex"], seed=seed, now=NOW)
-        for sid, where in zip(got["sessions"], got["cwd"]):
+        for where in got["cwd"]:
             made.session("codex", where != "elsewhere")
         for p in sorted((root / "codex").rglob("rollout-*.jsonl")):
             made.file("codex", "jsonl", p)
@@ -133,7 +139,7 @@ def generate(state: str, root: Path, ws: Path, pdir: Path, size: str) -> dict:
         files = sorted(pdir.rglob("*.jsonl"))
         made.files = [("claude-code", "jsonl", str(p)) for p in files] + made.files
         made.grow["claude-code"] = {"path": str(max(files, key=lambda p: p.stat().st_size))}
-    out = {"expected": made.expected, "prompts": made.prompts, "files": made.files, "grow": made.grow,
+    out = {"expected": made.expected, "prompts": made.prompts, "steps": made.steps, "files": made.files, "grow": made.grow,
            "written": made.written, "generated_s": round(time.perf_counter() - t, 1)}
     done.write_text(json.dumps(out))
     print(f"  {made.written} sessions in {out['generated_s']} s", file=sys.stderr)
@@ -250,6 +256,10 @@ def counted(ws: Path, env: dict, made: dict) -> dict:
     con = sqlite3.connect(f"file:{ws / '.prima-memory' / 'index.db'}?mode=ro", uri=True)
     prompts = dict(con.execute("SELECT s.source, count(*) FROM messages m JOIN sessions s ON s.id = m.session"
                                " WHERE m.role = 'user' AND m.sidechain = 0 GROUP BY s.source"))
+    changes = dict(con.execute("SELECT s.source, count(*) FROM file_changes c JOIN sessions s ON s.id = c.session"
+                               " GROUP BY s.source"))
+    commands = dict(con.execute("SELECT s.source, count(*) FROM tool_calls c JOIN sessions s ON s.id = c.session"
+                                " WHERE c.kind = 'command' GROUP BY s.source"))
     con.close()
     out = {}
     for name in ORDER:
@@ -258,6 +268,11 @@ def counted(ws: Path, env: dict, made: dict) -> dict:
                      "status_sessions": got.get("sessions", 0), "archived": got.get("archived", 0),
                      "skipped_out_of_scope": got.get("skipped", 0),
                      "prompts_written": made["prompts"].get(name), "prompts_indexed": prompts.get(name, 0),
+                     # edits written (all; one a file a turn), commands run; and what the index holds
+                     "edits_written": made.get("steps", {}).get(name, [None, None])[:2],
+                     "file_changes_indexed": changes.get(name, 0),
+                     "commands_written": made.get("steps", {}).get(name, [None, None, None])[2],
+                     "commands_indexed": commands.get(name, 0),
                      "warnings": got.get("warnings", []), "unknown_record_types": got.get("unknown_record_types", [])}
     return out
 
@@ -369,8 +384,8 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--size", choices=("S", "M"), default="S", help="the Claude Code history (bench/run.py)")
     ap.add_argument("--out", default=str(REPO / "bench" / "out" / "agents"))
-    ap.add_argument("--rounds", type=int, default=3, help="cold-index and incremental rounds")
-    ap.add_argument("--runs", type=int, default=15, help="runs of each hook in each state")
+    ap.add_argument("--rounds", type=int, default=5, help="cold-index and incremental rounds")
+    ap.add_argument("--runs", type=int, default=20, help="runs of each hook in each state")
     ap.add_argument("--parts", default="index,incremental,hooks")
     ap.add_argument("--profile", default="", help="a source whose in-process index is profiled (cProfile)")
     args = ap.parse_args()
@@ -390,15 +405,16 @@ def main() -> None:
     states = States(ws, roots, out / "indexes")
     shutil.rmtree(ws / ".prima-memory", ignore_errors=True)  # (a previous run's, of any state)
     hist = made["history"]
-    manifest = out / "history-files.json"
+    manifest, claude_only = out / "history-files.json", out / "claude-files.json"
     manifest.write_text(json.dumps(hist["files"]))
+    claude_only.write_text(json.dumps([f for f in hist["files"] if f[0] == "claude-code"]))
     states.use("history")  # (its Aider history in the workspace)
     by_source: dict[str, list] = {}
     for s, _k, p in hist["files"]:
         by_source.setdefault(s, []).append(p)
     files_bytes = {s: sum(os.path.getsize(p) for p in ps) for s, ps in by_source.items()}
     report: dict = {
-        "command": "bench/agents.py " + " ".join(sys.argv[1:]),
+        "command": " ".join(["bench/agents.py"] + sys.argv[1:]),
         "history": {"sessions_written": hist["written"], "in_scope": hist["expected"],
                     "files": len(hist["files"]), "bytes": sum(files_bytes.values()),
                     "bytes_by_source": files_bytes},
@@ -413,6 +429,7 @@ def main() -> None:
         # -- a. cold index against a bare read ----------------------------------------------------
         if parts & {"index", "incremental"}:
             bare_walls, cold_walls, peaks, bare_src, one_src = [], [], [], {}, {}
+            alone = {"bare": [], "cold": []}  # the Claude Code history alone (bench/run.py's measure)
             for r in range(args.rounds):
                 for name in ORDER:  # each source alone, in-process, a fresh index each
                     shutil.rmtree(ws / ".prima-memory", ignore_errors=True)
@@ -420,9 +437,16 @@ def main() -> None:
                     if p.returncode:
                         raise SystemExit(f"index of {name} alone failed: {p.stderr[-2000:]}")
                     one_src.setdefault(name, []).append(json.loads(p.stdout))
-                sides = ["bare", "cold"] if r % 2 == 0 else ["cold", "bare"]
-                for side in sides:
-                    if side == "bare":
+                sides = ["bare", "cold", "bare-alone", "cold-alone"]
+                for side in sides if r % 2 == 0 else sides[::-1]:
+                    if side == "bare-alone":
+                        alone["bare"].append(run_child([PY, "-c", BARE, str(claude_only)], env)[0])
+                    elif side == "cold-alone":
+                        states.use("absent")
+                        shutil.rmtree(ws / ".prima-memory", ignore_errors=True)
+                        alone["cold"].append(cli(ws, envs["absent"], "index")[0])
+                        states.use("history")
+                    elif side == "bare":
                         wall, _peak, so = run_child([PY, "-c", BARE, str(manifest)], env)
                         bare_walls.append(wall)
                         for s, v in json.loads(so)["sources"].items():
@@ -433,11 +457,13 @@ def main() -> None:
                         cold_walls.append(wall)
                         peaks.append(peak)
                         report.setdefault("cold_index_output", {k: got.get(k) for k in (
-                            "files_seen", "files_read", "bytes_read", "sessions_updated", "extracts_written", "warnings")})
-                print(f"  round {r + 1}: cold {cold_walls[-1]:.2f} s, bare {bare_walls[-1]:.2f} s", file=sys.stderr)
+                            "files_seen", "files_read", "bytes_read", "sessions_updated", "warnings")})
+                        report["cold_index_output"]["extracts_written"] = len(got.get("extracts_written") or ())
+                print(f"  round {r + 1}: cold {cold_walls[-1]:.2f} s, bare {bare_walls[-1]:.2f} s; Claude Code alone: "
+                      f"cold {alone['cold'][-1]:.2f} s, bare {alone['bare'][-1]:.2f} s", file=sys.stderr)
             check = counted(ws, env, hist)
             report["counted"] = check
-            wrong = {k: v for k, v in check.items() if v["status_sessions"] + v["archived"] != v["written_in_scope"]}
+            wrong = {k: v for k, v in check.items() if v["status_sessions"] != v["written_in_scope"] or v["archived"]}
             per_source = {}
             for name in ORDER:
                 b = [v[0] for v in bare_src.get(name, [[0, 0, 0]])]
@@ -454,6 +480,17 @@ def main() -> None:
                 "ratio_per_round": [round(a / b, 2) for a, b in zip(cold_walls, bare_walls)],
                 "index_s_all": [round(x, 3) for x in cold_walls], "bare_s_all": [round(x, 3) for x in bare_walls],
                 "index_s_median": round(statistics.median(cold_walls), 3), "peak_rss_mb": round(max(peaks), 1),
+                "claude_code_alone": {
+                    "index_s_best": round(min(alone["cold"]), 3), "bare_s_best": round(min(alone["bare"]), 3),
+                    "ratio_best": round(min(alone["cold"]) / min(alone["bare"]), 2),
+                    "ratio_per_round": [round(a / b, 2) for a, b in zip(alone["cold"], alone["bare"])]},
+                # what the other agents' files add to each side, index over bare
+                "others_added": {
+                    "index_s": round(min(cold_walls) - min(alone["cold"]), 3),
+                    "bare_s": round(min(bare_walls) - min(alone["bare"]), 3),
+                    "ratio": round((min(cold_walls) - min(alone["cold"])) / (min(bare_walls) - min(alone["bare"])), 2),
+                    "ratio_per_round": [round((a - c) / (b - d), 2) for a, b, c, d in
+                                        zip(cold_walls, bare_walls, alone["cold"], alone["bare"])]},
                 "per_source": per_source}
             if wrong:
                 print(json.dumps(report, indent=2))
@@ -469,23 +506,46 @@ def main() -> None:
 
         # -- b. one exchange more in one session of each source -------------------------------------
         if "incremental" in parts:
+            from prima_memory.logs import Log
+            from prima_memory.memory import ALL, Memory
             saved = snapshot([f for g in hist["grow"].values() for f in grown_files(g)])
+            environ = dict(os.environ)
             inc: dict[str, list] = {}
+            inproc: dict[str, list] = {}
             try:
                 cli(ws, env, "index")  # (up to date first)
                 noop = [cli(ws, env, "index")[0] for _ in range(args.rounds)]
-                for r in range(args.rounds):
+                os.environ.clear()
+                os.environ.update(env)  # (the agents' folders are read from the environment)
+                mem = Memory(str(ws), log=Log(None))
+                mem.update(sources=ALL)
+                noop_in = []
+                for r in range(args.rounds):  # in-process, as a long-lived process (the MCP server)
+                    t = time.perf_counter()
+                    mem.update(sources=ALL)
+                    noop_in.append(time.perf_counter() - t)
+                    for name in ORDER:
+                        grow(name, hist["grow"][name], 100 + r)
+                        t = time.perf_counter()
+                        rep = mem.update(sources=ALL)
+                        inproc.setdefault(name, []).append((time.perf_counter() - t, rep.files_read,
+                                                            len(rep.sessions_touched)))
+                mem.close()
+                for r in range(args.rounds):  # through the CLI, process start to exit
                     for name in ORDER:
                         grow(name, hist["grow"][name], r)
                         wall, _peak, got = cli(ws, env, "index")
                         inc.setdefault(name, []).append((wall, got["files_read"], got["sessions_updated"]))
                 noop += [cli(ws, env, "index")[0] for _ in range(args.rounds)]
             finally:
+                os.environ.clear()
+                os.environ.update(environ)
                 restore(saved)
             report["incremental"] = {
-                "nothing_changed": summary(noop),
-                "per_source": {n: {**summary([w for w, _f, _s in v]), "files_read": [f for _w, f, _s in v],
-                                   "sessions_updated": [s for _w, _f, s in v]} for n, v in inc.items()}}
+                "nothing_changed_cli": summary(noop), "nothing_changed_inprocess": summary(noop_in),
+                "per_source": {n: {"cli": summary([w for w, _f, _s in v]), "inprocess": summary([w for w, _f, _s in inproc[n]]),
+                                   "files_read": [f for _w, f, _s in v + inproc[n]],
+                                   "sessions_updated": [s for _w, _f, s in v + inproc[n]]} for n, v in inc.items()}}
 
         # -- c. the hooks in three states ---------------------------------------------------------
         if "hooks" in parts:
@@ -578,16 +638,23 @@ def markdown(rep: dict, args) -> str:
             f"(best of {len(c['index_s_all'])}; median {c['index_s_median']:.2f} s), peak RSS {c['peak_rss_mb']:.0f} MB | |",
             f"| Bare read of the same files (a process of its own) | {c['bare_s_best']:.2f} s (best of {len(c['bare_s_all'])}) | |",
             f"| Cold index / bare read | **{c['ratio_best']:.2f}×** (per round: {', '.join(f'{x:.2f}' for x in c['ratio_per_round'])}) | within 3× |"]
+        a, o = c["claude_code_alone"], c["others_added"]
+        lines += [
+            f"| … the Claude Code history alone (the other agents' folders absent), the same measure | {a['index_s_best']:.2f} s / "
+            f"{a['bare_s_best']:.2f} s = {a['ratio_best']:.2f}× (per round: {', '.join(f'{x:.2f}' for x in a['ratio_per_round'])}) | |",
+            f"| … what the other agents' files add: index / bare | +{o['index_s']:.2f} s / +{o['bare_s']:.2f} s = "
+            f"**{o['ratio']:.2f}×** (per round: {', '.join(f'{x:.2f}' for x in o['ratio_per_round'])}) | |"]
         if "incremental" in rep:
-            n = rep["incremental"]["nothing_changed"]
-            lines.append(f"| `index` with nothing changed | p50 {n['p50_ms']:.0f} ms, p95 {n['p95_ms']:.0f} ms | |")
+            n, m_ = rep["incremental"]["nothing_changed_cli"], rep["incremental"]["nothing_changed_inprocess"]
+            lines.append(f"| `index` with nothing changed: CLI, in-process | p50 {n['p50_ms']:.0f} ms, {m_['p50_ms']:.0f} ms | |")
         lines += ["", "| Source | sessions (workspace / status) | prompts (written / indexed) | files | MB | bare read "
-                  "| index alone | index / bare | +1 exchange: `index` p50 (files read) |",
+                  "| index alone | index / bare | +1 exchange, p50: CLI `index`, in-process (files read) |",
                   "|---|---|---|---|---|---|---|---|---|"]
         for name in ORDER:
             s, k = c["per_source"][name], rep["counted"][name]
             inc = rep.get("incremental", {}).get("per_source", {}).get(name)
-            grown = f"{inc['p50_ms']:.0f} ms ({'/'.join(map(str, sorted(set(inc['files_read']))))})" if inc else ""
+            grown = f"{inc['cli']['p50_ms']:.0f} ms, {inc['inprocess']['p50_ms']:.0f} ms " \
+                f"({'/'.join(map(str, sorted(set(inc['files_read']))))})" if inc else ""
             said = f"{k['prompts_written']:,} / {k['prompts_indexed']:,}" if k["prompts_written"] is not None \
                 else f"— / {k['prompts_indexed']:,}"
             lines.append(f"| {LABELS[name]} | {k['written_in_scope']} / {k['status_sessions']} | {said} | {s['files']} | "
@@ -595,9 +662,11 @@ def markdown(rep: dict, args) -> str:
                          f"{s['ratio']:.2f}× | {grown} |")
     if "hooks" in rep:
         k = rep["hooks"]
+        ix = k["indexed_beforehand"]
         lines += ["", f"Hooks ({k['runs']} runs each, in turns; `python -c pass` p50 {k['python_c_pass']['p50_ms']:.0f} ms): "
                   f"the other agents' folders absent, holding the history above, holding {rep['many']['sessions_written']:,} "
-                  "one-exchange sessions of the six new sources.", "",
+                  f"one-exchange sessions of the six new sources (their cold `index` beforehand: {ix['many']['index_s']:.1f} s, "
+                  f"{sum(rep['many']['in_scope'].values()):,} sessions of the workspace).", "",
                   "| Hook | absent p50 / p95 | history p50 / p95 | 10,000 sessions p50 / p95 | p50 ratio history / 10k vs absent |",
                   "|---|---|---|---|---|"]
         for what, label in (("session_start_up_to_date", "SessionStart, index up to date"),
