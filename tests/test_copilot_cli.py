@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from prima_memory.sources.registry import CopilotCli
+from prima_memory.sources.copilot_cli import CopilotCli
 
 FIXTURES = Path(__file__).resolve().parent.parent.parent / "shared" / "fixtures" / "copilot-cli"
 SECRET = "sk-ant-api03-" + "Q" * 90

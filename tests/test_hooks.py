@@ -1258,6 +1258,8 @@ HEAVY = ("torch", "sentence_transformers", "transformers", "numpy", "onnxruntime
 # standard modules that cost a hook milliseconds to import (typing 1.6 ms, argparse 4 ms,
 # dataclasses more)
 SLOW_STDLIB = {"typing", "dataclasses", "asyncio", "argparse"}
+OTHER_AGENTS = {"codex", "copilot", "gemini_cli", "cursor", "opencode", "aider", "cline",
+                "copilot_cli"}  # sources/'s modules of the other agents
 
 
 def imported_modules(stderr: str) -> set[str]:
@@ -1290,6 +1292,9 @@ def test_hooks_never_load_the_embedding_model(env):
         heavy = sorted(m for m in mods if m.split(".")[0] in HEAVY)
         assert heavy == [], (name, heavy[:20])
         assert not mods & SLOW_STDLIB, (name, sorted(mods & SLOW_STDLIB))
+        # (#41) the hooks read Claude Code alone: the other agents' readers stay unloaded
+        others = sorted(m for m in mods if m.rsplit(".", 1)[-1] in OTHER_AGENTS)
+        assert others == [], (name, others)
 
 
 @pytest.mark.parametrize("args", [

@@ -35,12 +35,6 @@ import os
 from ..workspace import is_within
 from ..settings import flag
 from . import claude_code, names
-from .aider import Aider
-from .cline import Cline, KiloCode, RooCode
-from .copilot_cli import CopilotCli
-from .cursor import Cursor, CursorAgent
-from .gemini_cli import GeminiCli
-from .opencode import OpenCode
 from .base import Source, sample_file
 from .listing import shared_log_folder, unlisted, utf8_name, vscode_user_dirs, watch
 from .listing import files as _files
@@ -410,8 +404,51 @@ class SessionHistory(Source):
 
 
 CLAUDE_CODE = ClaudeCode()  # what the hooks read
-SOURCES = (CLAUDE_CODE, Codex(), CopilotChat(), GeminiCli(), Cursor(), CursorAgent(), OpenCode(),
-           Aider(), Cline(), RooCode(), KiloCode(), CopilotCli(), SharedLog())  # as status lists them
+class Deferred(Source):
+    """A source whose module is imported the first time anything but its name, label and
+    agent is asked of it: every hook imports the registry and reads Claude Code alone, and
+    the six other agents' modules would cost each hook some 3 ms to import (bench/versus.py)."""
+
+    def __init__(self, module: str, cls: str, identity: tuple[str, str, str]) -> None:
+        self.name, self.label, self.product = identity
+        self._where = (module, cls)
+        self._real: Source | None = None
+
+    def loaded(self) -> Source:
+        real = self._real
+        if real is None:
+            import importlib  # (already loaded by the import system: no cost)
+            module, cls = self._where
+            real = self._real = getattr(importlib.import_module(f"{__package__}.{module}"), cls)()
+        return real
+
+    def __getattr__(self, attr: str):  # (what the base class does not declare: the source's own)
+        if attr.startswith("__") or attr in ("_where", "_real"):
+            raise AttributeError(attr)
+        return getattr(self.loaded(), attr)
+
+
+def _forwarded(attr: str) -> property:
+    return property(lambda self: getattr(self.loaded(), attr))
+
+
+# each of the base class's attributes and methods, asked of a Deferred, is its source's
+for _attr in [a for a in vars(Source) if not a.startswith("_") and a not in
+              ("name", "label", "product")]:
+    setattr(Deferred, _attr, _forwarded(_attr))
+
+
+SOURCES = (CLAUDE_CODE, Codex(), CopilotChat(),
+           Deferred("gemini_cli", "GeminiCli", names.GEMINI_CLI),
+           Deferred("cursor", "Cursor", names.CURSOR),
+           Deferred("cursor", "CursorAgent", names.CURSOR_AGENT),
+           Deferred("opencode", "OpenCode", names.OPENCODE),
+           Deferred("aider", "Aider", names.AIDER),
+           Deferred("cline", "Cline", names.CLINE),
+           Deferred("cline", "RooCode", names.ROO_CODE),
+           Deferred("cline", "KiloCode", names.KILO_CODE),
+           Deferred("copilot_cli", "CopilotCli", names.COPILOT_CLI),
+           SharedLog())  # as status lists them
 OTHERS = SOURCES[1:]  # the other agents': read outside the hooks
 EXTRACTS = Extracts()
 FALLBACKS = (SessionHistory(),)  # never indexed: a search's last step (fallback_search)
