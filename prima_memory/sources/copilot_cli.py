@@ -290,8 +290,9 @@ def _unquote(value: str) -> str:
         return value[1:-1].replace("''", "'")
     if len(value) >= 2 and value[0] == value[-1] == '"':
         import json  # (a double-quoted YAML scalar's escapes are JSON's, mostly)
+        from .jsonl import mend_surrogates  # (a lone surrogate no SQLite text can hold)
         try:
-            got = json.loads(value)
+            got = json.loads(mend_surrogates(value.encode("utf-8", "surrogatepass")))
             return got if isinstance(got, str) else value[1:-1]
         except ValueError:
             return value[1:-1]
@@ -631,8 +632,10 @@ def _args(args):
     given as JSON text is parsed."""
     if isinstance(args, str) and args[:1] == "{":
         import json  # (a few small texts; the log's lines are parsed by the reader)
+        from .jsonl import mend_surrogates  # (a lone surrogate no SQLite text can hold)
         try:
-            got = json.loads(args) if len(args) < (1 << 20) else None
+            got = json.loads(mend_surrogates(args.encode("utf-8", "surrogatepass"))) \
+                if len(args) < (1 << 20) else None
         except (ValueError, RecursionError):
             got = None
         return got if isinstance(got, dict) else args
