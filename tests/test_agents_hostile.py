@@ -2,10 +2,7 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
-
-import pytest
 
 SECRET = "sk-ant-api03-" + "Q" * 90
 
@@ -44,3 +41,29 @@ def test_copilot_cli_a_lone_surrogate_in_workspace_yaml(env):
         f'id: {sid}\ncwd: {env.ws}\nname: "wombat \\ud800 work"\nuser_named: true\n')
     env.run("index")
     assert [r["session_id"] for r in env.search("wombat")] == [sid]
+
+
+def test_copilot_cli_no_secret_in_state_nor_private_span_in_a_reason(tmp_path, monkeypatch):
+    from prima_memory.sources.copilot_cli import CopilotCli
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("COPILOT_HOME", raising=False)
+    sid = "s1"
+    log = tmp_path / ".copilot" / "session-state" / sid / "events.jsonl"
+    log.parent.mkdir(parents=True)
+    log.write_text("".join(json.dumps(x) + "\n" for x in [
+        {"type": "session.start", "id": "e1", "timestamp": "2026-01-02T00:00:00.000Z",
+         "data": {"sessionId": sid, "version": 1,
+                  "context": {"cwd": "/w", "branch": "b-<private>pinbranch</private>"}}},
+        {"type": "user.message", "id": "e2", "data": {"content": "go"}},
+        {"type": "assistant.message", "id": "e3", "data": {"content": "", "toolRequests": [
+            {"toolCallId": "c1", "name": "edit", "arguments": {"path": "/w/a.py"},
+             "intentionSummary": "fix <private>pinreason</private> it"}]}}]))
+    (log.parent / "workspace.yaml").write_text(f"id: {sid}\ncwd: /w\nname: key {SECRET}\n")
+    (d,), _end, state, _problems = CopilotCli().read(str(log), None, 0, None)
+    assert SECRET not in json.dumps(state), "a file's state is stored: no secret in it"
+    assert SECRET not in (d.summary_title or "") and d.summary_title
+    assert [c.explanation for c in d.file_changes] == ["fix [private] it"]
+    assert "pinbranch" not in (d.branch or "")
+    # the title is not given again while it is unchanged
+    (d2,), *_ = CopilotCli().read(str(log), None, 0, state)
+    assert d2.summary_title is None

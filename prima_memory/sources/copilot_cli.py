@@ -26,7 +26,7 @@ from . import names
 from .base import Source, sample_file
 from .listing import unlisted, utf8_name, watch
 from ..records import FileChange, Message, SessionDelta, ToolCall
-from ..workspace import is_within, read_plain
+from ..workspace import blake2b, is_within, read_plain
 
 SOURCE, LABEL, _agent = names.COPILOT_CLI
 HEAD_BYTES = 256 << 10  # a log's first events, which name its folder (the system prompt: 30 kB)
@@ -454,7 +454,8 @@ class _Reader:
         if isinstance(ctx, dict):
             self._cwd(ctx.get("cwd"))
             if isinstance(ctx.get("branch"), str) and ctx["branch"]:
-                self.branch = self.scrub(ctx["branch"])  # a name is any text: a token too
+                # a name is any text: a token too
+                self.branch = self.scrub(self.text.strip_private(ctx["branch"]))
 
     def _cwd(self, cwd) -> None:
         if isinstance(cwd, str) and cwd.strip() and not self.state.get("cwd"):
@@ -537,7 +538,8 @@ class _Reader:
         self.calls.append(made)
 
     def _changed(self, paths: list[str], tool: str, why, ts, key) -> None:
-        reason = self.state.get("said") or (self.text.tail(self.scrub(why), 500) if why else "")
+        why = self.scrub(self.text.strip_private(why)) if why else ""
+        reason = self.state.get("said") or self.text.tail(why, 500)
         for p in dict.fromkeys(paths):
             self.changes.append(FileChange(p, tool, reason, ts, key))
 
@@ -607,8 +609,11 @@ class _Reader:
         d.branch = self.branch
         d.seen(self.started)
         title = meta.get("name") or meta.get("summary")
-        if title and title != self.state.get("title"):
-            self.state["title"] = title
+        # (its fingerprint in the state, which is stored: a name is any text, a token too)
+        mark = blake2b(title.encode("utf-8", "replace"), digest_size=8).hexdigest() \
+            if title else None
+        if title and mark != self.state.get("title"):
+            self.state["title"] = mark
             named = titles.normalize(self.scrub(self.text.strip_private(title)))
             if meta.get("user_named") == "true":
                 d.custom_title = named
