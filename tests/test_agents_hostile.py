@@ -67,3 +67,24 @@ def test_copilot_cli_no_secret_in_state_nor_private_span_in_a_reason(tmp_path, m
     # the title is not given again while it is unchanged
     (d2,), *_ = CopilotCli().read(str(log), None, 0, state)
     assert d2.summary_title is None
+
+
+def test_opencode_no_title_in_the_catalog_it_fills(tmp_path, monkeypatch):
+    """everywhere's `known` is the catalog written to disk (projects.py): no secret in it."""
+    from prima_memory.sources import opencode
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    monkeypatch.delenv("OPENCODE_DB", raising=False)
+    src = opencode.OpenCode()
+    path = Path(src.data_dir()) / "storage" / "session" / "prj" / "ses_t.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps({"id": "ses_t", "directory": "/w", "title": f"deploy {SECRET}",
+                                "time": {"created": 1767312000000}}))
+    known: dict = {}
+    assert src.everywhere(known) == [(str(path), ("/w",))]
+    assert SECRET not in json.dumps(known) and known
+    opencode._JSON.clear()  # (another process: the catalog alone)
+    assert src.everywhere(json.loads(json.dumps(known))) == [(str(path), ("/w",))]
+    # a read still takes the title from the file itself (and redacts it)
+    info = opencode._json_info(str(path))
+    assert info is not None and info[3] == f"deploy {SECRET}"

@@ -559,18 +559,18 @@ def _json_info(path: str, known: dict | None = None):
     noted = known.get(path) if known is not None else None
     if isinstance(noted, list) and len(noted) == 2 and noted[0] == mark \
             and (noted[1] is None or isinstance(noted[1], list) and len(noted[1]) == 6):
-        info = tuple(noted[1]) if noted[1] is not None else None
-    else:
-        info = None
-        try:
-            raw = read_plain(path, SESSION_FILE + 1)
-            doc = text.load_json(raw[0]) if raw and len(raw[0]) <= SESSION_FILE else None
-        except (OSError, ValueError):
-            doc = None
-        if isinstance(doc, dict):
-            info = _json_head(path, doc)
-        if known is not None:
-            known[path] = [mark, list(info) if info is not None else None]
+        # (without its title, never noted: not kept here, where a read would take it from)
+        return tuple(noted[1]) if noted[1] is not None else None
+    info = None
+    try:
+        raw = read_plain(path, SESSION_FILE + 1)
+        doc = text.load_json(raw[0]) if raw and len(raw[0]) <= SESSION_FILE else None
+    except (OSError, ValueError):
+        doc = None
+    if isinstance(doc, dict):
+        info = _json_head(path, doc)
+    if known is not None:  # (the catalog, written to disk: no title, which is any text)
+        known[path] = [mark, [*info[:3], None, *info[4:]] if info is not None else None]
     _JSON[path] = (mark, info)
     return info
 
