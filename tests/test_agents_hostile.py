@@ -88,3 +88,12 @@ def test_opencode_no_title_in_the_catalog_it_fills(tmp_path, monkeypatch):
     # a read still takes the title from the file itself (and redacts it)
     info = opencode._json_info(str(path))
     assert info is not None and info[3] == f"deploy {SECRET}"
+
+
+def test_a_cursor_chat_of_another_shape_is_said_in_one_short_line():
+    # the chat's id and version come from the database: a problem quotes them cut short
+    from prima_memory.sources import cursor
+    problems: list[str] = []
+    cursor._composer_session("c" * 5000, {"_v": "v" * 100_000, "other": 1}, {}, problems, set(),
+                             None, ("cursor", "[Cursor]"))
+    assert problems and all(len(p) < 400 for p in problems), [len(p) for p in problems]

@@ -519,7 +519,7 @@ def _composer_session(cid: str, doc, bubbles: dict[str, _Bubble], problems: list
     from .. import titles  # (only once a session is read, never by a hook)
     d = SessionDelta(cid, source[0], source[1])
     if not isinstance(doc, dict):
-        problems.append(f"chat {cid}: its record is not a chat ({type(doc).__name__})")
+        problems.append(f"chat {cid[:80]}: its record is not a chat ({type(doc).__name__})")
         return d
     turns = _Turns(d, problems, cwd)
     name = doc.get("name")
@@ -546,8 +546,8 @@ def _composer_session(cid: str, doc, bubbles: dict[str, _Bubble], problems: list
     elif not any(k in doc for k in ("fullConversationHeadersOnly", "conversation",
                                     "conversationMap", "text", "richText")):
         unk.add("chat record of another shape")
-        problems.append(f"chat {cid}: a record of a shape this version does not read "
-                        f"(version {doc.get('_v')!r}): not indexed")
+        problems.append(f"chat {cid[:80]}: a record of a shape this version does not read "
+                        f"(version {repr(doc.get('_v'))[:40]}): not indexed")
         return d
     missing = sum(b is None for _bid, b in order)
     if missing:
