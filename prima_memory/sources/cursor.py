@@ -536,7 +536,7 @@ def _composer_session(cid: str, doc, bubbles: dict[str, _Bubble], problems: list
             if isinstance(bid, str):
                 order.append((bid, bubbles.get(bid)))
             else:
-                problems.append(f"chat {cid}: header {n} names no bubble")
+                problems.append(f"chat {cid[:80]}: header {n} names no bubble")
     elif isinstance(inline, list) and inline:
         order = [(_bubble_id(b) or f"{cid}:{n}", _Bubble(b))
                  for n, b in enumerate(inline) if isinstance(b, dict)]
@@ -551,7 +551,7 @@ def _composer_session(cid: str, doc, bubbles: dict[str, _Bubble], problems: list
         return d
     missing = sum(b is None for _bid, b in order)
     if missing:
-        problems.append(f"chat {cid}: {missing} of its {len(order)} messages not in the "
+        problems.append(f"chat {cid[:80]}: {missing} of its {len(order)} messages not in the "
                         "database: the others indexed")
     blocks = _applied_blocks(doc.get("codeBlockData"))
     for bid, b in order:
@@ -604,14 +604,14 @@ def _read_global(con, cid: str, problems: list, unk: set, cwd: str | None):
                       " FROM cursorDiskKV WHERE key = ?", (ROW_MAX, "composerData:" + cid)
                       ).fetchone()
     if row is None:
-        raise FileNotFoundError(f"chat {cid}: no longer in the database")
+        raise FileNotFoundError(f"chat {cid[:80]}: no longer in the database")
     rowid, n, raw, updated, created = row
     lo, hi = f"bubbleId:{cid}:", f"bubbleId:{cid};"
     top = con.execute("SELECT max(rowid) FROM cursorDiskKV WHERE key >= ? AND key < ?",
                       (lo, hi)).fetchone()[0]
     size = _chat_stat(n, rowid, top, updated, created)[0]
     if raw is None:
-        raise text.TooBig(f"chat {cid}: a record of {n:,} bytes, past the {ROW_MAX >> 20} MB "
+        raise text.TooBig(f"chat {cid[:80]}: a record of {n:,} bytes, past the {ROW_MAX >> 20} MB "
                           "read: not read")
     doc = _json(raw)
     bubbles, big, bad = {}, 0, 0
@@ -627,10 +627,10 @@ def _read_global(con, cid: str, problems: list, unk: set, cwd: str | None):
         elif b is not None or value:
             bad += 1
     if big:
-        problems.append(f"chat {cid}: {big} messages past {ROW_MAX >> 20} MB (pasted images?) "
+        problems.append(f"chat {cid[:80]}: {big} messages past {ROW_MAX >> 20} MB (pasted images?) "
                         "skipped")
     if bad:
-        problems.append(f"chat {cid}: {bad} messages that are not JSON objects skipped")
+        problems.append(f"chat {cid[:80]}: {bad} messages that are not JSON objects skipped")
     return _composer_session(cid, doc, bubbles, problems, unk, cwd, names.CURSOR), size
 
 
