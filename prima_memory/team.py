@@ -22,6 +22,7 @@ from . import workspace as wsmod
 from .errors import Failure, UsageError
 from .logs import Log
 from .scope import Scope
+from .sources.names import INDEXED
 from .storage import count_by_session, ordinal_of, session_of
 from .workspace import blake2b
 
@@ -37,7 +38,8 @@ PUBLISH_SECONDS = 120.0  # a background publish stops after this; the rest goes 
 LEDGER_SECONDS = 1.0  # the ledger is saved this often while publishing, and at the end
 BACKOFF = (30.0, 3600.0)  # seconds before a failed publish is tried again: first, at most
 GIT_SECONDS = 3.0
-PUBLISHED_AGENTS = ("claude-code", "codex", "copilot-chat")  # a shared log's are others' own
+# every agent's sessions (a shared log's are others' own, extracts are made of sessions)
+PUBLISHED_AGENTS = tuple(name for name, _label, agent in INDEXED if agent)
 
 
 # -- joining ------------------------------------------------------------------------------------

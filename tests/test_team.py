@@ -119,6 +119,24 @@ def test_two_members_publish_and_find_each_others_sessions(tmp_path, clean_serve
                        )[0][0] == 2
 
 
+@pytest.mark.parametrize("agent", ["gemini-cli", "opencode", "aider"])
+def test_another_agents_session_is_published_with_its_label(tmp_path, clean_server, monkeypatch,
+                                                           agent):
+    # (#41) every agent's sessions go to the team, each with its label: a file, a database's
+    # rows, a history kept in the project
+    from prima_memory.sources.registry import source_named
+    ana, bo = member(tmp_path, "ana"), member(tmp_path, "bo")
+    for k in ("HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME"):
+        monkeypatch.setenv(k, ana.env[k])  # (the sample goes where Ana's agent keeps it)
+    src = source_named(agent)
+    src.sample(str(ana.ws), "why does the narwhal importer drop rows")
+    joined(ana, clean_server["ana"], "Ana")
+    joined(bo, clean_server["bo"], "Bo")
+    assert json.loads(publish(ana).stdout)["sessions"] == 1
+    hits = json.loads(bo.run("search", "--team", "narwhal importer", "--json").stdout)["results"]
+    assert [(h["member"], h["label"], h["source"]) for h in hits] == [("Ana", src.label, agent)]
+
+
 def test_the_team_ranks_a_history_as_the_member_s_own_index_does(tmp_path, clean_server):
     """The same ranking at home and on the server: one member's history, searched locally and
     with --team, gives the same sessions in the same order."""
