@@ -185,3 +185,28 @@ def sample_file(path: str, lines: list, whole: bool = False) -> str:
         f.write(json.dumps(lines[0]) if whole else
                 "".join(x if isinstance(x, str) else json.dumps(x) + "\n" for x in lines))
     return path
+
+
+def by_heads(paths, known: dict, folder_of) -> list[tuple[str, tuple[str, ...]]]:
+    """Source.everywhere for files whose first lines name the folder their session ran in:
+    each path with that folder (`folder_of(path)`: the folder, "" for none, None when it cannot
+    be read yet), read once when it names one (a head does not change), else again whenever
+    the file does (it may be being written). One that cannot be read yet, or holds nothing
+    yet, is nobody's for now; one that names none is every workspace's."""
+    out: list[tuple[str, tuple[str, ...]]] = []
+    for path in paths:
+        got = known.get(path)
+        if not isinstance(got, str):
+            try:
+                st = os.stat(path)
+                mark: list = [st.st_size, st.st_mtime_ns]
+            except OSError:
+                continue
+            if not (isinstance(got, list) and got[:2] == mark and len(got) == 3):
+                folder = folder_of(path)
+                got = known[path] = folder if folder else mark + [folder]
+        named = got if isinstance(got, str) else got[2]
+        if named is not None:
+            out.append((path, (named,) if named else ()))
+    return out
+

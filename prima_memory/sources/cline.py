@@ -33,7 +33,7 @@ import sys
 
 from . import names
 from .base import RowStat, Source, sample_file
-from .listing import unlisted, utf8_name, vscode_user_dirs, watch
+from .listing import app_config_base, unlisted, utf8_name, vscode_user_dirs, watch
 from ..records import FileChange, Message, SessionDelta
 from ..workspace import is_within, read_plain
 
@@ -88,13 +88,7 @@ def editor_user_dirs() -> list[str]:
     the list PRIMA_VSCODE_USER_DIRS gives is the whole list), Cursor's and Windsurf's."""
     if os.environ.get("PRIMA_VSCODE_USER_DIRS") is not None:
         return vscode_user_dirs()
-    home = os.path.expanduser("~")
-    if sys.platform == "darwin":
-        base = os.path.join(home, "Library", "Application Support")
-    elif sys.platform == "win32":
-        base = os.environ.get("APPDATA") or os.path.join(home, "AppData", "Roaming")
-    else:
-        base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
+    home, base = os.path.expanduser("~"), app_config_base()
     return vscode_user_dirs() + [os.path.join(base, app, "User") for app in ("Cursor", "Windsurf")] \
         + [os.path.join(home, f".{app}-server", "data", "User") for app in ("cursor", "windsurf")]
 
@@ -474,14 +468,7 @@ def read(path: str, source: str, label: str, state: dict | None):
     cut short): what the index holds of it then stays."""
     from . import text  # only once this source is read, never by a hook
     problems: list[str] = []
-    raw, st = text.read_document(path, "a task's messages")
-    try:
-        doc = text.load_json(raw)
-    except text.TooBig:
-        raise
-    except ValueError as e:
-        raise ValueError(f"invalid JSON ({str(e)[:60]})") from None
-    del raw
+    doc, st = text.read_json(path, "a task's messages")
     r = _Task(source, label, problems)
     d = r.read(path, doc)
     new = dict(state or {})

@@ -16,8 +16,8 @@ from ..records import FileChange, Message, SessionDelta
 from ..workspace import read_plain
 from . import tool_calls
 from .jsonl import PARSE_BUDGET, estimate
-from .text import (MAX_DOCUMENT, TooBig, dated_by_file, load_json, open_bounded,
-                   read_document, scrubber, strip_private, tail, valid_ts)
+from .text import (MAX_DOCUMENT, TooBig, dated_by_file, load_json, open_bounded, read_json,
+                   scrubber, strip_private, tail, valid_ts)
 
 SOURCE = "copilot-chat"
 LABEL = "[VS Code]"
@@ -34,14 +34,7 @@ def read(path: str) -> tuple[list[SessionDelta], list[str]]:
         with f:  # line by line: only the document it builds is held
             doc = replay(f, problems)
     else:
-        raw, st = read_document(path, "a chat")
-        try:
-            doc = load_json(raw)
-        except TooBig:
-            raise
-        except ValueError as e:
-            raise ValueError(f"invalid JSON ({str(e)[:60]})") from None
-        del raw
+        doc, st = read_json(path, "a chat")
     if not isinstance(doc, dict):
         return [], problems + ["not a chat session"]
     sid = doc.get("sessionId") or os.path.basename(path).rsplit(".", 1)[0]

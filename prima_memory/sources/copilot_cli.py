@@ -23,7 +23,7 @@ import os
 import stat
 
 from . import names
-from .base import Source, sample_file
+from .base import Source, by_heads, sample_file
 from .listing import unlisted, utf8_name, watch
 from ..records import FileChange, Message, SessionDelta, ToolCall
 from ..workspace import blake2b, is_within, read_plain
@@ -130,24 +130,8 @@ class CopilotCli(Source):
                    for folder in map(folder_of, (p for p, _x in self.discover(ws))))
 
     def everywhere(self, known: dict) -> list[tuple[str, tuple[str, ...]]]:
-        """Every session file with the folder it names: read once when it names one, else again
-        whenever the file changes (it may be being written), as Codex.everywhere."""
-        out: list[tuple[str, tuple[str, ...]]] = []
-        for path, _extra in self.discover(""):
-            got = known.get(path)
-            if not isinstance(got, str):
-                try:
-                    st = os.stat(path)
-                    mark: list = [st.st_size, st.st_mtime_ns]
-                except OSError:
-                    continue
-                if not (isinstance(got, list) and got[:2] == mark and len(got) == 3):
-                    folder = folder_of(path)
-                    got = known[path] = folder if folder else mark + [folder]
-            named = got if isinstance(got, str) else got[2]
-            if named is not None:
-                out.append((path, (named,) if named else ()))
-        return out
+        """Every session file with the folder it names (base.by_heads)."""
+        return by_heads((p for p, _x in self.discover("")), known, folder_of)
 
     def sample(self, ws: str, text: str) -> str:
         sid = "0c0c0c0c-0000-4000-8000-00000000c11d"
@@ -352,14 +336,7 @@ def read_history(path: str):
     """A history session (0.0.34x and before), read whole: (deltas, size, state, problems). Raises
     ValueError for a file that is not JSON (being written) or past text.MAX_DOCUMENT."""
     from . import text  # only once this source is read (never by a hook)
-    raw, st = text.read_document(path, "a Copilot CLI session")
-    try:
-        doc = text.load_json(raw)
-    except text.TooBig:
-        raise
-    except ValueError as e:
-        raise ValueError(f"invalid JSON ({str(e)[:60]})") from None
-    del raw
+    doc, st = text.read_json(path, "a Copilot CLI session")
     if not (isinstance(doc, dict) and (isinstance(doc.get("chatMessages"), list)
                                        or isinstance(doc.get("timeline"), list))):
         return [], st.st_size, {}, ["not a Copilot CLI history session"]

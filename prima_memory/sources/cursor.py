@@ -32,7 +32,7 @@ from ..workspace import is_within
 from . import names
 from .base import RowStat, Source, sample_file
 from .listing import files as _files
-from .listing import unlisted, utf8_name, watch
+from .listing import app_config_base, unlisted, utf8_name, watch
 
 BUSY_SECONDS = 2.0  # how long a read waits on a database Cursor holds locked
 ROW_MAX = 32 << 20  # one row read at most (a bubble of pasted images is bigger: skipped, said)
@@ -62,14 +62,7 @@ def user_dirs() -> list[str]:
     given = os.environ.get("PRIMA_CURSOR_USER_DIRS")
     if given is not None:
         return [d for d in given.split(os.pathsep) if d]
-    home = os.path.expanduser("~")
-    if sys.platform == "darwin":
-        base = os.path.join(home, "Library", "Application Support")
-    elif sys.platform == "win32":
-        base = os.environ.get("APPDATA") or os.path.join(home, "AppData", "Roaming")
-    else:
-        base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
-    return [os.path.join(base, "Cursor", "User")]
+    return [os.path.join(app_config_base(), "Cursor", "User")]
 
 
 def agent_home() -> str:

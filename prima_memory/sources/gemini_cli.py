@@ -256,14 +256,7 @@ def read_session(path: str, cwd: str | None, sub: bool = False):
     s = _Session()
     problems: list[str] = []
     if path.endswith(".json"):
-        raw, st = text.read_document(path, "a Gemini CLI session")
-        try:
-            doc = text.load_json(raw)
-        except text.TooBig:
-            raise
-        except ValueError as e:
-            raise ValueError(f"invalid JSON ({str(e)[:60]})") from None
-        del raw
+        doc, st = text.read_json(path, "a Gemini CLI session")
         end = st.st_size
         if not isinstance(doc, dict):
             return [], end, {}, ["not a Gemini CLI session"]

@@ -87,19 +87,23 @@ def files(root: str, accept, folders: list | None = None) -> list[str]:
     return out
 
 
+def app_config_base() -> str:
+    """Where desktop applications (VS Code, Cursor...) keep their settings on this system."""
+    home = os.path.expanduser("~")
+    if sys.platform == "darwin":
+        return os.path.join(home, "Library", "Application Support")
+    if sys.platform == "win32":
+        return os.environ.get("APPDATA") or os.path.join(home, "AppData", "Roaming")
+    return os.environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
+
+
 def vscode_user_dirs() -> list[str]:
     """Every VS Code user folder of this account (PRIMA_VSCODE_USER_DIRS overrides the list)."""
     given = os.environ.get("PRIMA_VSCODE_USER_DIRS")
     if given is not None:
         return [d for d in given.split(os.pathsep) if d]
     home = os.path.expanduser("~")
-    apps = ("Code", "Code - Insiders", "VSCodium")
-    if sys.platform == "darwin":
-        bases = [os.path.join(home, "Library", "Application Support")]
-    elif sys.platform == "win32":
-        bases = [os.environ.get("APPDATA", os.path.join(home, "AppData", "Roaming"))]
-    else:
-        bases = [os.environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")]
-    return [os.path.join(b, a, "User") for b in bases for a in apps] + [
+    base = app_config_base()
+    return [os.path.join(base, a, "User") for a in ("Code", "Code - Insiders", "VSCodium")] + [
         os.path.join(home, ".vscode-server", "data", "User"),
         os.path.join(home, ".vscode-server-insiders", "data", "User")]

@@ -35,7 +35,7 @@ import os
 from ..workspace import is_within
 from ..settings import flag
 from . import claude_code, names
-from .base import Source, sample_file
+from .base import Source, by_heads, sample_file
 from .listing import shared_log_folder, unlisted, utf8_name, vscode_user_dirs, watch
 from .listing import files as _files
 from .listing import size as _size
@@ -194,25 +194,8 @@ class Codex(Source):
         return not delta.cwd or is_within(os.path.normpath(delta.cwd), ws)
 
     def everywhere(self, known: dict) -> list[tuple[str, tuple[str, ...]]]:
-        """Every rollout, with the folder its head names: read once when it names one (a
-        rollout's head does not change), else again whenever the file does (it may be being
-        written). One that cannot be read yet, or holds nothing yet, is nobody's for now."""
-        out: list[tuple[str, tuple[str, ...]]] = []
-        for path, _extra in self.discover(""):
-            got = known.get(path)
-            if not isinstance(got, str):
-                try:
-                    st = os.stat(path)
-                    mark: list = [st.st_size, st.st_mtime_ns]
-                except OSError:
-                    continue
-                if not (isinstance(got, list) and got[:2] == mark and len(got) == 3):
-                    folder = self._folder(path)
-                    got = known[path] = folder if folder else mark + [folder]
-            named = got if isinstance(got, str) else got[2]
-            if named is not None:
-                out.append((path, (named,) if named else ()))
-        return out
+        """Every rollout, with the folder its head names (base.by_heads)."""
+        return by_heads((p for p, _extra in self.discover("")), known, self._folder)
 
     def sample(self, ws: str, text: str) -> str:
         return sample_file(os.path.join(self.locations(ws)[0], "2026", "01", "02",

@@ -169,6 +169,18 @@ def load_json(raw: bytes):
         raise ValueError("nested too deeply") from None
 
 
+def read_json(path: str, what: str = "a JSON document"):
+    """(the JSON document a file holds, its stat), read whole within MAX_DOCUMENT. Raises
+    OSError, TooBig, or ValueError for a text that is not JSON (a file being written)."""
+    raw, st = read_document(path, what)
+    try:
+        return load_json(raw), st
+    except TooBig:
+        raise
+    except ValueError as e:
+        raise ValueError(f"invalid JSON ({str(e)[:60]})") from None
+
+
 def open_bounded(path: str, limit: int, what: str):
     """(binary file, stat) of a regular file no bigger than `limit`; TooBig, before anything is
     read, for a bigger one. Never follows a link or waits on a FIFO (put there after listing)."""
