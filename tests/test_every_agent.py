@@ -75,3 +75,18 @@ def test_the_mcp_server_finds_every_agents_session_with_its_label(env, src):
     found, session = anyio.run(main)
     assert [(h["source"], h["label"]) for h in found["results"]] == [(src.name, src.label)]
     assert session["label"] == src.label and WORD in json.dumps(session)
+
+
+@pytest.mark.parametrize("src", AGENTS, ids=lambda s: s.name)
+def test_every_agents_session_stays_forgotten_and_an_opted_out_project_reads_none(env, src):
+    # forget takes any source: the session goes, and its file written again (the agent going
+    # on with it) brings none of it back; `.prima-memory-off` silences every agent alike
+    word = _sampled(env, src)
+    (hit,) = env.search(word)
+    env.run("forget", hit["session_id"], "--yes")
+    assert env.search(word) == []
+    src.sample(str(env.ws), f"the {WORD} importer again, and the quokka exporter")
+    assert env.search(word) == [] and env.search("quokka") == []
+    (env.ws / ".prima-memory-off").write_text("")
+    p = env.run("search", "quokka", "--mode", "keyword", check=False)
+    assert "quokka exporter" not in p.stdout
