@@ -273,7 +273,8 @@ def _parser(only: str | None = None):
                     help="remember these again, read back from their transcripts")
 
     h = command("hook", parents=[common], help="run a Claude Code hook (JSON on stdin)")
-    h.add_argument("event", choices=["session-start", "stop", "pre-compact", "user-prompt-submit"],
+    h.add_argument("event", choices=["session-start", "stop", "pre-compact", "user-prompt-submit",
+                                      "pre-tool-use"],
                    help="the hook event Claude Code runs it for")
 
     command("status", parents=[common, every], help="what is indexed, pending, warnings")

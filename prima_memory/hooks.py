@@ -1,5 +1,5 @@
-"""`prima-memory hook session-start|stop|pre-compact|user-prompt-submit`: Claude Code's hooks,
-failing open.
+"""`prima-memory hook session-start|stop|pre-compact|user-prompt-submit|pre-tool-use`: Claude
+Code's hooks, failing open.
 
 Whatever happens (bad stdin, a missing or corrupt index, a busy lock, a missing package, any
 exception, running out of time) a hook exits 0, prints nothing but its context block (the
@@ -20,7 +20,7 @@ import time
 
 # (seconds to wait for the writer lock, indexing budget, hard deadline); hooks.json allows more
 LIMITS = {"session-start": (0.3, 1.0, 8), "stop": (3.0, 5.0, 20), "pre-compact": (3.0, 8.0, 25),
-          "user-prompt-submit": (1.0, 2.0, 20)}
+          "user-prompt-submit": (1.0, 2.0, 20), "pre-tool-use": (0.3, 0.5, 5)}
 RECALL_EMBED = 5.0  # seconds /recall embeds new exchanges before it searches; the rest: background
 
 
@@ -181,10 +181,10 @@ def _log(mem, ws: str | None, msg: str) -> None:
         pass
 
 
-def enabled(name: str) -> bool:
+def enabled(name: str, default: bool = True) -> bool:
     """PRIMA_BRIEFING=0 / PRIMA_CHECKPOINTS=0 (or off, false, no) turn a part off."""
     from .settings import flag  # past the fast paths: a prompt that is not /recall skips it
-    return flag(name)
+    return flag(name, default)
 
 
 def session_start(mem, data: dict, session_id, lock_wait, index_budget) -> str:
@@ -468,6 +468,56 @@ def _forget_failed(why: str) -> str:
                           "(prima-memory forget --list: what is forgotten).")
 
 
+EDIT_TOOLS = ("Edit", "MultiEdit", "Write", "NotebookEdit")  # Claude Code's file-changing tools
+NOTED = "edit-notes.json"  # in the memory's folder: the files noted, per session (issue #42)
+NOTED_SESSIONS = 20  # the sessions whose notes it keeps (one at a time is usual)
+
+
+def pre_tool_use(mem, data: dict, session_id, lock_wait, index_budget) -> str:
+    """Before Claude changes a file (issue #42, PRIMA_EDIT_NOTES=1 until its precision is
+    measured): what earlier sessions did to it, once per file per session, as JSON Claude Code
+    reads (additionalContext, never a permission decision). Reads only what is indexed."""
+    from . import api  # (loaded by run already; not at the top: the fast paths skip it)
+    from . import briefing  # (the renderer: a note to write)
+    inp = data.get("tool_input")
+    path = inp.get("file_path") or inp.get("notebook_path") if isinstance(inp, dict) else None
+    if data.get("tool_name") not in EDIT_TOOLS or not isinstance(path, str) or not path \
+            or not enabled("PRIMA_EDIT_NOTES", default=False) or not mem.exists():
+        return ""
+    noted = _noted(mem)
+    mine = noted.get(session_id or "", [])
+    if path in mine:
+        return ""
+    note = briefing.edit_note(api.before_edit(mem, path, session_id))
+    if not note:
+        return ""
+    if session_id:
+        noted.pop(session_id, None)  # (newest last: the oldest go first)
+        noted[session_id] = [*mine, path][-200:]
+        _save_noted(mem, dict(list(noted.items())[-NOTED_SESSIONS:]))
+    return json.dumps({"hookSpecificOutput": {"hookEventName": "PreToolUse",
+                                              "additionalContext": note}})
+
+
+def _noted(mem) -> dict:
+    from .workspace import read_plain  # (past the fast paths)
+    try:
+        got = read_plain(os.path.join(mem.dir, NOTED), 1 << 20)
+        doc = json.loads(got[0]) if got else {}
+    except (OSError, ValueError, RecursionError):
+        doc = {}
+    return {k: [p for p in v if isinstance(p, str)] for k, v in doc.items()
+            if isinstance(k, str) and isinstance(v, list)} if isinstance(doc, dict) else {}
+
+
+def _save_noted(mem, noted: dict) -> None:
+    from .workspace import replace_whole  # (past the fast paths)
+    try:
+        replace_whole(os.path.join(mem.dir, NOTED), json.dumps(noted))
+    except OSError as e:
+        mem.log.warn(f"hook pre-tool-use: {NOTED} not kept ({e.strerror or e})", once=True)
+
+
 _HANDLERS = {"session-start": session_start, "stop": stop, "pre-compact": pre_compact,
-             "user-prompt-submit": user_prompt_submit}
+             "user-prompt-submit": user_prompt_submit, "pre-tool-use": pre_tool_use}
 EVENTS = tuple(_HANDLERS)
