@@ -748,25 +748,29 @@ def files(scope, path: str | None = None, skip: int = 0,
     return _reading(mems, lambda: _files(scope, mems, skipped, warnings, path, skip, limit))
 
 
-def before_edit(mem: Memory, path: str, session_id: str | None = None, limit: int = 3) -> dict:
+def before_edit(mem: Memory, path: str, session_id: str | None = None, limit: int = 3,
+                until: float | None = None) -> dict:
     """What the memory holds of a file about to be changed (issue #42): the last `limit`
-    sessions but `session_id` (the one editing) that changed exactly this file, newest first,
-    each with its title, when, and its reason (as `files` gives them); none for a file outside
-    the workspace or with no history. Only reads."""
+    sessions but `session_id` (the one editing) that changed exactly this file (the workspace's
+    path, never one merely ending like it: another project's), newest first, each with its
+    title, when, and its reason (as `files` gives them); none for a file outside the workspace
+    or with no history. `until` (a time, for a replay): only changes made before it. Reads."""
     try:
         rel = workspace_path(mem.ws, path)
     except UsageError:
         return {"path": path, "sessions": []}  # (another folder's file: not this memory's)
-    warnings: list[str] = []
-    got = _reading([mem], lambda: _files(mem, [mem], [set()], warnings, rel, 0, limit + 1,
-                                         containing=False))
-    sessions = [s for s in got["sessions"] if s["session_id"] != session_id][:limit]
-    return {"path": rel, "sessions": sessions}
+    own = mem.store().session_by_session_id(session_id, CLAUDE_CODE.name) if session_id else None
+
+    def keep(r: tuple) -> bool:  # (shown path, path, tool, why, ts, session, key)
+        return r[0] == rel and (own is None or r[5] != own.id) \
+            and (until is None or (r[4] or 0) < until)
+    got = _reading([mem], lambda: _files(mem, [mem], [set()], [], rel, 0, limit, keep=keep))
+    return {"path": rel, "sessions": got["sessions"]}
 
 
 def _files(scope, mems: list[Memory], skipped: list[set[int]], warnings: list[str],
-           path: str | None, skip: int, limit: int | None, containing: bool = True) -> dict:
-    # (containing=False: never the paths merely containing `path`, when none is it)
+           path: str | None, skip: int, limit: int | None, keep=None) -> dict:
+    # (keep: the changes kept, by their row; never then the paths merely containing `path`)
     every = scope.wide
     rel = workspace_path(mems[0].ws, path) if path is not None and not every else None
     exact: list[tuple] = []
@@ -779,7 +783,9 @@ def _files(scope, mems: list[Memory], skipped: list[set[int]], warnings: list[st
                 continue
         got, fuzzy = _changes(m, rel, skipped[i])
         (loose if fuzzy else exact).extend((i, r) for r in got)
-    rows = exact or (loose if containing else [])
+    rows = exact or (loose if keep is None else [])
+    if keep is not None:
+        rows = [(i, r) for i, r in rows if keep(r)]
     if not exact and rows:
         warnings.append(f"no changed path is or ends in {rel if not every else path!r}: "
                         "showing the paths that contain it")

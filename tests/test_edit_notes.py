@@ -89,6 +89,18 @@ def test_nothing_for_no_history_another_folder_another_tool_or_switched_off(env)
     assert _context(_edit(env, cookies)) == ""
 
 
+def test_another_projects_file_of_the_same_name_is_not_this_files_history(env):
+    # a session here that changed /other/project/src/auth/cookies.py: its path ends like this
+    # file's, and is another file (the cross-project note users complain of)
+    c = env.transcript("cccc9999-0000-4000-8000-000000000009", start=OLD + 2 * DAY)
+    c.exchange("Patch the vendored copy", "Done.")
+    c.tool("Edit", {"file_path": "/other/project/src/auth/cookies.py", "old_string": "a",
+                    "new_string": "b"}, text="Patched the vendored copy.")
+    cookies = _history(env)
+    note = _context(_edit(env, cookies))
+    assert A in note and B in note and "cccc9999" not in note and "vendored" not in note
+
+
 def test_the_session_editing_is_not_its_own_history(env):
     cookies = _history(env)
     note = _context(_edit(env, cookies, session=B))
