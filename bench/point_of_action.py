@@ -11,7 +11,11 @@ time, the editing session left out) and briefing.edit_note renders it. Then:
   (the truth, from every change the index holds), the share that got one;
 - precision: of the notes, those whose every session named changed that very file (its
   absolute path) before the edit; a session named that did not is a false note;
-- tokens added per session (characters / 4), and the in-process time of one lookup.
+- tokens added per session (characters / 4), and the in-process time of one lookup;
+- the hook as Claude Code runs it (`bash hooks/run.sh hook pre-tool-use`, the hook JSON on
+  stdin, PRIMA_EDIT_NOTES=1), process start to exit, --runs times each in turns: a file with
+  no history, and one with history (a new session each run, so each is its first note),
+  beside `python -c pass`.
 Prints JSON and a markdown table.
 """
 from __future__ import annotations
@@ -34,6 +38,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--size", default="S")
     ap.add_argument("--out", default=str(REPO / "bench" / "out" / "point-of-action"))
+    ap.add_argument("--runs", type=int, default=20)
     args = ap.parse_args()
     out, config, ws, _pdir = prepare(args.size, args.out)
     home = out / "home"
@@ -84,6 +89,8 @@ def main() -> None:
             correct += named <= real
             tokens[sid] = tokens.get(sid, 0) + len(note) // 4
     mem.close()
+    noted = max(first_change, key=lambda k: sum(1 for p, _s in first_change if p == k[0]))[0]
+    hook = _hook_times(ws, noted, args.runs)
     per_session = [tokens.get(sid, 0) for sid in order]
     result = {
         "command": " ".join(["bench/point_of_action.py"] + sys.argv[1:]),
@@ -95,12 +102,42 @@ def main() -> None:
         "tokens_per_session_max": max(per_session, default=0),
         "lookup_ms_p50": round(statistics.median(lookups), 2) if lookups else None,
         "lookup_ms_p95": round(sorted(lookups)[int(len(lookups) * 0.95)], 2) if lookups else None,
+        "hook_ms_p50": hook,
     }
     print(json.dumps(result, indent=2))
     print(f"\n| kind | fires | precision | recall | tokens per session (mean / max) |"
           f"\n|---|---|---|---|---|\n| before an edit | {fired} of {edits} edits | "
           f"{result['precision']} | {result['recall']} | {result['tokens_per_session_mean']} / "
           f"{result['tokens_per_session_max']} |")
+    print("\n| PreToolUse, process start to exit, p50 | ms |\n|---|---|\n"
+          + "\n".join(f"| {k} | {v} |" for k, v in hook.items()))
+
+
+def _hook_times(ws: Path, noted: str, runs: int) -> dict:
+    """p50 ms of the hook for a file with no history and one with history (each run a new
+    session: its first note), and of `python -c pass`, measured in turns."""
+    import subprocess
+    import uuid
+    env = dict(os.environ, PRIMA_EDIT_NOTES="1", CLAUDE_PROJECT_DIR=str(ws),
+               PRIMA_PYTHON=sys.executable)
+    cmd = ["bash", str(REPO / "hooks" / "run.sh"), "hook", "pre-tool-use"]
+    times: dict[str, list[float]] = {"python -c pass": [], "a file with no history": [],
+                                     "a file with history (its note)": []}
+    for _ in range(runs):
+        for what, path in (("a file with no history", str(ws / "src" / "brand_new.py")),
+                           ("a file with history (its note)", noted)):
+            data = json.dumps({"session_id": str(uuid.uuid4()), "cwd": str(ws),
+                               "hook_event_name": "PreToolUse", "tool_name": "Edit",
+                               "tool_input": {"file_path": path}}).encode()
+            t = time.perf_counter()
+            p = subprocess.run(cmd, input=data, env=env, capture_output=True, cwd=str(ws))
+            times[what].append((time.perf_counter() - t) * 1000)
+            if what.startswith("a file with history") and b"additionalContext" not in p.stdout:
+                raise SystemExit(f"no note for {path}: {p.stdout[:300]!r} {p.stderr[-300:]!r}")
+        t = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "pass"])
+        times["python -c pass"].append((time.perf_counter() - t) * 1000)
+    return {k: round(statistics.median(v), 1) for k, v in times.items()}
 
 
 if __name__ == "__main__":
