@@ -7,8 +7,9 @@ On bench/run.py's coding history (`prepare`: S is 100 sessions, M 1,000), indexe
 session is replayed in the order it ran: before each file change (once per file per session,
 as the hook notes), api.before_edit is asked what it would have said then (`until` the change's
 time, the editing session left out) and briefing.edit_note renders it. Then:
-- fires: edits that get a note; recall: of the edits whose file an earlier session changed
-  (the truth, from every change the index holds), the share that got one;
+- fires: edits that get a note (once per file, at most hooks.NOTES_PER_SESSION a session, as
+  the hook); recall: of the edits replayed whose file an earlier session changed (the truth,
+  from every change the index holds), the share that got one;
 - precision: of the notes, those whose every session named changed that very file (its
   absolute path) before the edit; a session named that did not is a false note;
 - tokens added per session (characters / 4), and the in-process time of one lookup;
@@ -46,6 +47,7 @@ def main() -> None:
                       XDG_DATA_HOME=str(home / ".local" / "share"), CLAUDE_CONFIG_DIR=str(config),
                       PRIMA_BACKGROUND="0")
     from prima_memory import api, briefing
+    from prima_memory.hooks import NOTES_PER_SESSION
     from prima_memory.memory import Memory
     mem = Memory(str(ws))
     api.update(mem, lock_timeout=60, budget=None)
@@ -69,9 +71,10 @@ def main() -> None:
         if row is None:
             continue
         seen: set[str] = set()
+        notes = 0
         for ts, path in sorted(by_session[sid]):
-            if path in seen:
-                continue  # (once per file per session, as the hook)
+            if path in seen or notes >= NOTES_PER_SESSION:
+                continue  # (once per file per session, and a few a session, as the hook)
             seen.add(path)
             edits += 1
             earlier = {s for (p, s), t in first_change.items() if p == path and s != sid and t < ts}
@@ -83,6 +86,7 @@ def main() -> None:
             if not note:
                 continue
             fired += 1
+            notes += 1
             hits += bool(earlier)
             named = {s["session_id"] for s in past["sessions"]}
             real = {ids[s].session_id for s in earlier if ids.get(s) is not None}

@@ -471,6 +471,7 @@ def _forget_failed(why: str) -> str:
 EDIT_TOOLS = ("Edit", "MultiEdit", "Write", "NotebookEdit")  # Claude Code's file-changing tools
 NOTED = "edit-notes.json"  # in the memory's folder: the files noted, per session (issue #42)
 NOTED_SESSIONS = 20  # the sessions whose notes it keeps (one at a time is usual)
+NOTES_PER_SESSION = 8  # a session's edit notes at most: a busy one would collect thousands of tokens
 
 
 def pre_tool_use(mem, data: dict, session_id, lock_wait, index_budget) -> str:
@@ -486,14 +487,14 @@ def pre_tool_use(mem, data: dict, session_id, lock_wait, index_budget) -> str:
         return ""
     noted = _noted(mem)
     mine = noted.get(session_id or "", [])
-    if path in mine:
+    if path in mine or len(mine) >= NOTES_PER_SESSION:
         return ""
     note = briefing.edit_note(api.before_edit(mem, path, session_id))
     if not note:
         return ""
     if session_id:
         noted.pop(session_id, None)  # (newest last: the oldest go first)
-        noted[session_id] = [*mine, path][-200:]
+        noted[session_id] = [*mine, path]
         _save_noted(mem, dict(list(noted.items())[-NOTED_SESSIONS:]))
     return json.dumps({"hookSpecificOutput": {"hookEventName": "PreToolUse",
                                               "additionalContext": note}})

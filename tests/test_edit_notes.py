@@ -101,6 +101,18 @@ def test_another_projects_file_of_the_same_name_is_not_this_files_history(env):
     assert A in note and B in note and "cccc9999" not in note and "vendored" not in note
 
 
+def test_a_session_gets_at_most_a_few_notes(env):
+    from prima_memory.hooks import NOTES_PER_SESSION
+    t = env.transcript(A, start=OLD)
+    t.exchange("Touch many files", "Done.")
+    paths = [str(env.ws / "src" / f"m{i}.py") for i in range(NOTES_PER_SESSION + 3)]
+    for p in paths:
+        t.tool("Edit", {"file_path": p, "old_string": "a", "new_string": "b"}, text=f"Fix {p}.")
+    env.json("index")
+    notes = [_context(_edit(env, p)) for p in paths]
+    assert sum(bool(n) for n in notes) == NOTES_PER_SESSION and all(notes[:NOTES_PER_SESSION])
+
+
 def test_the_session_editing_is_not_its_own_history(env):
     cookies = _history(env)
     note = _context(_edit(env, cookies, session=B))
