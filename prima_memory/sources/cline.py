@@ -33,7 +33,7 @@ import sys
 
 from . import names
 from .base import RowStat, Source, sample_file
-from .listing import app_config_base, unlisted, utf8_name, vscode_user_dirs, watch
+from .listing import app_config_base, subdirs, vscode_user_dirs, watch
 from ..records import FileChange, Message, SessionDelta
 from ..workspace import is_within, read_plain
 
@@ -136,17 +136,6 @@ def _custom_storage(setting: str, settings_files: list[str]) -> list[str]:
             if folder.strip() and os.path.isabs(folder.strip()):
                 out.append(folder.strip())
     return out
-
-
-def _subdirs(root: str, folders: list | None) -> list[str]:
-    """The folders directly in `root`, links never followed, `root` noted (listing.watch)."""
-    watch(folders, root)
-    try:
-        return sorted(e.path for e in os.scandir(root)
-                      if utf8_name(e.name) and e.is_dir(follow_symlinks=False))
-    except OSError as e:
-        unlisted(folders, root, e)
-        return []
 
 
 def _regular(path: str) -> bool:
@@ -309,7 +298,7 @@ class _Tasks(Source):
         """(path, the folder its index says it ran in, or None) of every task: one file each."""
         out: list[tuple[str, str | None]] = []
         for storage in self.storages(ws):
-            dirs = _subdirs(os.path.join(storage, "tasks"), folders)
+            dirs = subdirs(os.path.join(storage, "tasks"), folders)
             if not dirs:
                 continue
             for index in _index_files(storage):  # (a new task's item changes these folders)
@@ -321,7 +310,7 @@ class _Tasks(Source):
                 if path:
                     out.append((path, _indexed_folder(d, indexes)))
         for root in self.sessions_dirs():
-            for d in _subdirs(root, folders):
+            for d in subdirs(root, folders):
                 watch(folders, d)
                 path = os.path.join(d, os.path.basename(d) + SDK_SUFFIX)
                 if _regular(path):

@@ -24,7 +24,7 @@ import stat
 
 from . import names
 from .base import Source, by_heads, sample_file
-from .listing import unlisted, utf8_name, watch
+from .listing import entries, watch
 from ..records import FileChange, Message, SessionDelta, ToolCall
 from ..workspace import blake2b, is_within, read_plain
 
@@ -178,16 +178,8 @@ def _event_logs(root: str, folders: list | None) -> list[str]:
     """<id>/events.jsonl and flat <id>.jsonl files of a session-state folder. Each session's
     folder is watched too: its log may appear after the folder does. A link is never followed,
     and nothing below a session's folder (checkpoints, files) is listed."""
-    watch(folders, root)
-    try:
-        entries = sorted(os.scandir(root), key=lambda e: e.name)
-    except OSError as e:
-        unlisted(folders, root, e)
-        return []
     out = []
-    for entry in entries:
-        if not utf8_name(entry.name):
-            continue
+    for entry in entries(root, folders):
         if entry.is_dir(follow_symlinks=False):
             watch(folders, entry.path)
             path = os.path.join(entry.path, "events.jsonl")
@@ -203,16 +195,11 @@ def _event_logs(root: str, folders: list | None) -> list[str]:
 
 def _histories(root: str, folders: list | None) -> list[str]:
     """session_<id>_<ms>.json files, the newest of each session's."""
-    watch(folders, root)
-    try:
-        entries = [f for f in os.scandir(root) if utf8_name(f.name)
-                   and f.name.startswith("session_") and f.name.endswith(".json")
-                   and f.is_file(follow_symlinks=False)]
-    except OSError as e:
-        unlisted(folders, root, e)
-        return []
     newest: dict[str, tuple[int, str]] = {}
-    for f in entries:
+    for f in entries(root, folders):
+        if not (f.name.startswith("session_") and f.name.endswith(".json")
+                and f.is_file(follow_symlinks=False)):
+            continue
         sid, _, ms = f.name[len("session_"):-len(".json")].rpartition("_")
         at = int(ms) if ms.isdigit() and len(ms) < 20 else 0
         if sid and (sid not in newest or at > newest[sid][0]):

@@ -32,7 +32,7 @@ from ..workspace import is_within
 from . import names
 from .base import RowStat, Source, sample_file
 from .listing import files as _files
-from .listing import app_config_base, unlisted, utf8_name, watch
+from .listing import app_config_base, subdirs, utf8_name, watch
 
 BUSY_SECONDS = 2.0  # how long a read waits on a database Cursor holds locked
 ROW_MAX = 32 << 20  # one row read at most (a bubble of pasted images is bigger: skipped, said)
@@ -959,16 +959,8 @@ class Cursor(Source):
     def _spaces(self, user: str, folders: list | None) -> list[tuple[str, str | None]]:
         """(storage folder, the workspace's folder) of each of Cursor's workspaces."""
         from . import copilot  # (VS Code's workspace.json, which Cursor writes as VS Code does)
-        storage = os.path.join(user, "workspaceStorage")
-        watch(folders, storage)
-        try:
-            dirs = sorted(e.path for e in os.scandir(storage)
-                          if e.is_dir(follow_symlinks=False) and utf8_name(e.name))
-        except OSError as e:
-            unlisted(folders, storage, e)
-            return []
         out = []
-        for sd in dirs:
+        for sd in subdirs(os.path.join(user, "workspaceStorage"), folders):
             folder = copilot.workspace_folder(sd)
             if folder and folder.endswith(".code-workspace"):  # (a multi-root workspace's file)
                 folder = os.path.dirname(folder)
@@ -1096,13 +1088,7 @@ class CursorAgent(Source):
         return [(p, (x[0],)) for p, x in self._found(places, set(), chats, None)]
 
     def _projects(self, root: str, folders: list | None) -> list[tuple[str, str]]:
-        watch(folders, root)
-        try:
-            return sorted((e.path, e.name) for e in os.scandir(root)
-                          if e.is_dir(follow_symlinks=False) and utf8_name(e.name))
-        except OSError as e:
-            unlisted(folders, root, e)
-            return []
+        return [(p, os.path.basename(p)) for p in subdirs(root, folders)]
 
     def _found(self, places: dict[str, str], also: set[str], chats: str, folders: list | None):
         """(path, (folder, its store.db or None)) of the chats of these project folders, and

@@ -22,7 +22,7 @@ import sys
 from . import names
 from .base import Source, sample_file
 from .listing import files as _files
-from .listing import unlisted, utf8_name, watch
+from .listing import entries, watch
 from ..paths import path_variants
 from ..records import FileChange, Message, SessionDelta
 from ..workspace import is_within, read_plain
@@ -129,17 +129,11 @@ def _projects(folders: list | None, ws: str | None) -> list[tuple[str, str]]:
     gem = gemini_dir()
     tmp = os.path.join(gem, "tmp")
     watch(folders, gem)
-    watch(folders, tmp)
-    try:
-        entries = sorted(os.scandir(tmp), key=lambda e: e.name)
-    except OSError as e:
-        unlisted(folders, tmp, e)
-        return []
     registry: dict[str, str] | None = None
     slugs: list[tuple[str, str]] = []
     hashed: list[tuple[str, str]] = []
-    for entry in entries:
-        if not utf8_name(entry.name) or not entry.is_dir(follow_symlinks=False):
+    for entry in entries(tmp, folders):
+        if not entry.is_dir(follow_symlinks=False):
             continue
         if len(entry.name) == 64 and _HEX.issuperset(entry.name):
             hashed.append((entry.name, entry.path))

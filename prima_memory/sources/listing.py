@@ -67,19 +67,27 @@ def size(path: str) -> int:
     return st.st_size if stat.S_ISREG(st.st_mode) else 0
 
 
+def entries(root: str, folders: list | None = None) -> list:
+    """The entries directly in `root` whose names the index can hold, by name, `root` noted
+    first (watch); none for a folder that cannot be listed (noted: unlisted)."""
+    watch(folders, root)
+    try:
+        return sorted((e for e in os.scandir(root) if utf8_name(e.name)), key=lambda e: e.name)
+    except OSError as e:
+        unlisted(folders, root, e)
+        return []
+
+
+def subdirs(root: str, folders: list | None = None) -> list[str]:
+    """The folders directly in `root` (a link is never followed), as `entries` lists them."""
+    return [e.path for e in entries(root, folders) if e.is_dir(follow_symlinks=False)]
+
+
 def files(root: str, accept, folders: list | None = None) -> list[str]:
     """Regular files under root that `accept(name)`, links never followed (the directory
     entries' own types: no stat per file)."""
     out: list[str] = []
-    watch(folders, root)
-    try:
-        entries = sorted(os.scandir(root), key=lambda e: e.name)
-    except OSError as e:
-        unlisted(folders, root, e)
-        return out
-    for entry in entries:
-        if not utf8_name(entry.name):
-            continue
+    for entry in entries(root, folders):
         if entry.is_dir(follow_symlinks=False):
             out += files(entry.path, accept, folders)
         elif accept(entry.name) and entry.is_file(follow_symlinks=False):

@@ -36,7 +36,7 @@ from ..workspace import is_within
 from ..settings import flag
 from . import claude_code, names
 from .base import Source, by_heads, sample_file
-from .listing import shared_log_folder, unlisted, utf8_name, vscode_user_dirs, watch
+from .listing import shared_log_folder, subdirs, utf8_name, vscode_user_dirs
 from .listing import files as _files
 from .listing import size as _size
 
@@ -287,14 +287,8 @@ class CopilotChat(Source):
         known = {} if known is None else known
         newest: dict[str, tuple[float, str, str | None]] = {}
         for user in self.locations(""):
-            storage = os.path.join(user, "workspaceStorage")
-            watch(folders, storage)  # a new workspace; a chat folder made later is noted absent
-            try:
-                spaces = sorted(e.path for e in os.scandir(storage)
-                                if e.is_dir(follow_symlinks=False) and utf8_name(e.name))
-            except OSError as e:
-                unlisted(folders, storage, e)
-                spaces = []
+            # (noted: a new workspace; a chat folder made later is noted absent)
+            spaces = subdirs(os.path.join(user, "workspaceStorage"), folders)
             for sp in spaces:
                 if sp not in known:
                     known[sp] = copilot.workspace_folder(sp)
