@@ -714,8 +714,9 @@ class _Task:
         args = b.get("input")
         call = _str(b.get("id"))
         if name == "apply_patch":  # (its input is the patch, or {input: patch})
+            from . import tool_calls  # only once this source is read, never by a hook
             body = args.get("input") if isinstance(args, dict) else args
-            args, paths = {}, _patched(body if isinstance(body, str) else "")
+            args, paths = {}, tool_calls.patched_paths(body)
         else:
             args = args if isinstance(args, dict) else {"input": args}
             paths = [p for p in (_str(args.get(k)) for k in ("absolutePath", "path", "file_path"))
@@ -917,16 +918,6 @@ def _commands(args) -> list[str]:
         if isinstance(c, str) and c.strip():
             out.append(c)
     return out
-
-
-def _patched(patch: str) -> list[str]:
-    """The files an apply_patch text changes."""
-    out = []
-    for line in patch.splitlines():
-        for head in ("*** Add File: ", "*** Update File: ", "*** Delete File: ", "*** Move to: "):
-            if line.startswith(head) and line[len(head):].strip():
-                out.append(line[len(head):].strip())
-    return list(dict.fromkeys(out))
 
 
 def _target(args: dict) -> tuple[str | None, str]:

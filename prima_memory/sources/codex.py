@@ -30,8 +30,6 @@ LABEL = "[Codex]"
 _INJECTED = ("<environment_context>", "<user_instructions>", "# AGENTS.md", "<permissions",
              "<user_shell_command>")
 _CWD = re.compile(r"<cwd>([^<\n]+)</cwd>")
-_PATCH_FILE = re.compile(r"^\*\*\* (?:Add|Delete|Update) File: (.+?)\s*$|^\*\*\* Move to: (.+?)\s*$",
-                         re.M)
 _CD = re.compile(r"^\s*cd\s+(\"[^\"]+\"|'[^']+'|\S+)\s*&&")
 _SHELLS = ("shell", "container.exec", "exec_command", "local_shell")
 # Lines known by their bytes to hold nothing to index (two thirds of a rollout's bytes), left
@@ -376,7 +374,7 @@ class _Reader:
     def _patch(self, patch, call_id, tool: str, base: str | None = None) -> bool:
         if not isinstance(patch, str) or "*** " not in patch:
             return False
-        paths = [a or b for a, b in _PATCH_FILE.findall(patch)]
+        paths = tool_calls.patched_paths(patch)
         root = base or self.state.get("cwd")
         paths = [p if os.path.isabs(p) or not root else os.path.normpath(os.path.join(root, p))
                  for p in paths]

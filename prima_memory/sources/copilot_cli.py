@@ -479,7 +479,7 @@ class _Reader:
         elif name == "apply_patch":
             patch = args if isinstance(args, str) else \
                 (args.get("input") or args.get("patch")) if isinstance(args, dict) else None
-            paths = self._patched(patch)
+            paths = [self._abs(p) for p in tool_calls.patched_paths(patch)]
             self._changed(paths, name, why, ts, key)
             made = tool_calls.patch(paths, self.scrub, ts, key, call)
         elif name in _EDITS or name == "view":
@@ -507,17 +507,6 @@ class _Reader:
         for p in dict.fromkeys(paths):
             self.changes.append(FileChange(p, tool, reason, ts, key))
 
-    def _patched(self, patch) -> list[str]:
-        """The files an apply_patch text names (Add, Update, Delete File; Move to)."""
-        if not isinstance(patch, str):
-            return []
-        out = []
-        for line in patch.splitlines():
-            for head in ("*** Add File: ", "*** Update File: ", "*** Delete File: ",
-                         "*** Move to: "):
-                if line.startswith(head) and line[len(head):].strip():
-                    out.append(self._abs(line[len(head):].strip()))
-        return out
 
     def _abs(self, path: str) -> str:
         """A path as the tool took it: relative ones are the session folder's."""

@@ -911,12 +911,8 @@ def _line(name: str, args: dict):
 def _patched(patch, folder: str | None) -> list[str]:
     """The files a patch (apply_patch's format: `*** Update File: x`...) names, a relative
     one taken from the session's folder, as opencode resolves it."""
-    import re  # (only once this source is read, never by a hook)
-    if not isinstance(patch, str):
-        return []
-    found = re.findall(r"^\*\*\* (?:Add|Delete|Update) File: (.+?)\s*$|^\*\*\* Move to: (.+?)\s*$",
-                       patch[:1 << 20], re.M)
-    paths = [a or b for a, b in found]
+    from .tool_calls import patched_paths  # (only once this source is read, never by a hook)
+    paths = patched_paths(patch[:1 << 20] if isinstance(patch, str) else None)
     return list(dict.fromkeys(p if os.path.isabs(p) or not folder else
                               os.path.normpath(os.path.join(folder, p)) for p in paths))
 

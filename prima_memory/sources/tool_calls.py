@@ -13,6 +13,16 @@ TARGET_MAX = 300
 LINE_MAX = 200
 _WINDOW = 4096  # of a long text (a heredoc, a plan), what is redacted: the cut keeps far less
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")  # what collapsing white space leaves of them
+_PATCH_FILE = re.compile(r"^\*\*\* (?:Add|Delete|Update) File: (.+?)\s*$|^\*\*\* Move to: (.+?)\s*$",
+                         re.M)
+
+
+def patched_paths(patch) -> list[str]:
+    """The files an apply_patch text names (Add, Update, Delete File; Move to), each once, as
+    written (Codex, the Copilot CLI and Cline send the same format)."""
+    if not isinstance(patch, str):
+        return []
+    return list(dict.fromkeys(a or b for a, b in _PATCH_FILE.findall(patch)))
 
 
 def brief(text, n: int, scrub) -> str:
