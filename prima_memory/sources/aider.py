@@ -24,11 +24,10 @@ anything.
 from __future__ import annotations
 
 import os
-import stat
 
 from . import names
 from .base import Source, sample_file
-from .listing import watch
+from .listing import regular, watch
 from ..records import FileChange, Message, SessionDelta
 from ..workspace import blake2b, is_within, read_plain, stays_inside
 
@@ -88,7 +87,7 @@ class Aider(Source):
             # (the file itself, not its folder: the workspace's root changes all day, and a
             # file come, gone or grown changes its own time)
             watch(folders, path)
-            if _regular(path):
+            if regular(path):
                 out.append((path, (folder, within)))
         return out
 
@@ -175,13 +174,6 @@ def _config_value(path: str) -> str:
             return value[1:].partition(value[0])[0]
         return value.split(" #", 1)[0].strip()
     return ""
-
-
-def _regular(path: str) -> bool:
-    try:
-        return stat.S_ISREG(os.lstat(path).st_mode)
-    except OSError:
-        return False
 
 
 # -- reading ------------------------------------------------------------------------------------
@@ -452,8 +444,7 @@ class _Parser:
             self._unknown("header")
         # two launches in one second: told apart by their order
         dup = s.get("dup", 1) + 1 if base == s.get("base") else 1
-        for k in ("mode", "key", "prompt", "reply", "at", "fence", "sr", "think", "fresh",
-                  "handoff", "echo", "tb", "titled", "why", "why0", "why_last", "ts", "cwd"):
+        for k in _State.FIELDS.keys() - {"sid", "base", "dup", "unk"}:  # (a launch's own)
             s.pop(k, None)
         s.update(sid=base if dup == 1 else f"{base}-{dup}", base=base, dup=dup)
         if ts is not None:

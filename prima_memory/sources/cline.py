@@ -28,12 +28,11 @@ and taking it as every workspace's would show one project's work in all the othe
 from __future__ import annotations
 
 import os
-import stat
 import sys
 
 from . import names
 from .base import RowStat, Source, sample_file
-from .listing import app_config_base, subdirs, vscode_user_dirs, watch
+from .listing import app_config_base, regular, subdirs, vscode_user_dirs, watch
 from ..records import FileChange, Message, SessionDelta
 from ..workspace import is_within, read_plain
 
@@ -138,16 +137,9 @@ def _custom_storage(setting: str, settings_files: list[str]) -> list[str]:
     return out
 
 
-def _regular(path: str) -> bool:
-    try:
-        return stat.S_ISREG(os.lstat(path).st_mode)
-    except OSError:
-        return False
-
-
 def _task_file(task_dir: str) -> str | None:
     """The one file read of a task: its messages as the person saw them, else the model's."""
-    return next((p for p in (os.path.join(task_dir, n) for n in TASK_FILES) if _regular(p)), None)
+    return next((p for p in (os.path.join(task_dir, n) for n in TASK_FILES) if regular(p)), None)
 
 
 def _is_sdk(path: str) -> bool:
@@ -313,7 +305,7 @@ class _Tasks(Source):
             for d in subdirs(root, folders):
                 watch(folders, d)
                 path = os.path.join(d, os.path.basename(d) + SDK_SUFFIX)
-                if _regular(path):
+                if regular(path):
                     out.append((path, _manifest_folder(_manifest(d))))
         return out
 

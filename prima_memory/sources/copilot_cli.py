@@ -260,10 +260,9 @@ def _unquote(value: str) -> str:
     if len(value) >= 2 and value[0] == value[-1] == "'":
         return value[1:-1].replace("''", "'")
     if len(value) >= 2 and value[0] == value[-1] == '"':
-        import json  # (a double-quoted YAML scalar's escapes are JSON's, mostly)
-        from .jsonl import mend_surrogates  # (a lone surrogate no SQLite text can hold)
+        from .text import load_json  # (a double-quoted YAML scalar's escapes are JSON's)
         try:
-            got = json.loads(mend_surrogates(value.encode("utf-8", "surrogatepass")))
+            got = load_json(value.encode("utf-8", "surrogatepass"))
             return got if isinstance(got, str) else value[1:-1]
         except ValueError:
             return value[1:-1]
@@ -589,12 +588,11 @@ def _args(args):
     """A call's arguments: an object, or the text of a custom tool (apply_patch's patch); one
     given as JSON text is parsed."""
     if isinstance(args, str) and args[:1] == "{":
-        import json  # (a few small texts; the log's lines are parsed by the reader)
-        from .jsonl import mend_surrogates  # (a lone surrogate no SQLite text can hold)
+        from .text import load_json  # (a few small texts: a call's arguments)
         try:
-            got = json.loads(mend_surrogates(args.encode("utf-8", "surrogatepass"))) \
-                if len(args) < (1 << 20) else None
-        except (ValueError, RecursionError):
+            got = load_json(args.encode("utf-8", "surrogatepass")) if len(args) < (1 << 20) \
+                else None
+        except ValueError:
             got = None
         return got if isinstance(got, dict) else args
     return args

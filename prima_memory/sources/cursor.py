@@ -32,7 +32,7 @@ from ..workspace import is_within
 from . import names
 from .base import RowStat, Source, sample_file
 from .listing import files as _files
-from .listing import app_config_base, subdirs, utf8_name, watch
+from .listing import app_config_base, subdirs, watch
 
 BUSY_SECONDS = 2.0  # how long a read waits on a database Cursor holds locked
 ROW_MAX = 32 << 20  # one row read at most (a bubble of pasted images is bigger: skipped, said)
@@ -86,12 +86,7 @@ def _resolve(base: str, rest: str, depth: int = 0) -> str | None:
         return base
     if depth > 40:
         return None
-    try:
-        entries = sorted(e.path for e in os.scandir(base)
-                         if e.is_dir(follow_symlinks=False) and utf8_name(e.name))
-    except OSError:
-        return None
-    for path in entries:
+    for path in subdirs(base):
         k = _key(os.path.basename(path))
         if k and rest == k:
             return path
@@ -702,8 +697,7 @@ def read_transcript(path: str, offset: int, state: dict | None, folder: str | No
     problems = reader.problems + problems
     if reader.bad_lines > len(reader.problems):
         problems.append(f"... {reader.bad_lines} bad lines in all")
-    keep = d.messages or d.tool_calls or d.file_changes or d.custom_title
-    return ([d] if keep else []), reader.end, state, problems
+    return ([] if _empty(d) else [d]), reader.end, state, problems
 
 
 def _take_line(obj: dict, key: str, turns: _Turns, ts, unk: set) -> None:

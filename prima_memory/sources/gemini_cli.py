@@ -194,11 +194,11 @@ def _marker(project: str) -> str | None:
 
 def _registry(gem: str) -> dict[str, str]:
     """slug -> folder, from projects.json ({"projects": {folder: slug}}); {} for anything else."""
-    import json  # (stdlib; only where Gemini CLI keeps projects)
+    from .text import load_json  # (only where Gemini CLI keeps projects)
     try:
         got = read_plain(os.path.join(gem, "projects.json"), 1 << 20)
-        doc = json.loads(got[0]) if got else None
-    except (OSError, ValueError, RecursionError):
+        doc = load_json(got[0]) if got else None
+    except (OSError, ValueError):
         return {}
     projects = doc.get("projects") if isinstance(doc, dict) else None
     out: dict[str, str] = {}

@@ -83,6 +83,14 @@ def subdirs(root: str, folders: list | None = None) -> list[str]:
     return [e.path for e in entries(root, folders) if e.is_dir(follow_symlinks=False)]
 
 
+def regular(path: str) -> bool:
+    """Whether `path` itself is a regular file (a link is never followed)."""
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
 def files(root: str, accept, folders: list | None = None) -> list[str]:
     """Regular files under root that `accept(name)`, links never followed (the directory
     entries' own types: no stat per file)."""

@@ -30,7 +30,7 @@ from ..records import FileChange, Message, SessionDelta
 from ..workspace import is_within, read_plain
 from . import names
 from .base import RowStat, Source
-from .listing import files, unlisted, utf8_name, watch
+from .listing import files, regular, unlisted, utf8_name, watch
 
 SOURCE, LABEL, _AGENT = names.OPENCODE
 
@@ -106,7 +106,7 @@ class OpenCode(Source):
                                  and n.endswith(".db")) and e.is_file(follow_symlinks=False):
                 found.append(e.path)
         db = self.db_override()
-        if db and db not in found and _regular(db):
+        if db and db not in found and regular(db):
             found.append(db)
         return found
 
@@ -151,12 +151,6 @@ class OpenCode(Source):
         """A session of this workspace, or of a folder inside it (opencode records the folder it
         ran in for every session: one that names none is nobody's)."""
         return bool(delta.cwd) and is_within(os.path.normpath(delta.cwd), ws)
-
-    def holds(self, ws: str) -> bool:
-        try:
-            return bool(self.discover(ws))
-        except (OSError, ValueError):
-            return False
 
     def everywhere(self, known: dict) -> list[tuple[str, tuple[str, ...]]]:
         """Every session with its folder: a database's from one look at it (a database that
@@ -250,13 +244,6 @@ def _plain_id(sid) -> bool:
     or member separator in it, not a file name's."""
     return isinstance(sid, str) and 0 < len(sid) <= 200 and sid.isprintable() \
         and not any(c in sid for c in "#/\\") and not sid.endswith(".json")
-
-
-def _regular(path: str) -> bool:
-    try:
-        return stat.S_ISREG(os.lstat(path).st_mode)
-    except OSError:
-        return False
 
 
 # -- the database --------------------------------------------------------------------------------
@@ -384,7 +371,7 @@ class _reading:
         import sqlite3  # (only once this source is read, never by a hook)
         from urllib.parse import quote  # (as above)
         self.sqlite3 = sqlite3
-        if not _regular(self.db):  # (a link is never followed, a FIFO never waited on)
+        if not regular(self.db):  # (a link is never followed, a FIFO never waited on)
             raise FileNotFoundError(f"{self.db}: not a regular file")
         try:
             self.con = sqlite3.connect(f"file:{quote(self.db)}?mode=ro", uri=True,
