@@ -26,6 +26,15 @@ EMBED_THREADS = "1"
 os.environ.update(PRIMA_EMBED_THREADS=EMBED_THREADS, OMP_NUM_THREADS=EMBED_THREADS)
 
 
+def real_files(agent: str) -> Path:
+    """../shared/fixtures/<agent>: an agent's real public files (tests/FIXTURES.md), read in
+    place; the test skips where they are not (a fresh clone has no ../shared)."""
+    folder = FIXTURES / agent
+    if not folder.is_dir():
+        pytest.skip(f"{folder} is not present")
+    return folder
+
+
 def encode(path: str) -> str:
     return re.sub(r"[^A-Za-z0-9]", "-", path)
 

@@ -10,7 +10,8 @@ import pytest
 
 from prima_memory.sources import codex
 
-FIXTURES = Path(__file__).resolve().parent.parent.parent / "shared" / "fixtures" / "codex"
+from conftest import real_files
+
 PATCH = "*** Begin Patch\n*** Update File: src/app.py\n@@\n-a\n+b\n*** Add File: docs/new.md\n+hi\n*** End Patch"
 
 
@@ -158,9 +159,7 @@ def test_hostile_lines_are_skipped_and_secrets_redacted(tmp_path):
 
 @pytest.fixture
 def fixtures() -> Path:
-    if not FIXTURES.is_dir():
-        pytest.skip("../shared/fixtures is not present")
-    return FIXTURES
+    return real_files("codex")
 
 
 def test_the_public_fixtures(fixtures):

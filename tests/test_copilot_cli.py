@@ -19,7 +19,8 @@ import pytest
 
 from prima_memory.sources.copilot_cli import CopilotCli
 
-FIXTURES = Path(__file__).resolve().parent.parent.parent / "shared" / "fixtures" / "copilot-cli"
+from conftest import real_files
+
 SECRET = "sk-ant-api03-" + "Q" * 90
 SID = "030f200c-c26f-4ef0-9099-6d1156c83631"
 WS = "/Users/testuser/workspace/demo-project"
@@ -518,9 +519,7 @@ def test_links_fifos_and_odd_names_where_it_looks(home, tmp_path):
 
 @pytest.fixture
 def fixtures() -> Path:
-    if not FIXTURES.is_dir():
-        pytest.skip("../shared/fixtures is not present")
-    return FIXTURES
+    return real_files("copilot-cli")
 
 
 def test_the_public_fixtures(fixtures):

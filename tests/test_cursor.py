@@ -34,7 +34,10 @@ import pytest
 from prima_memory.sources import cursor
 from prima_memory.sources.cursor import Cursor, CursorAgent
 
-FIXTURES = Path(__file__).resolve().parent.parent.parent / "shared" / "fixtures" / "cursor"
+import conftest
+from conftest import real_files
+
+FIXTURES = conftest.FIXTURES / "cursor"
 SECRET = "sk-ant-api03-" + "Q" * 90
 T0 = 1_767_000_000_000  # ms
 REAL = "00812842-49fe-4699-afae-bb22cda3f6e1"  # the chat of git-ai's real database
@@ -760,9 +763,7 @@ def _try_read(path, home):
 
 @pytest.fixture
 def fixtures() -> Path:
-    if not FIXTURES.is_dir():
-        pytest.skip("../shared/fixtures/cursor is not present")
-    return FIXTURES
+    return real_files("cursor")
 
 
 def test_the_public_transcripts(fixtures):

@@ -20,7 +20,8 @@ import pytest
 from prima_memory.sources import gemini_cli
 from prima_memory.sources.gemini_cli import GeminiCli, read_session
 
-FIXTURES = Path(__file__).resolve().parent.parent.parent / "shared" / "fixtures" / "gemini-cli"
+from conftest import real_files
+
 SECRET = "sk-ant-api03-" + "Q" * 90
 SID = "8d3c0d5e-6f1a-4b8e-9a51-2f6f0e2c1a11"
 SRC = GeminiCli()
@@ -436,9 +437,7 @@ def test_another_projects_session_is_not_indexed_here(gem, tmp_path):
 
 @pytest.fixture
 def fixtures() -> Path:
-    if not FIXTURES.is_dir():
-        pytest.skip("../shared/fixtures/gemini-cli is not present")
-    return FIXTURES
+    return real_files("gemini-cli")
 
 
 def test_the_public_files(fixtures):
