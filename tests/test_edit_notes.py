@@ -148,3 +148,22 @@ def test_the_data_api_gives_the_sessions_with_their_reasons(env):
     assert [s["session_id"] for s in past["sessions"]] == [B, A]
     assert past["sessions"][1]["files"][0]["why"].startswith("Set SameSite=Lax")
     assert api.before_edit(Memory(str(env.ws)), "/elsewhere/x.py")["sessions"] == []
+
+
+def test_a_linked_notes_file_or_memory_folder_is_never_followed(env, tmp_path):
+    # a cloned repository can hold anything in .prima-memory: the record of notes given is
+    # never read nor written through a link, and a linked memory folder is no memory here
+    cookies = _history(env)
+    outside = tmp_path / "outside.json"
+    outside.write_text(json.dumps({NOW: [cookies]}))  # (it would silence the note if read)
+    (env.data / "edit-notes.json").symlink_to(outside)
+    assert _context(_edit(env, cookies)), "the link is not read"
+    assert json.loads(outside.read_text()) == {NOW: [cookies]}, "nor written through"
+    assert not (env.data / "edit-notes.json").is_symlink()
+    moved = tmp_path / "elsewhere-memory"
+    env.data.rename(moved)
+    env.data.symlink_to(moved)
+    before = sorted(p.name for p in moved.iterdir())
+    r = _edit(env, cookies, session="ffff0006-0000-4000-8000-000000000006")
+    assert r.rc == 0 and _context(r) == ""
+    assert sorted(p.name for p in moved.iterdir()) == before, "nothing written through it"
