@@ -152,9 +152,9 @@ def ensure_current(env, ws) -> dict:
 
 def changed_most(env, ws) -> str:
     """The workspace-relative path with the most changes in the history."""
-    changes = cli(env, ws, "files")[1]["changes"]
-    top = collections.Counter(c["path"] for c in changes).most_common(1)[0][0]
-    return os.path.relpath(top, ws) if os.path.isabs(top) else top
+    sessions = cli(env, ws, "files")[1]["sessions"]  # (one entry per session and file)
+    return collections.Counter(f["relative"] for s in sessions for f in s["files"]
+                               ).most_common(1)[0][0]
 
 
 # -- edge maintenance (placeholder until the function is exposed) -------------------------------

@@ -9,12 +9,17 @@ one run and interleaved (base, this, base, this ...) so the machine's noise fall
   SessionStart with the index current, SessionStart and Stop after one appended exchange (with
   PRIMA_BACKGROUND=0: the hook's own cost), and Stop as users run it (starting the background
   embedder, whose work then gets a pause before the next measurement);
-- `prima-memory search --mode keyword`, a cold process, on fixed queries.
+- `prima-memory search --mode keyword`, a cold process, on fixed queries;
+- MCP answers from each version's warm server over stdio (the `mcp` SDK's client): after the
+  hook rounds, both servers up at once and asked in turn, `search_sessions` by keyword and
+  combined and `get_file_history` of the path most changed.
 Each version imports only its own code (PYTHONPATH). Prints a markdown table with the ratios.
 """
 from __future__ import annotations
 
 import argparse
+import collections
+import contextlib
 import json
 import os
 import shutil
@@ -29,6 +34,9 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from bench.run import _cpu_name, append_exchange  # noqa: E402
+
+# run as a script, this file's folder comes first on the path, and its name hides the SDK's
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != REPO / "bench"]
 
 QUERIES = ["database migration", "timeout", "zqmarker503", "retry backoff", "websocket"]
 
@@ -91,6 +99,61 @@ class Version:
 
 
 SIZE = "M"
+MCP_WAIT = 300  # seconds for any one answer: a hung server fails the run instead of stalling it
+
+
+def changed_most(v: Version) -> str:
+    """The workspace-relative path with the most changes in the history."""
+    got = json.loads(subprocess.run(
+        [sys.executable, "-m", "prima_memory", "--workspace", str(v.ws), "files", "--json"],
+        env=v.env, capture_output=True, check=True, cwd=str(v.root)).stdout)
+    counts = collections.Counter(f["relative"] for s in got["sessions"] for f in s["files"])
+    return counts.most_common(1)[0][0]
+
+
+def mcp_rounds(versions: list[Version], runs: int) -> dict[str, dict[str, list[float]]]:
+    """Each version's warm MCP server, both up at once, asked in turn (base, this, base...)."""
+    import anyio  # (the SDK: only this part of the run needs it)
+    from mcp import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    path = changed_most(versions[0])
+    asks = {"MCP search_sessions, keyword": lambda i: ("search_sessions", {
+                "query": QUERIES[i % len(QUERIES)], "mode": "keyword", "limit": 10}),
+            "MCP search_sessions, combined": lambda i: ("search_sessions", {
+                "query": QUERIES[i % len(QUERIES)], "mode": "combined", "limit": 10}),
+            "MCP get_file_history": lambda i: ("get_file_history", {"path": path})}
+    rows: dict[str, dict[str, list[float]]] = {k: {v.name: [] for v in versions} for k in asks}
+
+    async def ask(s, v, what, i, keep):
+        tool, args = asks[what](i)
+        t = time.perf_counter()
+        with anyio.fail_after(MCP_WAIT):
+            r = await s.call_tool(tool, args)
+        if r.is_error:
+            raise SystemExit(f"{v.name}: {tool} {args} answered an error: {r.content}")
+        if keep:
+            rows[what][v.name].append((time.perf_counter() - t) * 1000)
+
+    async def run() -> None:
+        async with contextlib.AsyncExitStack() as stack:
+            sessions = []
+            for v in versions:
+                p = StdioServerParameters(command=sys.executable, cwd=str(v.root), env=v.env,
+                                          args=["-m", "prima_memory", "--workspace", str(v.ws),
+                                                "mcp"])
+                r, w = await stack.enter_async_context(stdio_client(p))
+                s = await stack.enter_async_context(ClientSession(r, w))
+                with anyio.fail_after(MCP_WAIT):
+                    await s.initialize()
+                sessions.append(s)
+            for i in range(-len(QUERIES), runs):  # the first round of each query warms up
+                for what in asks:
+                    for v, s in zip(versions, sessions):
+                        await ask(s, v, what, i, keep=i >= 0)
+
+    anyio.run(run)
+    return rows
 
 
 def main() -> None:
@@ -130,6 +193,7 @@ def main() -> None:
                 time.sleep(3)
         for v in versions:
             v.newest.write_bytes(v.original)
+        rows.update(mcp_rounds(versions, args.runs))
     finally:
         subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(tree)],
                        capture_output=True)
