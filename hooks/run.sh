@@ -5,16 +5,27 @@
 # a .venv beside this checkout, then python3 / python / py -3. With none, it exits 0 at once: a
 # hook must never break a session.
 
-# UserPromptSubmit comes with every prompt the user types; only /prima-memory:recall and
-# /prima-memory:forget need Python.
-# So the hook's JSON is read here, and Python starts (and decides exactly) only when its "prompt"
-# may start with the command; any other prompt costs this shell alone. (A NUL byte, which Claude
-# Code's JSON never holds, is dropped.) It is read up to a byte past the 16 MB Python reads
-# (hooks.MAX_INPUT), which then refuses it: a longer input, or one that never ends, is not held.
-# And for 2 seconds at most (as Python's own read), by `timeout` or else perl's alarm where either
-# exists: an input whose end never comes is not waited for, and Python, told so, logs it and
-# exits 0 (what head had read by then is lost with it).
-if [ "${1:-}" = hook ] && [ "${2:-}" = user-prompt-submit ]; then
+# Two hooks come often and mostly have nothing to say, so their JSON is read here first and
+# Python starts (and decides exactly) only when it may have something to say; anything else
+# costs this shell alone.
+# - UserPromptSubmit, with every prompt the user types: only /prima-memory:recall and
+#   /prima-memory:forget need Python.
+# - PreToolUse, before Claude changes a file: only a file whose name an earlier session changed
+#   (the memory's list, prima_memory/changed_names.py) can have a note. A path spelled with an
+#   escape, no list, or a list or folder that is a link, a FIFO or unreadable: Python decides.
+# The input is read up to a byte past the 16 MB Python reads (hooks.MAX_INPUT), which then
+# refuses it: a longer input, or one that never ends, is not held. And for 2 seconds at most (as
+# Python's own read), by `timeout` or else perl's alarm where either exists: an input whose end
+# never comes is not waited for, and Python, told so, logs it and exits 0 (what head had read by
+# then is lost with it). (A NUL byte, which Claude Code's JSON never holds, is dropped.)
+off() {  # an on/off setting as settings.flag reads it: 0, off, false or no, in any case
+  case "${1//[[:space:]]/}" in 0|[oO][fF][fF]|[fF][aA][lL][sS][eE]|[nN][oO]) return 0 ;; esac
+  return 1
+}
+if [ "${1:-}" = hook ] && { [ "${2:-}" = user-prompt-submit ] || [ "${2:-}" = pre-tool-use ]; }; then
+  if [ "$2" = pre-tool-use ] && { off "${PRIMA_MEMORY:-}" || off "${PRIMA_EDIT_NOTES:-}"; }; then
+    exit 0
+  fi
   if command -v timeout >/dev/null 2>&1; then
     { input="$(timeout 2 head -c 16777217)"; } 2>/dev/null
   elif command -v perl >/dev/null 2>&1; then
@@ -25,8 +36,18 @@ if [ "${1:-}" = hook ] && [ "${2:-}" = user-prompt-submit ]; then
   case $? in
     124|142) export PRIMA_HOOK_INPUT_LATE=2 ;;  # (timeout's status; SIGALRM's)
     *)
-      ours='"prompt"[[:space:]]*:[[:space:]]*"(\\)?/prima-memory:(recall|forget)'
-      [[ $input =~ $ours ]] || exit 0 ;;
+      if [ "$2" = user-prompt-submit ]; then
+        ours='"prompt"[[:space:]]*:[[:space:]]*"(\\)?/prima-memory:(recall|forget)'
+        [[ $input =~ $ours ]] || exit 0
+      else
+        named='"(file_path|notebook_path)"[[:space:]]*:[[:space:]]*"([^"\\]*)"'
+        list="${CLAUDE_PROJECT_DIR:-}/.prima-memory"
+        if [ -n "${CLAUDE_PROJECT_DIR:-}" ] && [[ $input =~ $named ]] && [ ! -L "$list" ] \
+            && list="$list/changed-names" && [ -f "$list" ] && [ ! -L "$list" ]; then
+          LC_ALL=C grep -Fxq -e "${BASH_REMATCH[2]##*/}" -- "$list" 2>/dev/null
+          [ $? = 1 ] && exit 0  # (not there: no history. 2, 127: unreadable, no grep: Python)
+        fi
+      fi ;;
   esac
   exec <<<"$input"  # Python reads the JSON from here
 fi

@@ -753,19 +753,54 @@ def before_edit(mem: Memory, path: str, session_id: str | None = None, limit: in
     """What the memory holds of a file about to be changed (issue #42): the last `limit`
     sessions but `session_id` (the one editing) that changed exactly this file (the workspace's
     path, never one merely ending like it: another project's), newest first, each with its
-    title, when, and its reason (as `files` gives them); none for a file outside the workspace
-    or with no history. `until` (a time, for a replay): only changes made before it. Reads."""
+    title, when, and its reason (as `files` gives them); and up to DECISIONS decisions marked
+    (tagging.decision_lines) that name the file. None for a file outside the workspace or with
+    no history. `until` (a time, for a replay): only what was there before it. Reads."""
     try:
         rel = workspace_path(mem.ws, path)
     except UsageError:
-        return {"path": path, "sessions": []}  # (another folder's file: not this memory's)
-    own = mem.store().session_by_session_id(session_id, CLAUDE_CODE.name) if session_id else None
+        return {"path": path, "sessions": [], "decisions": []}  # (another folder's file)
+    store = mem.store()
+    own = store.session_by_session_id(session_id, CLAUDE_CODE.name) if session_id else None
 
     def keep(r: tuple) -> bool:  # (shown path, path, tool, why, ts, session, key)
         return r[0] == rel and (own is None or r[5] != own.id) \
             and (until is None or (r[4] or 0) < until)
-    got = _reading([mem], lambda: _files(mem, [mem], [set()], [], rel, 0, limit, keep=keep))
-    return {"path": rel, "sessions": got["sessions"]}
+
+    def decided() -> list[dict]:
+        out: list[dict] = []
+        name = os.path.basename(rel)
+        for sid, lines in store.decisions_naming(name) if len(name) >= MIN_NAMED else ():
+            row = store.session(sid)
+            if row is None or (own is not None and sid == own.id) \
+                    or (until is not None and (row.ended_at or 0) >= until):
+                continue
+            out += [{"session_id": row.session_id, "title": row.title,
+                     "at": iso_utc(row.ended_at) if row.ended_at else None, "line": line}
+                    for line in lines.splitlines() if _names(line, rel)]
+            if len(out) >= DECISIONS:
+                break
+        return out[:DECISIONS]
+
+    def read() -> dict:
+        got = _files(mem, [mem], [set()], [], rel, 0, limit, keep=keep)
+        return {"path": rel, "sessions": got["sessions"], "decisions": decided()}
+    return _reading([mem], read)
+
+
+DECISIONS = 2  # decisions naming a file, in a note before its edit
+MIN_NAMED = 4  # characters a file's name needs to be looked for in prose ("a.c" is a word)
+
+
+def _names(line: str, rel: str) -> bool:
+    """Whether a line of text names the workspace file `rel`: its name, or a path ending in
+    it, as a word of its own (quotes and punctuation around it apart)."""
+    name = "/" + os.path.basename(rel)
+    for word in line.split():
+        word = "/" + word.strip("`'\"()[]{}<>,;:!?").rstrip(".").removeprefix("./")
+        if word == name or ("/" + rel).endswith(word) and word.endswith(name):
+            return True
+    return False
 
 
 def _files(scope, mems: list[Memory], skipped: list[set[int]], warnings: list[str],

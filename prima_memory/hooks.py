@@ -475,16 +475,18 @@ NOTES_PER_SESSION = 8  # a session's edit notes at most: a busy one would collec
 
 
 def pre_tool_use(mem, data: dict, session_id, lock_wait, index_budget) -> str:
-    """Before Claude changes a file (issue #42, PRIMA_EDIT_NOTES=1 until its precision is
-    measured): what earlier sessions did to it, once per file per session, as JSON Claude Code
-    reads (additionalContext, never a permission decision). Reads only what is indexed."""
+    """Before Claude changes a file (issue #42; PRIMA_EDIT_NOTES=0 turns it off): what earlier
+    sessions did to it and decided about it, once per file per session, as JSON Claude Code
+    reads (additionalContext, never a permission decision). hooks/run.sh starts it only for a
+    file whose name the history changed (changed_names.py). Reads only what is indexed."""
     from . import api  # (loaded by run already; not at the top: the fast paths skip it)
     from . import briefing  # (the renderer: a note to write)
     inp = data.get("tool_input")
     path = inp.get("file_path") or inp.get("notebook_path") if isinstance(inp, dict) else None
     if data.get("tool_name") not in EDIT_TOOLS or not isinstance(path, str) or not path \
-            or not enabled("PRIMA_EDIT_NOTES", default=False) or not mem.exists():
+            or not enabled("PRIMA_EDIT_NOTES") or not mem.exists():
         return ""
+    mem.list_changed_names(missing=True)  # (an index made before the list was: the shell's now)
     noted = _noted(mem)
     mine = noted.get(session_id or "", [])
     if path in mine or len(mine) >= NOTES_PER_SESSION:

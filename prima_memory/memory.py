@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import time
 
-from . import background, forgotten, owner
+from . import background, changed_names, forgotten, owner
 from . import workspace as wsmod
 from .errors import Failure, IndexBusy, IndexReadOnly
 from .indexer import SEARCH_SWEEP, Indexer, session_marks
@@ -383,6 +383,7 @@ class Memory(Scope):
             if only_session and rep.pending_files:
                 self.owe(only_session)  # left for the next SessionStart to finish
             self._note_place(indexer)
+            self.list_changed_names()
             return rep
         finally:
             self.lock().release()
@@ -626,6 +627,7 @@ class Memory(Scope):
             clean = store.scrub_free_space()
             self._drop_vector_files()  # (one a search wrote meanwhile, from rows now gone)
         self.log.drop_naming(ids)
+        self.list_changed_names()
         with store.write():
             store.set_meta(forgotten.SCRUB_OWED, None)
             store.set_meta(forgotten.META, tombs.stamp)
@@ -636,6 +638,19 @@ class Memory(Scope):
             self.log.warn("the index's write-ahead log could not be emptied while another "
                           "process read it: the next forget or index empties it")
         return {"sessions": len(set(held)), "files": removed, "log_emptied": clean}
+
+    def list_changed_names(self, *, missing: bool = False) -> None:
+        """The list hooks/run.sh reads before an edit (changed_names.py), made again when the
+        index holds other names (`missing`: only when there is no such file there, or a link
+        or a FIFO the shell never reads). Not for a memory kept elsewhere: the shell looks in
+        the workspace's own folder."""
+        if self.detached or missing and changed_names.listed(self.dir):
+            return
+        try:
+            changed_names.refresh(self.dir, self.store().every_changed_path())
+        except OSError as e:
+            self.log.warn(f"{changed_names.FILE} not written ({e.strerror or e}): every edit "
+                          "starts Python to look", once=True)
 
     def _drop_copies_aside(self, ids: set[str]) -> list[str]:
         """The indexes moved aside in the folder (damaged, not known to be this user's, of an

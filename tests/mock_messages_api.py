@@ -54,6 +54,21 @@ class Request:
         return ""
 
     @property
+    def turn(self) -> tuple[str, int]:
+        """(the user's last prompt, how many tool results have come since it)."""
+        results = 0
+        for m in reversed(self.messages):
+            if not isinstance(m, dict) or m.get("role") != "user":
+                continue
+            content = m.get("content")
+            if isinstance(content, list) and any(isinstance(b, dict) and b.get("type") ==
+                                                 "tool_result" for b in content):
+                results += 1
+                continue
+            return _text_of(content), results
+        return "", results
+
+    @property
     def last_turn(self) -> dict | None:
         """The last message that is not Claude Code's own: 2.1.332 puts role-`system` messages
         (hook context) after the user's turn."""
@@ -132,7 +147,8 @@ class MockApi:
 
     def rule(self, trigger: str, reply) -> None:
         """When the last user message contains `trigger` (and is not a tool result), answer with
-        `reply`: a string, or a dict {"tool": name, "input": {...}} for one tool_use block."""
+        `reply`: a string, or a dict {"tool": name, "input": {...}} for one tool_use block; or a
+        list of those, one step after each tool result of the turn (a Read, then the Edit)."""
         self._rules.append((trigger, reply))
 
     def clear(self) -> None:
@@ -141,13 +157,13 @@ class MockApi:
             self.other.clear()
 
     def _choose(self, req: Request):
-        if req.ends_with_tool_result:
-            return "The tool ran; that is done."
-        last = req.last_user
+        prompt, step = req.turn
         for trigger, reply in self._rules:
-            if trigger in last:
-                return reply
-        return DEFAULT_REPLY
+            if trigger in prompt:
+                if isinstance(reply, list):
+                    return reply[step] if step < len(reply) else "The tool ran; that is done."
+                return reply if not step else "The tool ran; that is done."
+        return DEFAULT_REPLY if not step else "The tool ran; that is done."
 
     def _next_id(self, prefix: str) -> str:
         with self._lock:

@@ -1,12 +1,14 @@
-"""Before Claude changes a file (issue #42, first part): the PreToolUse hook, fed Claude Code's
-own hook JSON on stdin, tells what earlier sessions did to that file, once per file per
-session, as quoted data within 600 characters, never a permission decision; nothing for a file
-with no history, another folder's file or another tool. (Off by default until its precision is
-measured: PRIMA_EDIT_NOTES=1 turns it on.)"""
+"""Before Claude changes a file (issue #42): the PreToolUse hook, as hooks.json runs it and fed
+Claude Code's own hook JSON on stdin, tells what earlier sessions did to that file and decided
+about it, once per file per session, as quoted data within 600 characters, never a permission
+decision; nothing for a file with no history, another folder's file or another tool. A file
+whose name no session changed costs the shell alone: Python never starts (changed_names.py)."""
 from __future__ import annotations
 
 import json
+import os
 import time
+import unicodedata
 
 from prima_memory import api
 from prima_memory.briefing import EDIT_NOTE_CHARS
@@ -14,15 +16,11 @@ from prima_memory.memory import Memory
 
 from test_hooks import REPO, run_hook
 
-# (as hooks.json will run it once its precision is measured: not registered yet)
-COMMAND = f'bash "{REPO}/hooks/run.sh" hook pre-tool-use'
-
 DAY = 86400
 OLD = time.time() - 30 * DAY
 A = "aaaa0001-0000-4000-8000-000000000001"
 B = "bbbb0002-0000-4000-8000-000000000002"
 NOW = "cccc0003-0000-4000-8000-000000000003"
-ON = {"PRIMA_EDIT_NOTES": "1"}
 
 
 def _history(env):
@@ -47,8 +45,7 @@ def _edit(env, path, session=NOW, tool="Edit", switches=None, **extra):
             "tool_input": {"notebook_path" if tool == "NotebookEdit" else "file_path": path,
                            "old_string": "a", "new_string": "b"}}
     data.update(extra)
-    return run_hook(env, "pre-tool-use", data, extra_env={**ON, **(switches or {})},
-                    cmd=COMMAND)
+    return run_hook(env, "pre-tool-use", data, extra_env=switches)
 
 
 def _context(r) -> str:
@@ -83,10 +80,11 @@ def test_nothing_for_no_history_another_folder_another_tool_or_switched_off(env)
     assert _context(_edit(env, "cookies")) == "", "a path merely containing it is no history"
     assert _context(_edit(env, cookies, tool="Read")) == ""
     assert _context(_edit(env, cookies, switches={"PRIMA_EDIT_NOTES": "0"})) == ""
-    assert _context(_edit(env, cookies, switches={"PRIMA_EDIT_NOTES": ""})) == "", "off by default"
+    assert _context(_edit(env, cookies, switches={"PRIMA_EDIT_NOTES": " OFF "})) == ""
     assert _context(_edit(env, cookies, switches={"PRIMA_MEMORY": "off"})) == ""
+    assert _context(_edit(env, cookies, switches={"PRIMA_EDIT_NOTES": ""})), "on by default"
     (env.ws / ".prima-memory-off").write_text("")
-    assert _context(_edit(env, cookies)) == ""
+    assert _context(_edit(env, cookies, session="dddd0004-0000-4000-8000-000000000004")) == ""
 
 
 def test_another_projects_file_of_the_same_name_is_not_this_files_history(env):
@@ -135,7 +133,7 @@ def test_hostile_input_fails_open_and_hostile_history_stays_quoted(env):
                 {"tool_name": "Edit", "tool_input": {"file_path": "../" * 50 + "etc/passwd"}},
                 {"session_id": "../../x", "tool_name": "Write",
                  "tool_input": {"file_path": evil}}):
-        r = run_hook(env, "pre-tool-use", {"cwd": str(env.ws), **bad}, extra_env=ON, cmd=COMMAND)
+        r = run_hook(env, "pre-tool-use", {"cwd": str(env.ws), **bad})
         assert r.rc == 0 and (r.out.strip() == "" or json.loads(r.out)), r
     (env.data / "edit-notes.json").write_text("{not json")  # a damaged record: noted afresh
     assert _context(_edit(env, evil, session="eeee0005-0000-4000-8000-000000000005"))
@@ -167,3 +165,100 @@ def test_a_linked_notes_file_or_memory_folder_is_never_followed(env, tmp_path):
     r = _edit(env, cookies, session="ffff0006-0000-4000-8000-000000000006")
     assert r.rc == 0 and _context(r) == ""
     assert sorted(p.name for p in moved.iterdir()) == before, "nothing written through it"
+
+
+def test_hooks_json_runs_it_before_the_file_changing_tools_alone():
+    hooks = json.loads((REPO / "hooks" / "hooks.json").read_text())["hooks"]["PreToolUse"]
+    assert [h["matcher"] for h in hooks] == ["Edit|MultiEdit|Write|NotebookEdit"]
+    assert hooks[0]["hooks"][0]["command"].endswith("hooks/run.sh\" hook pre-tool-use")
+
+
+def _counting_python(env, tmp_path):
+    """A PRIMA_PYTHON that counts its starts, then is the real one."""
+    marks = tmp_path / "python-started"
+    fake = tmp_path / "python"
+    fake.write_text(f'#!/bin/sh\necho x >> "{marks}"\nexec "{os.sys.executable}" "$@"\n')
+    fake.chmod(0o755)
+    return {"PRIMA_PYTHON": str(fake)}, lambda: len(marks.read_text().splitlines()) \
+        if marks.exists() else 0
+
+
+def test_a_file_no_session_changed_never_starts_python(env, tmp_path):
+    cookies = _history(env)
+    python, starts = _counting_python(env, tmp_path)
+    names = (env.data / "changed-names").read_text().splitlines()
+    assert names == ["README.md", "cookies.py"], "the index's names, written as it indexed"
+    for path in (str(env.ws / "src" / "new_module.py"), str(env.ws / "cookies.pyc"),
+                 "/elsewhere/README.mdx"):
+        assert _context(_edit(env, path, switches=python)) == ""
+    assert starts() == 0, "the shell alone answered"
+    assert _context(_edit(env, cookies, switches=python)) and starts() == 1
+    # what the shell cannot tell goes to Python, which decides: a path spelled with an escape,
+    # the name of another project's file ending like this one's
+    assert _context(_edit(env, str(env.ws / "src" / "a\\b" / "cookies.py"), switches=python)) \
+        == "" and starts() == 2
+    assert _context(_edit(env, "/other/src/auth/cookies.py", switches=python)) == ""
+    assert starts() == 3
+    for off in ({"PRIMA_EDIT_NOTES": "No"}, {"PRIMA_MEMORY": "false"}):
+        assert _context(_edit(env, cookies, switches={**python, **off},
+                              session="dddd0004-0000-4000-8000-000000000004")) == ""
+    assert starts() == 3, "switched off: the shell alone"
+
+
+def test_the_list_follows_the_index_and_forgets_with_it(env, tmp_path):
+    cookies = _history(env)
+    python, starts = _counting_python(env, tmp_path)
+    later = env.transcript(NOW, start=OLD + 3 * DAY)
+    later.exchange("Add the café menu", "Added.")
+    menu = str(env.ws / "src" / unicodedata.normalize("NFD", "café.py"))
+    later.tool("Write", {"file_path": menu, "content": "x"}, text="The menu.")
+    run_hook(env, "stop", {"session_id": NOW, "cwd": str(env.ws), "hook_event_name": "Stop",
+                           "transcript_path": str(env.project_dir / f"{NOW}.jsonl"),
+                           "stop_hook_active": False})
+    names = (env.data / "changed-names").read_text().splitlines()
+    assert {"café.py", unicodedata.normalize("NFD", "café.py")} <= set(names)
+    other = "eeee0005-0000-4000-8000-000000000005"
+    nfc = str(env.ws / "src" / unicodedata.normalize("NFC", "café.py"))
+    assert "The menu" in _context(_edit(env, nfc, session=other, switches=python))
+    assert starts() == 1, "either spelling of a name passes the shell"
+    env.json("forget", A, B, "--yes")
+    assert "cookies.py" not in (env.data / "changed-names").read_text().splitlines()
+    assert _context(_edit(env, cookies, session=other, switches=python)) == ""
+    assert starts() == 1, "a forgotten session's names leave the list"
+
+
+def test_no_list_or_an_odd_one_costs_one_python_start_and_is_made_again(env, tmp_path):
+    cookies = _history(env)
+    python, starts = _counting_python(env, tmp_path)
+    lst = env.data / "changed-names"
+    lst.unlink()  # (an index made before the list)
+    assert _context(_edit(env, cookies, switches=python)) and starts() == 1
+    assert "cookies.py" in lst.read_text().splitlines(), "Python made it"
+    lst.unlink()
+    os.mkfifo(lst)  # a cloned repository's FIFO: never waited on
+    r = _edit(env, cookies, session=B, switches=python)
+    assert r.rc == 0 and A in _context(r) and starts() == 2
+    assert lst.is_file(), "a list in its place"
+    lst.unlink()
+    outside = tmp_path / "names"
+    outside.write_text("")  # (it would silence every note if read)
+    lst.symlink_to(outside)
+    assert _context(_edit(env, cookies, session="dddd0004-0000-4000-8000-000000000004",
+                          switches=python)) and starts() == 3, "a link is not read"
+    assert outside.read_text() == "" and not lst.is_symlink(), "nor written through: replaced"
+    assert _context(_edit(env, str(env.ws / "new.py"), switches=python)) == "" and starts() == 3
+
+
+def test_a_decision_naming_the_file_is_in_its_note(env):
+    cookies = _history(env)
+    d = env.transcript("dddd0007-0000-4000-8000-000000000007", start=OLD + 2 * DAY)
+    d.exchange("Which cookie flags?", "DECISION: keep SameSite=Lax in src/auth/cookies.py, "
+               "never Strict.\nDECIDED: lib/cookies.py stays vendored.")
+    env.json("index")
+    note = _context(_edit(env, cookies))
+    assert "keep SameSite=Lax in src/auth/cookies.py" in note and "vendored" not in note
+    assert len(note) <= EDIT_NOTE_CHARS and note.index(B) < note.index("keep SameSite")
+    past = api.before_edit(Memory(str(env.ws)), cookies, NOW)
+    assert [x["session_id"] for x in past["decisions"]] == ["dddd0007-0000-4000-8000-000000000007"]
+    assert api.before_edit(Memory(str(env.ws)), str(env.ws / "lib" / "cookies.py"),
+                           NOW)["decisions"][0]["line"].startswith("DECIDED: lib")

@@ -35,8 +35,9 @@ HOUR = 3600.0
 FAST = 5.0  # generous bound for one hook (not a benchmark): Claude Code waits on SessionStart
 
 HOOKS_JSON = json.loads((REPO / "hooks" / "hooks.json").read_text(encoding="utf-8"))
-EVENT_NAMES = {"session-start": "SessionStart", "stop": "Stop", "pre-compact": "PreCompact"}
-EVENTS = tuple(EVENT_NAMES)
+EVENT_NAMES = {"session-start": "SessionStart", "stop": "Stop", "pre-compact": "PreCompact",
+               "pre-tool-use": "PreToolUse"}
+EVENTS = ("session-start", "stop", "pre-compact")  # (the hooks that open the index every time)
 
 # Secrets of formats the redactor knows (see test_reliability's secrets test).
 ANT_KEY = "sk-ant-api03-" + "Zq8" * 31 + "AA"
@@ -264,7 +265,7 @@ def briefing_workspace(env: Env) -> dict:
 def test_hooks_json_quotes_the_plugin_root_and_fits_its_timeouts():
     from prima_memory.hooks import LIMITS
     hooks = HOOKS_JSON["hooks"]
-    assert set(hooks) == {"SessionStart", "Stop", "PreCompact", "UserPromptSubmit"}
+    assert set(hooks) == {"SessionStart", "Stop", "PreCompact", "UserPromptSubmit", "PreToolUse"}
     matchers = set(hooks["SessionStart"][0]["matcher"].split("|"))
     assert {"startup", "resume", "clear", "compact"} <= matchers
     for event, name in {**EVENT_NAMES, "user-prompt-submit": "UserPromptSubmit"}.items():

@@ -394,6 +394,17 @@ class Sessions(Core):
             "SELECT path FROM file_changes WHERE session = ? GROUP BY path ORDER BY min(id)",
             (session,))]
 
+    def every_changed_path(self) -> list[str]:
+        """Every path a change of the history names, once (as recorded)."""
+        return [r[0] for r in self.db.execute("SELECT path FROM changed_paths")]
+
+    def decisions_naming(self, text: str) -> list[tuple[int, str]]:
+        """(session, its decision lines) of the sessions whose marked decisions hold `text`
+        (as written), the last ended first."""
+        return list(self.db.execute(
+            "SELECT id, decisions FROM sessions WHERE instr(decisions, ?) > 0 "
+            "ORDER BY ended_at DESC, id DESC", (text,)))
+
     def file_history(self, fragment: str | None = None):
         """(path, tool, explanation, ts, session, session's cwd, message key) of every change,
         newest first;
