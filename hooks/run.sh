@@ -8,8 +8,9 @@
 # Two hooks come often and mostly have nothing to say, so their JSON is read here first and
 # Python starts (and decides exactly) only when it may have something to say; anything else
 # costs this shell alone.
-# - UserPromptSubmit, with every prompt the user types: only /prima-memory:recall and
-#   /prima-memory:forget need Python.
+# - UserPromptSubmit, with every prompt the user types: /prima-memory:recall and
+#   /prima-memory:forget need Python, and a prompt of a few words when pointers from prompts
+#   are on (PRIMA_PROMPT_NOTES).
 # - PreToolUse, before Claude changes a file: only a file whose name an earlier session changed
 #   (the memory's list, prima_memory/changed_names.py) can have a note. A path spelled with an
 #   escape, no list, or a list or folder that is a link, a FIFO or unreadable: Python decides.
@@ -38,7 +39,14 @@ if [ "${1:-}" = hook ] && { [ "${2:-}" = user-prompt-submit ] || [ "${2:-}" = pr
     *)
       if [ "$2" = user-prompt-submit ]; then
         ours='"prompt"[[:space:]]*:[[:space:]]*"(\\)?/prima-memory:(recall|forget)'
-        [[ $input =~ $ours ]] || exit 0
+        long='"prompt"[[:space:]]*:[[:space:]]*"([^"\\]|\\.){12}'
+        # any other prompt: Python only to point at an earlier session it is plainly about, when
+        # that is on (its default is hooks.PROMPT_NOTES's) and the prompt has a few words
+        if ! [[ $input =~ $ours ]]; then
+          if off "${PRIMA_PROMPT_NOTES:-off}" || off "${PRIMA_MEMORY:-}" || ! [[ $input =~ $long ]]
+          then exit 0
+          fi
+        fi
       else
         named='"(file_path|notebook_path)"[[:space:]]*:[[:space:]]*"([^"\\]*)"'
         list="${CLAUDE_PROJECT_DIR:-}/.prima-memory"

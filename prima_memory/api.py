@@ -22,13 +22,13 @@ import os
 import time
 
 from . import background as bg
-from . import hints, jsontext
+from . import failures, hints, jsontext
 from . import workspace as wsmod
 from .errors import Failure, UsageError
 from .memory import ALL, LOCK_SECONDS, DiskFull, IndexBusy, IndexReadOnly, Memory
 from .sources.registry import CLAUDE_CODE, FALLBACKS, OTHERS, SOURCES, source_named
 from .sources.registry import fallback_search, fallback_status
-from .storage import Busy, Store, StoreError, session_of
+from .storage import Busy, FailedCall, Store, StoreError, session_of
 from .timeparse import iso_utc, local, parse_when
 from .wording import short_path
 from .workspace import path_variants
@@ -786,6 +786,96 @@ def before_edit(mem: Memory, path: str, session_id: str | None = None, limit: in
         got = _files(mem, [mem], [set()], [], rel, 0, limit, keep=keep)
         return {"path": rel, "sessions": got["sessions"], "decisions": decided()}
     return _reading([mem], read)
+
+
+MAX_ERROR = 1 << 20  # characters of an error read (its lines naming it are near either end)
+
+
+def error_fixes(mem: Memory, error: str, session_id: str | None = None, limit: int = 3,
+                until: float | None = None, *, ready: Ready | None = None) -> dict:
+    """What fixed an error before (issue #42): the earlier sessions of this memory where a
+    command failed with the same error (the key of the line naming it: failures.py) and went on
+    to a fix, a file changed after the error's last time there; the latest first, each with its
+    title, when the error came, the command, and the fix: the first change after it (its file
+    and the first line of Claude's reason). `session_id` (the one failing now) is left out;
+    `until` (a time, for a replay): only what came before it. Reads."""
+    from .redact import redact, redact_enabled  # (its rules compile: only where an error is read)
+    if limit < 1:
+        raise UsageError(f"limit must be 1 or more, not {limit}")
+    warnings = list(ready.warnings) if ready is not None else []
+    got = failures.read(error[:MAX_ERROR], redact if redact_enabled() else str)
+    if got is None:
+        return {"error": None, "warnings": warnings, "sessions": []}
+    sig, key = got
+    store = mem.store()
+    own = store.session_by_session_id(session_id, CLAUDE_CODE.name) if session_id else None
+
+    def read() -> dict:
+        last: dict[int, FailedCall] = {}  # session -> its last failure of this error
+        for f in store.failed_calls(key):  # (the latest first)
+            if (own is None or f.session != own.id) and (until is None or (f.ts or 0) < until):
+                last.setdefault(f.session, f)
+        out: list[dict] = []
+        for sid, f in last.items():
+            fix = next((c for c in store.file_changes(sid)
+                        if c.ts is not None and f.ts is not None and c.ts > f.ts), None)
+            row = store.session(sid) if fix is not None else None
+            if fix is None or row is None:
+                continue  # (met there, never fixed there)
+            out.append({"session_id": row.session_id, "title": row.title,
+                        "at": iso_utc(f.ts) if f.ts else None, "command": f.target,
+                        "error": f.error,
+                        "fix": {"path": short_path(fix.path, mem.ws, row.cwd),
+                                "at": iso_utc(fix.ts) if fix.ts else None,
+                                "why": _first_line(fix.explanation)}})
+            if len(out) >= limit:
+                break
+        return {"error": sig, "warnings": warnings, "sessions": out}
+    return _reading([mem], read)
+
+
+PROMPT_WORDS = 3  # content words a prompt needs before it is matched with a session
+PROMPT_MARGIN = 2.0  # the best session's word score over the second's, at least
+PROMPT_FLOOR = 0.5  # and over this share of what the prompt's words weigh (ranking.word_scores)
+
+
+def prompt_match(mem: Memory, prompt: str, session_id: str | None = None,
+                 until: float | None = None, *, margin: float = PROMPT_MARGIN,
+                 floor: float = PROMPT_FLOOR) -> dict | None:
+    """The one earlier session a typed prompt is plainly about (issue #42), or None: of the
+    sessions holding its words (BM25 by rarity, ranking.word_scores: no model), the best must
+    score `margin` times the second and hold at least `floor` of the words' weight. A margin
+    over the rest of the history, not a score alone: a prompt whose words many sessions share
+    names none. `session_id` (the one typing) is left out; `until`: only sessions started
+    before it (a replay). Reads."""
+    from . import ranking  # (not on the other hooks' paths)
+    from . import search as searchmod
+    words = searchmod.normalize_query(query_of(prompt))[1]
+    if len(words) < PROMPT_WORDS:
+        return None
+    store = mem.store()
+    own = store.session_by_session_id(session_id, CLAUDE_CODE.name) if session_id else None
+
+    def read() -> dict | None:
+        skip = {own.id} if own is not None else set()
+        if until is not None:
+            skip |= {f[0] for f in searchmod.Part(store).facts if f[1] is None or f[1] >= until}
+        part = searchmod.Part(store, None, False, skip)
+        said = ranking.word_scores([part.word_counts(words)], [part.lengths()])
+        best = sorted(((v, sid) for (_i, sid), v in said.items()), reverse=True)[:2]
+        if not best or best[0][0] < floor or (len(best) > 1 and best[0][0] < margin * best[1][0]):
+            return None
+        row = store.session(best[0][1])
+        if row is None:
+            return None
+        return {**session_json(row, mem.ws), "score": round(best[0][0], 3),
+                "second": round(best[1][0], 3) if len(best) > 1 else 0.0}
+    return _reading([mem], read)
+
+
+def _first_line(text: str | None, limit: int = 200) -> str:
+    line = next((ln.strip() for ln in (text or "").splitlines() if ln.strip()), "")
+    return line if len(line) <= limit else line[:limit - 1].rstrip() + "…"
 
 
 DECISIONS = 2  # decisions naming a file, in a note before its edit

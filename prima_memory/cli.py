@@ -226,6 +226,13 @@ def _parser(only: str | None = None):
     f.add_argument("--limit", type=_positive, default=FILES_SHOWN, metavar="N",
                    help=f"at most N sessions, newest first (default {FILES_SHOWN})")
 
+    fx = command("fixes", parents=[common], help="what fixed an error before: the sessions where "
+                 "a command failed with the same error, then a file changed")
+    fx.add_argument("error", nargs="+", help="the error, as a command printed it (- reads it "
+                    "from standard input)")
+    fx.add_argument("--limit", type=_positive, default=3, metavar="N",
+                    help="at most N sessions, the latest first (default 3)")
+
     dg = command("digest", parents=[common],
                         help="a period's sessions by day, files changed most, decisions, open ends")
     dg.add_argument("--since", metavar="WHEN",
@@ -274,7 +281,7 @@ def _parser(only: str | None = None):
 
     h = command("hook", parents=[common], help="run a Claude Code hook (JSON on stdin)")
     h.add_argument("event", choices=["session-start", "stop", "pre-compact", "user-prompt-submit",
-                                      "pre-tool-use"],
+                                      "pre-tool-use", "post-tool-use-failure"],
                    help="the hook event Claude Code runs it for")
 
     command("status", parents=[common, every], help="what is indexed, pending, warnings")
@@ -360,9 +367,10 @@ def _attach_slices(argv: list[str]) -> list[str]:
     return out
 
 
-READS = frozenset({"search", "similar", "recent", "show", "export", "files", "digest", "recall",
-                   "status"})  # the commands that end once they have answered
-COMMANDS = ("search", "similar", "recent", "show", "export", "files", "digest", "index", "embed",
+READS = frozenset({"search", "similar", "recent", "show", "export", "files", "fixes", "digest",
+                   "recall", "status"})  # the commands that end once they have answered
+COMMANDS = ("search", "similar", "recent", "show", "export", "files", "fixes", "digest", "index",
+            "embed",
             "recall", "forget", "hook", "status", "mcp", "quickstart", "team")
 
 

@@ -278,6 +278,25 @@ def cmd_files(mem, args) -> int:
     return 0
 
 
+def cmd_fixes(mem, args) -> int:
+    error = sys.stdin.read(api.MAX_ERROR) if args.error == ["-"] else " ".join(args.error)
+    data = api.error_fixes(mem, error, limit=args.limit, ready=api.bring_up(mem))
+    lines = [f"warning: {w}" for w in data["warnings"]]
+    if data["error"] is None:
+        lines.append("No line of it names an error plainly enough to look for (a line such as "
+                     "\"ModuleNotFoundError: No module named 'x'\" does).")
+    for d in data["sessions"]:
+        lines += [f"{(d['at'] or '')[:16].replace('T', ' ')}  {d['title']}  (session "
+                  f"{d['session_id']})", f"   failed: {_one(d['command'])}",
+                  f"   error:  {one_line(d['error'], 160)}",
+                  f"   fixed:  {_one(d['fix']['path'])}" + (f": {one_line(d['fix']['why'], 160)}"
+                                                             if d["fix"]["why"] else "")]
+    if data["error"] is not None and not data["sessions"]:
+        lines.append(f"No earlier session fixed this error: {one_line(data['error'], 160)}")
+    emit(args, data, "\n".join(lines))
+    return 0
+
+
 def cmd_digest(mem, args) -> int:
     from .session_view import stopped_line  # (a session's view: not a search's)
     api.filters(args.since, args.until)  # (a wrong date: said before anything is brought up)
@@ -637,5 +656,6 @@ def _team_admin(team, args) -> int:
 # its handler, and a type checker its callers.
 HANDLERS = {"search": cmd_search, "similar": cmd_similar, "recall": cmd_recall,
             "recent": cmd_recent, "show": cmd_show, "export": cmd_export, "files": cmd_files,
+            "fixes": cmd_fixes,
             "digest": cmd_digest, "index": cmd_index, "embed": cmd_embed, "status": cmd_status,
             "forget": cmd_forget, "quickstart": cmd_quickstart, "team": cmd_team}

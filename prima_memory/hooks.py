@@ -20,7 +20,8 @@ import time
 
 # (seconds to wait for the writer lock, indexing budget, hard deadline); hooks.json allows more
 LIMITS = {"session-start": (0.3, 1.0, 8), "stop": (3.0, 5.0, 20), "pre-compact": (3.0, 8.0, 25),
-          "user-prompt-submit": (1.0, 2.0, 20), "pre-tool-use": (0.3, 0.5, 5)}
+          "user-prompt-submit": (1.0, 2.0, 20), "pre-tool-use": (0.3, 0.5, 5),
+          "post-tool-use-failure": (0.3, 0.5, 5)}
 RECALL_EMBED = 5.0  # seconds /recall embeds new exchanges before it searches; the rest: background
 
 
@@ -87,6 +88,7 @@ def run(event: str, workspace: str | None = None) -> int:
         pass  # no SIGALRM (Windows): the budgets still bound the work
     failed = None  # why /recall has no results: said to Claude, who would otherwise guess
     forgetting = False  # (or why /forget did not: said in its own words, not /recall's)
+    plain = False  # a prompt the user typed, not one of ours: whatever happens, nothing is said
     try:
         data, problem = read_input()
         late = os.environ.pop(LATE_INPUT, "")
@@ -94,8 +96,11 @@ def run(event: str, workspace: str | None = None) -> int:
             data, problem = {}, f"hook input did not end within {late[:8]}s, not read"
         elif event == "user-prompt-submit" and recall_words(data.get("prompt")) is None \
                 and forget_words(data.get("prompt")) is None:
-            return 0  # every prompt the user types comes here: all but ours cost nothing
-        forgetting = event == "user-prompt-submit" and recall_words(data.get("prompt")) is None
+            if not enabled("PRIMA_PROMPT_NOTES", PROMPT_NOTES):
+                return 0  # every prompt the user types comes here: all but ours cost nothing
+            plain = True
+        forgetting = event == "user-prompt-submit" and not plain \
+            and recall_words(data.get("prompt")) is None
         from . import workspace as wsmod  # (past the fast path above: other prompts skip it)
         ws = wsmod.hook_workspace(workspace, data.get("cwd"))
         if ws is None:
@@ -142,7 +147,7 @@ def run(event: str, workspace: str | None = None) -> int:
             signal.alarm(0)
         except (AttributeError, ValueError):
             pass
-        if failed and event == "user-prompt-submit":
+        if failed and event == "user-prompt-submit" and not plain:
             _say(_forget_failed(failed) if forgetting else _recall_failed(failed))
     return 0
 
@@ -366,7 +371,8 @@ def user_prompt_submit(mem, data: dict, session_id, lock_wait, index_budget) -> 
     words = recall_words(data.get("prompt"))
     if words is None:
         forget = forget_words(data.get("prompt"))
-        return "" if forget is None else forget_prompt(mem, forget, session_id, lock_wait)
+        return prompt_note(mem, data.get("prompt"), session_id) if forget is None \
+            else forget_prompt(mem, forget, session_id, lock_wait)
     # only /recall renders a search: the other prompts never import these
     from . import api, briefing
     from .recall_text import recall
@@ -382,6 +388,26 @@ def user_prompt_submit(mem, data: dict, session_id, lock_wait, index_budget) -> 
     api.update(mem, lock_timeout=lock_wait, budget=index_budget, extracts=False, quick=True)
     _data, text = recall(mem, words, index=False, embed_budget=RECALL_EMBED)
     return briefing.frame(RECALL_FRAME, text)
+
+
+def prompt_note(mem, prompt, session_id) -> str:
+    """A prompt the user typed that is plainly about one earlier session (api.prompt_match: a
+    clear margin over the rest of the history; issue #42): one line naming it, and how to see
+    more; each earlier session at most once a session, POINTERS_PER_SESSION pointers a session
+    at most. PRIMA_PROMPT_NOTES turns it on or off. Reads only what is indexed."""
+    from . import api  # (loaded by run already; not at the top: the fast paths skip it)
+    from . import briefing  # (the renderer: a note to write)
+    if not isinstance(prompt, str) or not enabled("PRIMA_MEMORY") or not mem.exists():
+        return ""
+    noted = _noted(mem)
+    mine = noted.get(session_id or "", [])
+    if sum(x.startswith(POINTER) for x in mine) >= POINTERS_PER_SESSION:
+        return ""
+    found = api.prompt_match(mem, prompt[:PROMPT_CHARS], session_id)
+    if found is None or POINTER + found["session_id"] in mine:
+        return ""
+    _note_given(mem, noted, session_id, POINTER + found["session_id"])
+    return briefing.prompt_note(found)
 
 
 # -- /prima-memory:forget -----------------------------------------------------------------------
@@ -472,6 +498,10 @@ EDIT_TOOLS = ("Edit", "MultiEdit", "Write", "NotebookEdit")  # Claude Code's fil
 NOTED = "edit-notes.json"  # in the memory's folder: the files noted, per session (issue #42)
 NOTED_SESSIONS = 20  # the sessions whose notes it keeps (one at a time is usual)
 NOTES_PER_SESSION = 8  # a session's edit notes at most: a busy one would collect thousands of tokens
+POINTER = "\0session:"  # what a pointer to an earlier session is noted as, beside the paths
+POINTERS_PER_SESSION = 3  # a session's pointers to earlier sessions (errors met, prompts) at most
+PROMPT_NOTES = False  # a pointer from a typed prompt, by default (its precision: docs/benchmarks.md)
+PROMPT_CHARS = 4000  # of a prompt matched with the history: a pasted log is not searched whole
 
 
 def pre_tool_use(mem, data: dict, session_id, lock_wait, index_budget) -> str:
@@ -489,17 +519,50 @@ def pre_tool_use(mem, data: dict, session_id, lock_wait, index_budget) -> str:
     mem.list_changed_names(missing=True)  # (an index made before the list was: the shell's now)
     noted = _noted(mem)
     mine = noted.get(session_id or "", [])
-    if path in mine or len(mine) >= NOTES_PER_SESSION:
+    if path in mine or sum(not x.startswith(POINTER) for x in mine) >= NOTES_PER_SESSION:
         return ""
     note = briefing.edit_note(api.before_edit(mem, path, session_id))
-    if not note:
+    if note:
+        _note_given(mem, noted, session_id, path)
+    return _context("PreToolUse", note)
+
+
+def post_tool_use_failure(mem, data: dict, session_id, lock_wait, index_budget) -> str:
+    """After a command failed (Claude Code's PostToolUseFailure, issue #42; PRIMA_ERROR_FIXES=0
+    turns it off): when an earlier session of this project met the same error and went on to
+    fix it (api.error_fixes), one pointer to it, as context for Claude; each earlier session at
+    most once a session, and POINTERS_PER_SESSION pointers a session at most. An interrupted
+    command is no error. Reads only what is indexed."""
+    from . import api  # (loaded by run already; not at the top: the fast paths skip it)
+    from . import briefing  # (the renderer: a note to write)
+    error = data.get("error")
+    if data.get("tool_name") != "Bash" or data.get("is_interrupt") is True \
+            or not isinstance(error, str) or not enabled("PRIMA_ERROR_FIXES") or not mem.exists():
         return ""
+    noted = _noted(mem)
+    mine = noted.get(session_id or "", [])
+    if sum(x.startswith(POINTER) for x in mine) >= POINTERS_PER_SESSION:
+        return ""
+    found = api.error_fixes(mem, error, session_id)
+    fresh = next((s for s in found["sessions"] if POINTER + s["session_id"] not in mine), None)
+    if fresh is None:
+        return ""
+    _note_given(mem, noted, session_id, POINTER + fresh["session_id"])
+    return _context("PostToolUseFailure", briefing.error_note(fresh))
+
+
+def _context(event: str, note: str) -> str:
+    """A tool hook's answer: context for Claude, never a decision."""
+    return json.dumps({"hookSpecificOutput": {"hookEventName": event,
+                                              "additionalContext": note}}) if note else ""
+
+
+def _note_given(mem, noted: dict, session_id: str | None, item: str) -> None:
+    """Record that a session got a note of `item` (a path; POINTER + an earlier session)."""
     if session_id:
-        noted.pop(session_id, None)  # (newest last: the oldest go first)
-        noted[session_id] = [*mine, path]
+        mine = noted.pop(session_id, [])  # (newest last: the oldest sessions go first)
+        noted[session_id] = [*mine, item]
         _save_noted(mem, dict(list(noted.items())[-NOTED_SESSIONS:]))
-    return json.dumps({"hookSpecificOutput": {"hookEventName": "PreToolUse",
-                                              "additionalContext": note}})
 
 
 def _noted(mem) -> dict:
@@ -522,5 +585,6 @@ def _save_noted(mem, noted: dict) -> None:
 
 
 _HANDLERS = {"session-start": session_start, "stop": stop, "pre-compact": pre_compact,
-             "user-prompt-submit": user_prompt_submit, "pre-tool-use": pre_tool_use}
+             "user-prompt-submit": user_prompt_submit, "pre-tool-use": pre_tool_use,
+             "post-tool-use-failure": post_tool_use_failure}
 EVENTS = tuple(_HANDLERS)

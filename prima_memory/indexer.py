@@ -569,7 +569,7 @@ class Indexer:
 
     def _backfill(self, job, steps) -> bool:
         """The tool calls of the lines an index from before schema 11 read without them (see
-        store._to_v11): those lines parsed again from the file's start, their calls alone
+        store._to_v11), and the errors of the failed ones (schema 17): those lines parsed again from the file's start, their calls alone
         written, in one step (a call the read that follows meets again is stored once: see
         Store.add_tool_calls), and a fork's copies of its origin's calls left to the origin, as
         its messages are. False, with nothing written, when the run's time is up first."""
@@ -590,6 +590,8 @@ class Indexer:
                             calls = [c for c in calls if c.message_key in held]
                         if sid is not None and calls:
                             store.add_tool_calls(_call_rows(sid, calls))
+                        if sid is not None and d.call_errors:
+                            store.add_call_errors(sid, _error_rows(d.call_errors))
                     if end >= job.offset:
                         break
                     if self._out_of_time():
@@ -968,6 +970,8 @@ class Indexer:
         calls = [c for c in d.tool_calls if c.message_key not in copied]
         if calls:
             store.add_tool_calls(_call_rows(sid, calls))
+        if d.call_errors:  # (after the calls: a call and its error may come in one read)
+            store.add_call_errors(sid, _error_rows(d.call_errors))
         tag_text = None
         if not d.tags <= entry.tags:
             entry.tags |= d.tags
@@ -1126,6 +1130,10 @@ def session_marks(src, ws: str, session_id: str, store) -> tuple[set[str], set[s
 def _call_rows(sid: int, calls) -> list[tuple]:
     return [(sid, c.message_key or "", c.call, c.ts, int(c.sidechain), c.tool, c.target,
              c.line, c.kind) for c in calls]
+
+
+def _error_rows(errors) -> list[tuple]:
+    return [(e.error, e.key, e.call) for e in errors]
 
 
 class _OutOfTime(Exception):

@@ -70,6 +70,19 @@ class ToolCall:
                           self.sidechain, self.call, self.kind)
 
 
+class CallError:
+    """A call that failed (its tool's result marked an error): the line naming its error
+    (failures.signature, redacted) and its key (failures.key). Its call came before, in this
+    read or an earlier one: `call` names it."""
+    __slots__ = ("call", "error", "key", "ts")
+
+    def __init__(self, call: str, error: str, key: str, ts: float | None = None):
+        self.call, self.error, self.key, self.ts = call, error, key, ts
+
+    def __reduce__(self):  # (pickled as its fields: see above)
+        return CallError, (self.call, self.error, self.key, self.ts)
+
+
 class SessionDelta:
     """What a run of lines adds to one session. Empty fields mean "nothing new"."""
 
@@ -88,6 +101,7 @@ class SessionDelta:
         self.messages: list[Message] = []
         self.file_changes: list[FileChange] = []
         self.tool_calls: list[ToolCall] = []
+        self.call_errors: list[CallError] = []
         self.decisions: list[str] = []  # lines carrying DECIDED / SAVE markers
         self.tags: set[str] = set()
         # the messages' keys name them across sessions: a fork or a resume that copies a message
@@ -104,6 +118,7 @@ class SessionDelta:
             self.last_ts = ts
 
     def is_empty(self) -> bool:
-        return not (self.messages or self.file_changes or self.tool_calls or self.custom_title
+        return not (self.messages or self.file_changes or self.tool_calls or self.call_errors
+                    or self.custom_title
                     or self.summary_title or self.first_ts is not None or self.cwd
                     or self.decisions or self.tags)

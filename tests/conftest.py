@@ -117,13 +117,18 @@ class Transcript:
     def reply(self, text: str, **kw) -> str:
         return self.assistant([{"type": "text", "text": text}], **kw)
 
-    def tool(self, name: str, inp: dict, result: str = "ok", text: str | None = None) -> str:
+    def tool(self, name: str, inp: dict, result: str = "ok", text: str | None = None,
+             error: bool = False) -> str:
+        """A call and its result (`error`: a failure, as Claude Code marks one)."""
         call = f"toolu_{self.n:06d}"  # (the result names the call it answers)
         blocks = ([{"type": "text", "text": text}] if text else []) + [
             {"type": "tool_use", "id": call, "name": name, "input": inp}]
         mid = self.assistant(blocks)
-        self.user([{"type": "tool_result", "tool_use_id": call, "content": result}],
-                  step=1.0, toolUseResult={"stdout": result})
+        block = {"type": "tool_result", "content": result, "is_error": True,
+                 "tool_use_id": call} if error else {"type": "tool_result", "tool_use_id": call,
+                                                     "content": result}
+        self.user([block], step=1.0,
+                  toolUseResult=f"Error: {result}" if error else {"stdout": result})
         return mid
 
     def exchange(self, prompt: str, answer: str) -> None:

@@ -46,7 +46,7 @@ PERMS = {"default": (), "bash-allowed": ("--allowedTools", "Bash")}
 MCP_SERVER = "plugin:prima-memory:prima-memory"
 MCP_TOOL = "mcp__plugin_prima-memory_prima-memory__"
 MCP_TOOLS = ["search_sessions", "recall_session", "recent_sessions", "find_similar",
-             "get_file_history", "summarize_period", "rebuild_index"]
+             "find_error_fix", "get_file_history", "summarize_period", "rebuild_index"]
 
 
 class World:

@@ -36,7 +36,8 @@ FAST = 5.0  # generous bound for one hook (not a benchmark): Claude Code waits o
 
 HOOKS_JSON = json.loads((REPO / "hooks" / "hooks.json").read_text(encoding="utf-8"))
 EVENT_NAMES = {"session-start": "SessionStart", "stop": "Stop", "pre-compact": "PreCompact",
-               "pre-tool-use": "PreToolUse"}
+               "pre-tool-use": "PreToolUse", "post-tool-use-failure": "PostToolUseFailure",
+               "user-prompt-submit": "UserPromptSubmit"}
 EVENTS = ("session-start", "stop", "pre-compact")  # (the hooks that open the index every time)
 
 # Secrets of formats the redactor knows (see test_reliability's secrets test).
@@ -265,10 +266,11 @@ def briefing_workspace(env: Env) -> dict:
 def test_hooks_json_quotes_the_plugin_root_and_fits_its_timeouts():
     from prima_memory.hooks import LIMITS
     hooks = HOOKS_JSON["hooks"]
-    assert set(hooks) == {"SessionStart", "Stop", "PreCompact", "UserPromptSubmit", "PreToolUse"}
+    assert set(hooks) == {"SessionStart", "Stop", "PreCompact", "UserPromptSubmit", "PreToolUse",
+                          "PostToolUseFailure"}
     matchers = set(hooks["SessionStart"][0]["matcher"].split("|"))
     assert {"startup", "resume", "clear", "compact"} <= matchers
-    for event, name in {**EVENT_NAMES, "user-prompt-submit": "UserPromptSubmit"}.items():
+    for event, name in EVENT_NAMES.items():
         entry = hooks[name][0]["hooks"][0]
         # quoted, so a plugin folder with a space in its path works
         assert f'bash "${{CLAUDE_PLUGIN_ROOT}}/hooks/run.sh" hook {event}' == entry["command"]

@@ -29,7 +29,7 @@ LOGIN = "aaaa1111-0000-4000-8000-000000000001"
 BACKUP = "aaaa2222-0000-4000-8000-000000000002"
 UPLOAD = "bbbb3333-0000-4000-8000-000000000003"
 TOOLS = {"search_sessions", "recall_session", "recent_sessions", "find_similar",
-         "get_file_history", "summarize_period", "rebuild_index"}
+         "find_error_fix", "get_file_history", "summarize_period", "rebuild_index"}
 
 
 def _history(env):

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import os
 
-from .. import workspace
-from ..records import FileChange, Message, SessionDelta
+from .. import failures, workspace
+from ..records import CallError, FileChange, Message, SessionDelta
 from ..host import PREFIX_LEN, encode_project_dir, project_dirs
 from ..host import claude_config_dir as claude_config_dir  # for registry.py
 from ..host import claude_config_dirs as claude_config_dirs  # for registry.py
@@ -263,8 +263,8 @@ _NEEDLESS_PREFIXES = tuple(b'{"type":"%s"' % t.encode() for t in sorted(QUIET_TY
 
 def _needless(line: bytes | bytearray, start: int = 0, end: int | None = None) -> bool:
     """Lines known from their bytes to hold nothing to index, left unparsed: tool results (most
-    of a transcript's bytes), thinking-only reply lines, and the quiet records that begin with
-    their type (file snapshots, progress, api-request copies...). The line is line[start:end],
+    of a transcript's bytes) but the errors, thinking-only reply lines, and the quiet records
+    that begin with their type (file snapshots, progress, api-request copies...). The line is line[start:end],
     looked at where it lies (JsonlReader's skip): a copy of every line would cost more.
 
     A key such as `"tool_use_id":` can only appear with unescaped quotes where it is a real key,
@@ -275,7 +275,8 @@ def _needless(line: bytes | bytearray, start: int = 0, end: int | None = None) -
     if line.startswith(_NEEDLESS_PREFIXES, start, end):
         return True
     if line.find(b'"tool_use_id":', start, end) >= 0:
-        return line.find(b'"type":"user"', start, end) >= 0
+        return line.find(b'"type":"user"', start, end) >= 0 \
+            and line.find(b'"is_error":true', start, end) < 0
     if line.find(b'"type":"thinking"', start, end) >= 0:
         return line.find(b'"type":"text"', start, end) < 0 \
             and line.find(b'"type":"tool_use"', start, end) < 0
@@ -305,6 +306,23 @@ def _user_text(content) -> str | None:
         if kind == "text" and isinstance(block.get("text"), str):
             parts.append(block["text"])
     return clean_user_text("\n".join(parts)) if parts else None
+
+
+def _take_errors(content: list, d, ts, scrub) -> None:
+    """The failed calls among a user message's tool results, each by the line naming its error
+    (failures.signature: one a failure, never its whole output; redacted, private spans out)."""
+    for block in content:
+        if not isinstance(block, dict) or block.get("type") != "tool_result" \
+                or block.get("is_error") is not True or not isinstance(block.get("tool_use_id"),
+                                                                        str):
+            continue
+        out = block.get("content")
+        if isinstance(out, list):
+            out = "\n".join(b["text"] for b in out if isinstance(b, dict)
+                            and isinstance(b.get("text"), str))
+        got = failures.read(strip_private(out), scrub) if isinstance(out, str) else None
+        if got is not None:
+            d.call_errors.append(CallError(block["tool_use_id"], *got, ts))
 
 
 def read(sf: SourceFile, offset: int, state: dict | None, mtime: float | None = None,
@@ -403,6 +421,8 @@ def _take_message(obj: dict, kind: str, d, state: dict, file_sidechain: bool, sc
         if obj.get("isMeta") or obj.get("isCompactSummary") or obj.get("isVisibleInTranscriptOnly"):
             return
         content = msg.get("content")
+        if isinstance(content, list):
+            _take_errors(content, d, ts, scrub)
         if _is_plugin_command(content):
             th["cmd"] = True  # until the next real prompt, replies answer the command
             th.pop("u", None)

@@ -247,6 +247,14 @@ if TYPE_CHECKING:
         message_ts: float | None
         call: str | None
 
+    class FailedCall(NamedTuple):
+        """A command call that failed, with the line naming its error."""
+        session: int
+        ts: float | None
+        tool: str
+        target: str
+        error: str
+
     class LastCall(NamedTuple):
         ts: float | None
         tool: str
@@ -280,4 +288,5 @@ else:
     FileChangeRow = _row("FileChangeRow", "path tool explanation ts")
     ToolCallRow = _row("ToolCallRow", "ts sidechain tool target line kind message_id message_ts call")
     LastCall = _row("LastCall", "ts tool target line")
+    FailedCall = _row("FailedCall", "session ts tool target error")
     SessionFacts = _row("SessionFacts", "id started_at ended_at files_count")

@@ -25,8 +25,8 @@ if TYPE_CHECKING:
 # 14: titles and the sessions of each changed path indexed, so a search costs its matches;
 # 15: the token that a file of this index's vectors must carry (vectorfile.py); 16: the changed
 # paths kept from the pairs of path and session, so a change costs one index and trigger less,
-# and titles indexed at the commit
-SCHEMA_VERSION = 16
+# and titles indexed at the commit; 17: the error a failed call met, by its line and key
+SCHEMA_VERSION = 17
 
 # Embeddings cost minutes to hours, so they are kept by content: `vectors` holds the windows of an
 # embedded text under the text's hash (and the model that read it), whatever message it came from;
@@ -96,6 +96,14 @@ CREATE TABLE IF NOT EXISTS tool_calls(
   ts REAL, sidechain INTEGER NOT NULL DEFAULT 0, tool TEXT NOT NULL, target TEXT NOT NULL,
   line TEXT NOT NULL, kind TEXT NOT NULL DEFAULT '');
 CREATE UNIQUE INDEX IF NOT EXISTS tool_calls_call ON tool_calls(session, message_key, call);
+"""
+
+# A failed call's error (records.CallError: the line naming it and its key, failures.py), looked
+# up by key when a command fails again (api.error_fixes).
+_CALL_ERRORS = """
+ALTER TABLE tool_calls ADD COLUMN error TEXT;
+ALTER TABLE tool_calls ADD COLUMN error_key TEXT;
+CREATE INDEX tool_calls_error ON tool_calls(error_key) WHERE error_key IS NOT NULL;
 """
 
 # Every path a change names, once: a search looks in these (a few thousand) for its words, then
@@ -240,6 +248,7 @@ CREATE VIEW exchanges AS
 {_VECTOR_SCHEMA}
 {_EDGE_SCHEMA}
 {_TOOL_SCHEMA}
+{_CALL_ERRORS}
 {_PATH_SCHEMA}
 {_FILES_BY_SOURCE}
 {_LOOKUP_SCHEMA}
@@ -390,9 +399,22 @@ def _to_v16(store: Store) -> None:
     store.db.execute(_TITLES_STAGED)
 
 
+def _to_v17(store: Store) -> None:
+    """Failed calls keep their error (see _CALL_ERRORS). The errors of what an index read before
+    come as its tool calls came (_to_v11): each Claude Code file it read is marked to have its
+    calls read again from its start (Indexer._backfill) when the indexer next reads it."""
+    db = store.db
+    db.execute(_CALL_ERRORS)
+    db.execute("UPDATE files SET state = json_set(CASE WHEN json_valid(state) AND "
+               "json_type(state) = 'object' THEN state ELSE '{}' END, '$.tc', 1) "
+               "WHERE source = 'claude-code' AND status IN ('ok', 'failed') AND offset > 0")
+    db.execute("UPDATE files SET size = NULL WHERE source = 'claude-code' AND status = 'ok'")
+
+
 # version -> the step that brings an index of that version to the next; older ones are rebuilt
 _MIGRATIONS = {3: _to_v4, 4: _to_v5, 5: _to_v6, 6: _to_v7, 7: _to_v8, 8: _to_v9, 9: _to_v10,
-               10: _to_v11, 11: _to_v12, 12: _to_v13, 13: _to_v14, 14: _to_v15, 15: _to_v16}
+               10: _to_v11, 11: _to_v12, 12: _to_v13, 13: _to_v14, 14: _to_v15, 15: _to_v16,
+               16: _to_v17}
 
 
 # The sessions' columns with every text one read as bytes (see _lenient), for recovery.

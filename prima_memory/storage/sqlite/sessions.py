@@ -6,7 +6,7 @@ import os
 from collections.abc import Iterator
 
 from ...workspace import text_of
-from ..shared import (ExchangeRow, FileChangeRow, LastCall, MessageRow, SHIFT, SessionRow,
+from ..shared import (ExchangeRow, FailedCall, FileChangeRow, LastCall, MessageRow, SHIFT, SessionRow,
                       TooManyMessages, ToolCallRow)
 from .core import Core, _bind_path
 from .folding import _NON_ASCII, fold
@@ -155,6 +155,20 @@ class Sessions(Core):
         self.db.executemany("INSERT OR IGNORE INTO tool_calls(session, message_key, call, ts, "
                             "sidechain, tool, target, line, kind) VALUES (?,?,?,?,?,?,?,?,?)",
                             rows)
+
+    def add_call_errors(self, session: int, rows) -> None:
+        """rows: (error line, its key, call id): the session's command call of that id failed
+        so (a call this session does not hold, or no command's, is left alone)."""
+        self.db.executemany("UPDATE tool_calls SET error = ?, error_key = ? WHERE session = ? "
+                            "AND call = ? AND kind = 'command'",
+                            ((e, k, session, c) for e, k, c in rows))
+
+    def failed_calls(self, key: str) -> list[FailedCall]:
+        """The command calls that failed with the error of this key (failures.key), the latest
+        first."""
+        return list(map(FailedCall._make, self.db.execute(
+            "SELECT session, ts, tool, target, error FROM tool_calls WHERE error_key = ? "
+            "ORDER BY ts DESC, id DESC", (key,))))
 
     def held_keys(self, session: int, keys) -> set[str]:
         """Those of `keys` that name a message this session holds."""
