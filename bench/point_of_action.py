@@ -184,8 +184,8 @@ FLOORS = (0.3, 0.5, 0.7)
 
 def replay_prompts(out: Path) -> dict:
     """A typed prompt plainly about one session: bench/eval's second set (see the docstring)."""
-    sys.path.insert(0, str(REPO / "bench"))
-    from eval import questions as second
+    sys.path.insert(0, str(REPO / "bench" / "eval"))
+    import questions as second  # (bench/eval/questions.py: bench/eval.py's second set)
     from prima_memory import api
     from prima_memory.memory import Memory
     root = out / "questions"
