@@ -16,7 +16,17 @@ left running (it is work for the new exchanges, done once, not a start-up cost).
 its transcript until it ends, as a user's would, so its Stop indexes it; then it is deleted, so
 the history stays at its size (the index made anew before each version, in full).
 Also, from Claude Code's debug log: when the MCP server connected, the SessionStart hook's time,
-and whether the first request named the seven tools. Prints JSON.
+and whether the first request named every tool. Prints JSON.
+
+    .venv/bin/python bench/claude_code.py --edits 20 [--runs 10]
+
+What a session that changes 20 files pays for the hooks at the point of action (issue #42): the
+mock has Claude write 20 files in one turn, half of them files the history changed (each then
+gets its note) and half new ones (the shell's prefilter alone), and the rounds compare the plugin
+as installed ("enabled") with the plugin whose hooks.json lacks PreToolUse and
+PostToolUseFailure ("without_point_of_action"), interleaved; each run's files are deleted after
+it. Besides wall and CPU time, the PreToolUse hook's runs as Claude Code states their time
+(2.1.332's debug log).
 """
 from __future__ import annotations
 
@@ -44,6 +54,9 @@ PLUGIN = "prima-memory@prima-memory"
 MCP_TOOL = "mcp__plugin_prima-memory_prima-memory__"
 SERVER = "plugin:prima-memory:prima-memory"
 CONFIGS = ("enabled", "hooks_only", "disabled", "bare_home")
+EDIT_CONFIGS = ("enabled", "without_point_of_action")
+POINT_OF_ACTION = ("PreToolUse", "PostToolUseFailure")  # the hooks --edits takes out
+TOOLS = 8  # the MCP server's tools (tests/test_mcp.py's TOOLS)
 
 
 def summary(xs: list[float]) -> dict:
@@ -66,8 +79,19 @@ def fresh_index(config: Path, ws: Path) -> None:
           timeout=900)
 
 
+def changed_paths(config: Path, ws: Path, n: int) -> list[str]:
+    """`n` workspace-relative paths the history changed (files with history: each edit of one
+    gets its note)."""
+    env = dict(os.environ, CLAUDE_CONFIG_DIR=str(config), PRIMA_BACKGROUND="0")
+    p = h.run([sys.executable, "-m", "prima_memory", "--workspace", str(ws), "files", "--json",
+               "--limit", "200"], env=env, timeout=300)
+    got = json.loads(p.stdout)
+    return list(dict.fromkeys(f["relative"] for x in got["sessions"] for f in x["files"]
+                              if not f["relative"].startswith("..")))[:n]
+
+
 def bench_version(version: str, config: Path, ws: Path, pdir: Path, root: Path,
-                  runs: int) -> dict:
+                  runs: int, edits: int = 0) -> dict:
     claude = h.install_claude(root / f"npm-{version}", version)
     home = root / "home"  # one for both versions: the marketplace is registered at one path
     bare = root / "bare"
@@ -91,6 +115,18 @@ def bench_version(version: str, config: Path, ws: Path, pdir: Path, root: Path,
         aside = mcp_json.with_name(".mcp.json.aside")
 
         history = set(os.listdir(pdir))
+        hooks_json = mcp_json.parent / "hooks" / "hooks.json"
+        full_hooks = hooks_json.read_text()
+        without = json.loads(full_hooks)
+        for event in POINT_OF_ACTION:
+            without["hooks"].pop(event, None)
+        targets = []
+        if edits:
+            old = changed_paths(config, ws, edits // 2)
+            targets = old + [f"src/new_module_{k}.py" for k in range(edits - len(old))]
+            api.rule("write the benchmark files", [
+                {"tool": "Write", "input": {"file_path": str(ws / t), "content": f"# {k}\n"}}
+                for k, t in enumerate(targets)])
 
         def run(cfg: str, i: int) -> dict:
             log = debug / f"{cfg}-{i}.txt"
@@ -108,15 +144,22 @@ def bench_version(version: str, config: Path, ws: Path, pdir: Path, root: Path,
                 settings.write_text(json.dumps(s, indent=2))
                 if cfg == "hooks_only":
                     mcp_json.rename(aside)
+                if cfg == "without_point_of_action":
+                    hooks_json.write_text(json.dumps(without, indent=2))
             api.clear()
             cpu = children_cpu()
             t = time.perf_counter()
+            prompt = f"benchmark turn {cfg} {i}" + (": write the benchmark files" if edits else "")
             try:
-                q = h.run([str(claude), "-p", f"benchmark turn {cfg} {i}", "--debug-file",
-                           str(log)], env=e, cwd=str(ws), timeout=120)
+                q = h.run([str(claude), "-p", prompt, "--debug-file", str(log),
+                           *(["--permission-mode", "acceptEdits"] if edits else [])],
+                          env=e, cwd=str(ws), timeout=300)
             finally:
                 if aside.exists():
                     aside.rename(mcp_json)
+                hooks_json.write_text(full_hooks)
+                for target in targets:
+                    (ws / target).unlink(missing_ok=True)
                 # the history stays the size it was: this run's transcript goes (the index
                 # keeps its session, archived, as it does for a transcript Claude Code deletes)
                 for name in set(os.listdir(pdir)) - history:
@@ -127,25 +170,46 @@ def bench_version(version: str, config: Path, ws: Path, pdir: Path, root: Path,
             first = api.requests[0] if api.requests else None
             names = (first.tool_names() + first.deferred_tool_names()) if first else []
             connect = h.mcp_connect(log, SERVER)
+            writes = sum(r.ends_with_tool_result for r in api.requests)
+            if edits and writes < len(targets):
+                raise SystemExit(f"{cfg}: {writes} of {len(targets)} writes ran")
             return {"wall": wall, "cpu": (children_cpu() - cpu) * 1000,
                     "hook": h.session_start_hook_ms(log),
+                    "pre_tool_use": h.hook_times_ms(log, "PreToolUse"),
+                    "notes": sum(r.text.count("Earlier sessions on ") for r in api.requests[-1:]),
                     "connect": connect[0] if connect else None,
                     "tools": len({n for n in names if n.startswith(MCP_TOOL)})}
 
         run("enabled", -1)  # a first run: Claude Code's own first-run work is not measured
-        res: dict[str, list[dict]] = {c: [] for c in CONFIGS}
+        configs = EDIT_CONFIGS if edits else CONFIGS
+        res: dict[str, list[dict]] = {c: [] for c in configs}
         for i in range(runs):
-            for cfg in CONFIGS:
+            for cfg in configs:
                 res[cfg].append(run(cfg, i))
         settings.write_text(json.dumps(plain, indent=2))
     out: dict = {"claude_code": version}
+    if edits:
+        for cfg, rows in res.items():
+            out[cfg] = {"wall_ms": summary([r["wall"] for r in rows]),
+                        "cpu_ms": summary([r["cpu"] for r in rows])}
+        pre = [x for r in res["enabled"] for x in r["pre_tool_use"]]
+        out["edits"] = {"files": len(targets), "with_history": edits // 2,
+                        "notes_in_last_request": summary([r["notes"] for r in res["enabled"]]),
+                        "pre_tool_use_ms_as_claude_code_states": summary(pre) if pre else None}
+        out["point_of_action_adds"] = {k: {
+            "paired_p50": round(statistics.median(
+                a[k] - b[k] for a, b in zip(res["enabled"], res["without_point_of_action"]))),
+            "p50_difference": out["enabled"][f"{k}_ms"]["p50"]
+            - out["without_point_of_action"][f"{k}_ms"]["p50"]} for k in ("wall", "cpu")}
+        return out
     for cfg, rows in res.items():
         out[cfg] = {"wall_ms": summary([r["wall"] for r in rows]),
                     "cpu_ms": summary([r["cpu"] for r in rows])}
     en = res["enabled"]
     out["enabled"]["session_start_hook_ms"] = summary([r["hook"] for r in en if r["hook"]])
     out["enabled"]["mcp_connected_ms"] = summary([r["connect"] for r in en if r["connect"]])
-    out["enabled"]["first_request_named_7_tools"] = f"{sum(r['tools'] == 7 for r in en)}/{runs}"
+    out["enabled"]["first_request_named_every_tool"] = \
+        f"{sum(r['tools'] == TOOLS for r in en)}/{runs}"
     # what the plugin adds: the median of each round's difference (the rounds are interleaved,
     # so a noisy moment hits both sides of a difference), and the difference of the medians
     for cfg in ("enabled", "hooks_only"):
@@ -165,6 +229,8 @@ def main() -> None:
     ap.add_argument("--out", default=os.path.join(tempfile.gettempdir(), "prima-memory-bench"))
     ap.add_argument("--runs", type=int, default=15)
     ap.add_argument("--versions", default=f"{h.VERSION},2.1.332")
+    ap.add_argument("--edits", type=int, default=0, help="a session writing this many files: "
+                    "the plugin against it without the hooks at the point of action")
     args = ap.parse_args()
     _out, config, ws, pdir = prepare(args.size, args.out)
     root = Path(args.out) / "claude-code"
@@ -177,7 +243,8 @@ def main() -> None:
     }
     for v in args.versions.split(","):
         fresh_index(config, ws)
-        report["versions"].append(bench_version(v, config, ws, pdir, root, args.runs))
+        report["versions"].append(bench_version(v, config, ws, pdir, root, args.runs,
+                                                args.edits))
     print(json.dumps(report, indent=2))
 
 

@@ -43,7 +43,7 @@ if [ "${1:-}" = hook ] && { [ "${2:-}" = user-prompt-submit ] || [ "${2:-}" = pr
         # any other prompt: Python only to point at an earlier session it is plainly about, when
         # that is on (its default is hooks.PROMPT_NOTES's) and the prompt has a few words
         if ! [[ $input =~ $ours ]]; then
-          if off "${PRIMA_PROMPT_NOTES:-off}" || off "${PRIMA_MEMORY:-}" || ! [[ $input =~ $long ]]
+          if off "${PRIMA_PROMPT_NOTES:-on}" || off "${PRIMA_MEMORY:-}" || ! [[ $input =~ $long ]]
           then exit 0
           fi
         fi

@@ -835,8 +835,11 @@ def error_fixes(mem: Memory, error: str, session_id: str | None = None, limit: i
 
 
 PROMPT_WORDS = 3  # content words a prompt needs before it is matched with a session
-PROMPT_MARGIN = 2.0  # the best session's word score over the second's, at least
-PROMPT_FLOOR = 0.5  # and over this share of what the prompt's words weigh (ranking.word_scores)
+# The best session's word score over the second's, at least, and its least share of what the
+# prompt's words weigh (ranking.word_scores): chosen on bench/eval's second set, dev split (the
+# best recall at precision >= 0.9: bench/point_of_action.py, docs/benchmarks.md)
+PROMPT_MARGIN = 1.5
+PROMPT_FLOOR = 0.7
 
 
 def prompt_match(mem: Memory, prompt: str, session_id: str | None = None,
@@ -861,7 +864,7 @@ def prompt_match(mem: Memory, prompt: str, session_id: str | None = None,
         if until is not None:
             skip |= {f[0] for f in searchmod.Part(store).facts if f[1] is None or f[1] >= until}
         part = searchmod.Part(store, None, False, skip)
-        said = ranking.word_scores([part.word_counts(words)], [part.lengths()])
+        said = ranking.word_scores([part.word_counts(words)], [part.lengths()], turns=False)
         best = sorted(((v, sid) for (_i, sid), v in said.items()), reverse=True)[:2]
         if not best or best[0][0] < floor or (len(best) > 1 and best[0][0] < margin * best[1][0]):
             return None

@@ -393,10 +393,10 @@ def user_prompt_submit(mem, data: dict, session_id, lock_wait, index_budget) -> 
 def prompt_note(mem, prompt, session_id) -> str:
     """A prompt the user typed that is plainly about one earlier session (api.prompt_match: a
     clear margin over the rest of the history; issue #42): one line naming it, and how to see
-    more; each earlier session at most once a session, POINTERS_PER_SESSION pointers a session
+    more; each earlier session at most once a session (as a prompt's), POINTERS_PER_SESSION
+    pointers of either kind a session
     at most. PRIMA_PROMPT_NOTES turns it on or off. Reads only what is indexed."""
     from . import api  # (loaded by run already; not at the top: the fast paths skip it)
-    from . import briefing  # (the renderer: a note to write)
     if not isinstance(prompt, str) or not enabled("PRIMA_MEMORY") or not mem.exists():
         return ""
     noted = _noted(mem)
@@ -404,9 +404,10 @@ def prompt_note(mem, prompt, session_id) -> str:
     if sum(x.startswith(POINTER) for x in mine) >= POINTERS_PER_SESSION:
         return ""
     found = api.prompt_match(mem, prompt[:PROMPT_CHARS], session_id)
-    if found is None or POINTER + found["session_id"] in mine:
+    if found is None or PROMPT_POINTER + found["session_id"] in mine:
         return ""
-    _note_given(mem, noted, session_id, POINTER + found["session_id"])
+    from . import briefing  # (the renderer, 8 ms of imports: only for a prompt that matched)
+    _note_given(mem, noted, session_id, PROMPT_POINTER + found["session_id"])
     return briefing.prompt_note(found)
 
 
@@ -498,9 +499,11 @@ EDIT_TOOLS = ("Edit", "MultiEdit", "Write", "NotebookEdit")  # Claude Code's fil
 NOTED = "edit-notes.json"  # in the memory's folder: the files noted, per session (issue #42)
 NOTED_SESSIONS = 20  # the sessions whose notes it keeps (one at a time is usual)
 NOTES_PER_SESSION = 8  # a session's edit notes at most: a busy one would collect thousands of tokens
-POINTER = "\0session:"  # what a pointer to an earlier session is noted as, beside the paths
+# what a pointer to an earlier session is noted as, beside the paths noted: per kind, since an
+# error's fix tells what a prompt's pointer to the same session did not
+POINTER, FIX_POINTER, PROMPT_POINTER = "\0", "\0fix:", "\0prompt:"
 POINTERS_PER_SESSION = 3  # a session's pointers to earlier sessions (errors met, prompts) at most
-PROMPT_NOTES = False  # a pointer from a typed prompt, by default (its precision: docs/benchmarks.md)
+PROMPT_NOTES = True  # a pointer from a typed prompt, by default (its precision: docs/benchmarks.md)
 PROMPT_CHARS = 4000  # of a prompt matched with the history: a pasted log is not searched whole
 
 
@@ -544,10 +547,11 @@ def post_tool_use_failure(mem, data: dict, session_id, lock_wait, index_budget) 
     if sum(x.startswith(POINTER) for x in mine) >= POINTERS_PER_SESSION:
         return ""
     found = api.error_fixes(mem, error, session_id)
-    fresh = next((s for s in found["sessions"] if POINTER + s["session_id"] not in mine), None)
+    fresh = next((s for s in found["sessions"] if FIX_POINTER + s["session_id"] not in mine),
+                 None)
     if fresh is None:
         return ""
-    _note_given(mem, noted, session_id, POINTER + fresh["session_id"])
+    _note_given(mem, noted, session_id, FIX_POINTER + fresh["session_id"])
     return _context("PostToolUseFailure", briefing.error_note(fresh))
 
 
@@ -558,7 +562,8 @@ def _context(event: str, note: str) -> str:
 
 
 def _note_given(mem, noted: dict, session_id: str | None, item: str) -> None:
-    """Record that a session got a note of `item` (a path; POINTER + an earlier session)."""
+    """Record that a session got a note of `item` (a path; a pointer's kind + an earlier
+    session)."""
     if session_id:
         mine = noted.pop(session_id, [])  # (newest last: the oldest sessions go first)
         noted[session_id] = [*mine, item]

@@ -114,12 +114,14 @@ class WordCounts:
                                if toks and all(len(stem(t)) >= 3 for t in toks) else set())
 
 
-def word_scores(parts: list[WordCounts], lengths: list[dict[int, int]]) -> dict:
+def word_scores(parts: list[WordCounts], lengths: list[dict[int, int]], *,
+                turns: bool = True) -> dict:
     """(part, session) -> what the words say of it, for each session holding one of them: BM25
     over every part as one history, plus TURN x its best turn's weight, over the weight of all
     the query's words (a word the history never holds weighs most: a paraphrase's words found
     in a session about something else then say little); a session holding less than HALF of
-    that weight gets its share of it."""
+    that weight gets its share of it. `turns` False: no best turn (it needs numpy, which a
+    hook does not load for a prompt's match: api.prompt_match)."""
     if not parts or not parts[0].sessions:
         return {}
     n = sum(len(x) for x in lengths) or 1
@@ -142,11 +144,13 @@ def word_scores(parts: list[WordCounts], lengths: list[dict[int, int]]) -> dict:
             for sid in titled:
                 if (i, sid) in out:  # (its words' share of the query, HALF's gate, as before)
                     out[(i, sid)] += TITLE * idf[w]
-        turns, p.turn = _best_turns(p, idf)
+        if not turns:
+            continue
+        best_turns, p.turn = _best_turns(p, idf)
         for sid, paths in p.paths.items():  # a changed path is a turn of its own
-            turns[sid] = max(turns.get(sid, 0.0), *(PATH_TURN * sum(idf[w] for w in ws)
-                                                     for ws in paths.values()))
-        for sid, best in turns.items():
+            best_turns[sid] = max(best_turns.get(sid, 0.0), *(PATH_TURN * sum(idf[w] for w in ws)
+                                                               for ws in paths.values()))
+        for sid, best in best_turns.items():
             if (i, sid) in out:
                 out[(i, sid)] += TURN * best
     return {k: v / total * min(1.0, held[k] / total / HALF) ** STEEP for k, v in out.items()}

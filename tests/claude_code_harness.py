@@ -102,6 +102,17 @@ def session_start_hook_ms(debug_log: Path) -> float | None:
     return None if start is None or end is None else (end - start) * 1000
 
 
+def hook_times_ms(debug_log: Path, event: str) -> list[float]:
+    """Each run of an event's hooks, as Claude Code states its time in its debug log (2.1.332:
+    "Hooks: PreToolUse:Write [...] finished with status 0 (41ms)"; 2.1.197 states none)."""
+    try:
+        text = debug_log.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return []
+    return [float(m) for m in re.findall(
+        rf"Hooks: {re.escape(event)}:\S* .* finished with status \d+ \((\d+)ms\)", text)]
+
+
 def mcp_connect(debug_log: Path, server: str) -> tuple[float, float] | None:
     """(connect ms, timeout ms) of an MCP server as Claude Code logged them: its "Starting
     connection with timeout of N ms" and "Successfully connected (transport: ...) in N ms"."""

@@ -220,33 +220,6 @@ def test_the_next_session_starts_with_a_briefing_naming_the_last(cc):
     assert [m["role"] for m in first.messages if "<prima-memory>" in json.dumps(m)] == ["system"]
 
 
-def test_an_edit_of_a_file_with_history_brings_its_note_once(cc):
-    # the writer session changed the notes: before Claude edits them again, the PreToolUse hook
-    # names that session, and the note reaches the model in the next request, after the result
-    notes = cc.ws / "zanzibarite-notes.md"
-    for n, (old, new) in enumerate((("Retry", "Retry twice"), ("twice", "twice, then stop")), 1):
-        cc.api.rule(f"touch up the zanzibarite notes, pass {n}", [  # (Claude Code: read first)
-            {"tool": "Read", "input": {"file_path": str(notes)}},
-            {"tool": "Edit", "input": {"file_path": str(notes), "old_string": old,
-                                       "new_string": new}}])
-    out = cc.claude("Please touch up the zanzibarite notes, pass 1",
-                    "--permission-mode", "acceptEdits")
-    sid = out["session_id"]
-    assert "Retry twice" in notes.read_text(), "the edit ran as it would have"
-    said = "Earlier sessions on zanzibarite-notes.md"
-    after = [r for r in cc.api.requests if r.turn[1] == 2]  # (after the Read, then the Edit)
-    assert after and not any(said in r.text for r in cc.api.requests[:2]), "after the edit"
-    assert after[0].text.count(said) == 1, after[0].text[-3000:]
-    note = after[0].text[after[0].text.index(said):].split("</prima-memory>")[0]
-    assert cc.sessions["writer"] in note and "Write the zanzibarite notes for the parser" in note
-    cc.claude("Please touch up the zanzibarite notes, pass 2", "--permission-mode", "acceptEdits",
-              resume=sid)
-    assert "then stop" in notes.read_text()
-    first, last = cc.api.requests[0], cc.api.requests[-1]
-    assert last.ends_with_tool_result and last.text.count(said) == first.text.count(said) <= 1, \
-        "once per file a session: the second edit adds no note"
-
-
 # -- /recall ---------------------------------------------------------------------------------
 # The words reach prima-memory as the UserPromptSubmit hook's JSON, and its answer reaches the
 # model as a system message; the command's own text (the user message) holds no results: a shell
@@ -1036,3 +1009,56 @@ def test_every_printed_hint_runs_from_a_users_shell(cc):
         assert len(cc.api.requests[0].messages) > 2, "the session was not resumed"
         if sid == cc.sessions["writer"]:
             assert "Please write the zanzibarite notes for the parser" in sent
+
+
+# -- memory at the point of action (last: their sessions talk of the writer's file) ----------
+
+def test_an_edit_of_a_file_with_history_brings_its_note_once(cc):
+    # the writer session changed the notes: before Claude edits them again, the PreToolUse hook
+    # names that session, and the note reaches the model in the next request, after the result
+    notes = cc.ws / "zanzibarite-notes.md"
+    for n, (old, new) in enumerate((("Retry", "Retry twice"), ("twice", "twice, then stop")), 1):
+        cc.api.rule(f"touch up the zanzibarite notes, pass {n}", [  # (Claude Code: read first)
+            {"tool": "Read", "input": {"file_path": str(notes)}},
+            {"tool": "Edit", "input": {"file_path": str(notes), "old_string": old,
+                                       "new_string": new}}])
+    out = cc.claude("Please touch up the zanzibarite notes, pass 1",
+                    "--permission-mode", "acceptEdits")
+    sid = out["session_id"]
+    assert "Retry twice" in notes.read_text(), "the edit ran as it would have"
+    said = "Earlier sessions on zanzibarite-notes.md"
+    after = [r for r in cc.api.requests if r.turn[1] == 2]  # (after the Read, then the Edit)
+    assert after and not any(said in r.text for r in cc.api.requests[:2]), "after the edit"
+    assert after[0].text.count(said) == 1, after[0].text[-3000:]
+    note = after[0].text[after[0].text.index(said):].split("</prima-memory>")[0]
+    assert cc.sessions["writer"] in note and "Write the zanzibarite notes for the parser" in note
+    cc.claude("Please touch up the zanzibarite notes, pass 2", "--permission-mode", "acceptEdits",
+              resume=sid)
+    assert "then stop" in notes.read_text()
+    first, last = cc.api.requests[0], cc.api.requests[-1]
+    assert last.ends_with_tool_result and last.text.count(said) == first.text.count(said) <= 1, \
+        "once per file a session: the second edit adds no note"
+
+
+def test_a_command_failing_as_before_brings_back_the_fix(cc):
+    # a first session: the command fails, Claude writes the missing module (the fix); Stop
+    # indexes it. A second: the module is gone again and the same command fails the same way:
+    # the PostToolUseFailure hook points at the first session and its fix, after the error
+    mod = cc.ws / "zanzibar_quokka_mod.py"
+    cmd = "python3 -c 'import zanzibar_quokka_mod'"
+    cc.api.rule("run the quokka import check", [
+        {"tool": "Bash", "input": {"command": cmd, "description": "Import the quokka module"}},
+        {"tool": "Write", "input": {"file_path": str(mod), "content": "QUOKKA = 1\n"}}])
+    cc.api.rule("check the quokka import again", [
+        {"tool": "Bash", "input": {"command": cmd, "description": "Import the quokka module"}}])
+    fixed = cc.claude("Please run the quokka import check", "--permission-mode", "acceptEdits",
+                      "--allowedTools", "Bash")["session_id"]
+    assert mod.exists(), "the fix was written"
+    mod.unlink()
+    cc.claude("Please check the quokka import again", "--allowedTools", "Bash")
+    said = "This error was met before"
+    after = [r for r in cc.api.requests if r.turn[1] == 1]
+    assert after and said in after[0].text, after[0].text[-3000:] if after else cc.log_tail()
+    assert after[0].text.count(said) == 1 and "No module named" in after[0].text
+    note = after[0].text[after[0].text.index(said):].split("</prima-memory>")[0]
+    assert fixed in note and "zanzibar_quokka_mod.py" in note, note
