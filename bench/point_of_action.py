@@ -186,7 +186,7 @@ def replay_prompts(out: Path) -> dict:
     """A typed prompt plainly about one session: bench/eval's second set (see the docstring)."""
     sys.path.insert(0, str(REPO / "bench" / "eval"))
     import questions as second  # (bench/eval/questions.py: bench/eval.py's second set)
-    from prima_memory import api
+    from prima_memory import api, briefing
     from prima_memory.memory import Memory
     root = out / "questions"
     config = root / "claude"
@@ -202,6 +202,7 @@ def replay_prompts(out: Path) -> dict:
             name_of[f["session"]] = f["origin"]  # (a fork of the answer is the answer)
         grid = {}
         lookups: list[float] = []
+        tokens: dict[tuple[float, float], list[int]] = {}
         for margin in MARGINS:
             for floor in FLOORS:
                 rows = []
@@ -209,6 +210,9 @@ def replay_prompts(out: Path) -> dict:
                     t0 = time.perf_counter()
                     got = api.prompt_match(mem, q["query"], margin=margin, floor=floor)
                     lookups.append((time.perf_counter() - t0) * 1000)
+                    if got is not None:
+                        tokens.setdefault((margin, floor), []).append(
+                            len(briefing.prompt_note(got)) // 4)
                     rows.append((second.split(q["query"]), got is not None,
                                  got is not None and name_of.get(got["session_id"]) == q["target"]))
                 nothing = [api.prompt_match(mem, q, margin=margin, floor=floor) is not None
@@ -225,7 +229,8 @@ def replay_prompts(out: Path) -> dict:
     return {"kind": "a typed prompt plainly about one session", "grid": {
         f"margin {m}, floor {f}": v for (m, f), v in grid.items()},
         "chosen": None if chosen is None else {"margin": chosen[0], "floor": chosen[1],
-                                               **grid[chosen]},
+                                               **grid[chosen], "tokens_per_note_mean": round(
+                                                   statistics.mean(tokens[chosen]), 1)},
         "lookup_ms_p50": _p(lookups, 50), "lookup_ms_p95": _p(lookups, 95)}
 
 

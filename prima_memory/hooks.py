@@ -394,17 +394,15 @@ def prompt_note(mem, prompt, session_id) -> str:
     """A prompt the user typed that is plainly about one earlier session (api.prompt_match: a
     clear margin over the rest of the history; issue #42): one line naming it, and how to see
     more; each earlier session at most once a session (as a prompt's), POINTERS_PER_SESSION
-    pointers of either kind a session
-    at most. PRIMA_PROMPT_NOTES turns it on or off. Reads only what is indexed."""
+    pointers of either kind a session at most. PRIMA_PROMPT_NOTES turns it on or off. Reads
+    only what is indexed."""
     from . import api  # (loaded by run already; not at the top: the fast paths skip it)
     if not isinstance(prompt, str) or not enabled("PRIMA_MEMORY") or not mem.exists():
         return ""
-    noted = _noted(mem)
-    mine = noted.get(session_id or "", [])
-    if sum(x.startswith(POINTER) for x in mine) >= POINTERS_PER_SESSION:
-        return ""
-    found = api.prompt_match(mem, prompt[:PROMPT_CHARS], session_id)
-    if found is None or PROMPT_POINTER + found["session_id"] in mine:
+    noted, mine = _pointers(mem, session_id)
+    found = api.prompt_match(mem, prompt[:PROMPT_CHARS], session_id) if noted is not None \
+        else None
+    if noted is None or found is None or PROMPT_POINTER + found["session_id"] in mine:
         return ""
     from . import briefing  # (the renderer, 8 ms of imports: only for a prompt that matched)
     _note_given(mem, noted, session_id, PROMPT_POINTER + found["session_id"])
@@ -542,17 +540,21 @@ def post_tool_use_failure(mem, data: dict, session_id, lock_wait, index_budget) 
     if data.get("tool_name") != "Bash" or data.get("is_interrupt") is True \
             or not isinstance(error, str) or not enabled("PRIMA_ERROR_FIXES") or not mem.exists():
         return ""
-    noted = _noted(mem)
-    mine = noted.get(session_id or "", [])
-    if sum(x.startswith(POINTER) for x in mine) >= POINTERS_PER_SESSION:
-        return ""
-    found = api.error_fixes(mem, error, session_id)
-    fresh = next((s for s in found["sessions"] if FIX_POINTER + s["session_id"] not in mine),
-                 None)
-    if fresh is None:
+    noted, mine = _pointers(mem, session_id)
+    found = api.error_fixes(mem, error, session_id)["sessions"] if noted is not None else []
+    fresh = next((s for s in found if FIX_POINTER + s["session_id"] not in mine), None)
+    if noted is None or fresh is None:
         return ""
     _note_given(mem, noted, session_id, FIX_POINTER + fresh["session_id"])
     return _context("PostToolUseFailure", briefing.error_note(fresh))
+
+
+def _pointers(mem, session_id: str | None) -> tuple[dict | None, list[str]]:
+    """(the notes given, this session's), or (None, ...) when it had its pointers' share."""
+    noted = _noted(mem)
+    mine = noted.get(session_id or "", [])
+    return (None if sum(x.startswith(POINTER) for x in mine) >= POINTERS_PER_SESSION else noted,
+            mine)
 
 
 def _context(event: str, note: str) -> str:

@@ -53,6 +53,7 @@ class Report:
         self.pruned = 0
         self.pending_files = 0  # left for the next run (time budget)
         self.extracts: list[str] = []
+        self.paths_changed = False  # a change of a file was added (changed_names.py)
 
 
 def _head_hash(path: str, n: int, follow: bool = False) -> str | None:
@@ -122,6 +123,7 @@ class Indexer:
         # (source, session id) -> the forgotten sessions that copied lines it had first
         self._copied_from: dict[tuple[str, str], set[tuple[str, str]]] = {}
         self.seen_unchanged = 0  # files of the sources sources_changed found unchanged
+        self.paths_changed = False  # a file change was added this run (Report.paths_changed)
 
     # -- public ----------------------------------------------------------------------------------
 
@@ -141,6 +143,7 @@ class Indexer:
         if self.progress:
             self.progress.finish()
         self._finish_sessions(rep)
+        rep.paths_changed = self.paths_changed
         return rep
 
     def sources_changed(self, sources, only_session: str | None = None,
@@ -967,6 +970,7 @@ class Indexer:
                    for fc in d.file_changes if fc.message_key not in copied]
         if changes:
             store.add_file_changes(changes)
+            self.paths_changed = True
         calls = [c for c in d.tool_calls if c.message_key not in copied]
         if calls:
             store.add_tool_calls(_call_rows(sid, calls))

@@ -383,7 +383,8 @@ class Memory(Scope):
             if only_session and rep.pending_files:
                 self.owe(only_session)  # left for the next SessionStart to finish
             self._note_place(indexer)
-            self.list_changed_names()
+            # (the names change only with the changes: a Stop that added none reads none)
+            self.list_changed_names(missing=not (rep.paths_changed or rep.pruned or rebuild))
             return rep
         finally:
             self.lock().release()

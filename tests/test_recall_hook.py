@@ -127,13 +127,29 @@ OTHER_PROMPTS = {
 }
 
 
+# (with PRIMA_PROMPT_NOTES=0: on, as by default, a prompt of a few words starts Python to look for
+# the one earlier session it may be about: tests/test_prompt_notes.py)
+NO_NOTES = {"PRIMA_PROMPT_NOTES": "0"}
+
+
 @pytest.mark.parametrize("case", list(OTHER_PROMPTS))
 def test_any_other_prompt_never_starts_python_and_leaves_nothing(env, tmp_path, case):
     python, starts = _wrapper(tmp_path)
     before = sorted(p.name for p in env.ws.iterdir())
-    rc, out, err = _run(env, _stdin(env, OTHER_PROMPTS[case]), extra={"PRIMA_PYTHON": str(python)})
+    rc, out, err = _run(env, _stdin(env, OTHER_PROMPTS[case]),
+                        extra={"PRIMA_PYTHON": str(python), **NO_NOTES})
     assert (rc, out, err) == (0, "", "")
     assert not starts.exists(), "Python started for a prompt that is no /recall"
+    assert sorted(p.name for p in env.ws.iterdir()) == before  # no .prima-memory made
+    assert not list(tmp_path.rglob("pwned*"))
+
+
+@pytest.mark.parametrize("case", list(OTHER_PROMPTS))
+def test_with_prompt_notes_any_other_prompt_says_and_leaves_nothing_without_a_memory(env,
+                                                                                   tmp_path, case):
+    before = sorted(p.name for p in env.ws.iterdir())
+    rc, out, err = _run(env, _stdin(env, OTHER_PROMPTS[case]))
+    assert (rc, out, err) == (0, "", "")
     assert sorted(p.name for p in env.ws.iterdir()) == before  # no .prima-memory made
     assert not list(tmp_path.rglob("pwned*"))
 
@@ -143,10 +159,11 @@ def test_python_decides_exactly_and_imports_nothing_heavy_for_other_prompts(env,
     given to the CLI directly: Python answers nothing, opens no index, imports no SQLite."""
     python, starts = _wrapper(tmp_path)
     for prompt in ("/prima-memory:recallx foo", "/prima-memory:recall-now", "fix the bug"):
-        rc, out, err = _run(env, _stdin(env, prompt), extra={"PRIMA_PYTHON": str(python)})
+        rc, out, err = _run(env, _stdin(env, prompt), extra={"PRIMA_PYTHON": str(python),
+                                                            **NO_NOTES})
         assert (rc, out, err) == (0, "", ""), prompt
         rc, out, err = _run(env, _stdin(env, prompt), via="cli",
-                            extra={"PYTHONPROFILEIMPORTTIME": "1"})
+                            extra={"PYTHONPROFILEIMPORTTIME": "1", **NO_NOTES})
         assert (rc, out) == (0, ""), prompt
         mods = {ln.rsplit("|", 1)[1].strip() for ln in err.splitlines() if ln.startswith("import time:")}
         assert "prima_memory.hooks" in mods and not mods & set(HEAVY), sorted(mods & set(HEAVY))
