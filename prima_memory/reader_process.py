@@ -131,7 +131,7 @@ class _Records(pickle.Unpickler):
 
     def find_class(self, module: str, name: str):
         if module == "prima_memory.records" and name in ("SessionDelta", "Message",
-                                                         "FileChange", "ToolCall"):
+                                                         "FileChange", "ToolCall", "CallError"):
             return getattr(records, name)
         raise pickle.UnpicklingError(f"{module}.{name} is not a record")
 

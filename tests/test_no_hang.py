@@ -46,7 +46,7 @@ def flat(x):
         return sorted(flat(v) for v in x)
     if isinstance(x, records.SessionDelta):
         return flat(vars(x))
-    if isinstance(x, (records.Message, records.FileChange, records.ToolCall)):
+    if isinstance(x, (records.Message, records.FileChange, records.ToolCall, records.CallError)):
         return [type(x).__name__] + flat(list(x.__reduce__()[1]))
     return x
 

@@ -404,7 +404,8 @@ def _to_v17(store: Store) -> None:
     come as its tool calls came (_to_v11): each Claude Code file it read is marked to have its
     calls read again from its start (Indexer._backfill) when the indexer next reads it."""
     db = store.db
-    db.execute(_CALL_ERRORS)
+    if "error_key" not in {r[1] for r in db.execute("PRAGMA table_info(tool_calls)")}:
+        db.execute(_CALL_ERRORS)  # (an index made with them, marked older: as _to_v10 does)
     db.execute("UPDATE files SET state = json_set(CASE WHEN json_valid(state) AND "
                "json_type(state) = 'object' THEN state ELSE '{}' END, '$.tc', 1) "
                "WHERE source = 'claude-code' AND status IN ('ok', 'failed') AND offset > 0")
