@@ -23,7 +23,8 @@ One command:
 - A typed prompt plainly about one session (UserPromptSubmit), on bench/eval's second set (500+
   sessions, its questions with their known answer sessions, split dev/test, and its
   nothing-queries, whose words no session holds): api.prompt_match for each, at the margins and
-  floors tried; chosen on dev (the best recall with precision >= 0.9), reported on test; a fork
+  floors tried; chosen on dev (the best recall with precision >= 0.9; of equal recall, the more
+  precise, then the stricter), reported on test; a fork
   of the answer counts as the answer. Nothing-queries: fires per prompt.
 - Tokens added per session (characters / 4), and the in-process time of one lookup.
 - The hooks as Claude Code runs them (`bash hooks/run.sh hook EVENT`, the hook JSON on stdin),
@@ -225,7 +226,9 @@ def replay_prompts(out: Path) -> dict:
     finally:
         os.environ["CLAUDE_CONFIG_DIR"] = old
     ok = [k for k, v in grid.items() if (v["dev"]["precision"] or 0) >= 0.9]
-    chosen = max(ok, key=lambda k: (grid[k]["dev"]["recall"], -k[0])) if ok else None
+    # (of equal recall: the more precise, then the stricter)
+    chosen = max(ok, key=lambda k: (grid[k]["dev"]["recall"], grid[k]["dev"]["precision"],
+                                    k[1], -k[0])) if ok else None
     return {"kind": "a typed prompt plainly about one session", "grid": {
         f"margin {m}, floor {f}": v for (m, f), v in grid.items()},
         "chosen": None if chosen is None else {"margin": chosen[0], "floor": chosen[1],
