@@ -54,7 +54,9 @@ PLUGIN = "prima-memory@prima-memory"
 MCP_TOOL = "mcp__plugin_prima-memory_prima-memory__"
 SERVER = "plugin:prima-memory:prima-memory"
 CONFIGS = ("enabled", "hooks_only", "disabled", "bare_home")
-EDIT_CONFIGS = ("enabled", "without_point_of_action")
+# with --edits: the plugin; without the two hooks; and with a PreToolUse hook that runs `true`
+# (Claude Code's own cost of a hook, which its stated times include)
+EDIT_CONFIGS = ("enabled", "without_point_of_action", "pre_tool_use_true")
 POINT_OF_ACTION = ("PreToolUse", "PostToolUseFailure")  # the hooks --edits takes out
 TOOLS = 8  # the MCP server's tools (tests/test_mcp.py's TOOLS)
 
@@ -120,15 +122,21 @@ def bench_version(version: str, config: Path, ws: Path, pdir: Path, root: Path,
         without = json.loads(full_hooks)
         for event in POINT_OF_ACTION:
             without["hooks"].pop(event, None)
-        targets = []
-        if edits:
-            old = changed_paths(config, ws, edits // 2)
-            targets = old + [f"src/new_module_{k}.py" for k in range(edits - len(old))]
-            api.rule("write the benchmark files", [
-                {"tool": "Write", "input": {"file_path": str(ws / t), "content": f"# {k}\n"}}
-                for k, t in enumerate(targets)])
+        noop = json.loads(full_hooks)
+        for entry in noop["hooks"]["PreToolUse"]:
+            for hook in entry["hooks"]:
+                hook["command"] = "true"
+        old = changed_paths(config, ws, edits // 2) if edits else []
 
         def run(cfg: str, i: int) -> dict:
+            # the files with history, then new ones, named anew each run: a run's new files get
+            # history from the runs before it (their sessions stay indexed, archived)
+            targets = old + [f"src/new_{cfg}_{i}_{k}.py" for k in range(edits - len(old))] \
+                if edits else []
+            if edits:
+                api.rule(f"write the benchmark files {cfg} {i}", [
+                    {"tool": "Write", "input": {"file_path": str(ws / t), "content": f"# {k}\n"}}
+                    for k, t in enumerate(targets)])
             log = debug / f"{cfg}-{i}.txt"
             log.unlink(missing_ok=True)  # Claude Code appends to a debug file
             e = env
@@ -146,10 +154,13 @@ def bench_version(version: str, config: Path, ws: Path, pdir: Path, root: Path,
                     mcp_json.rename(aside)
                 if cfg == "without_point_of_action":
                     hooks_json.write_text(json.dumps(without, indent=2))
+                if cfg == "pre_tool_use_true":
+                    hooks_json.write_text(json.dumps(noop, indent=2))
             api.clear()
             cpu = children_cpu()
             t = time.perf_counter()
-            prompt = f"benchmark turn {cfg} {i}" + (": write the benchmark files" if edits else "")
+            prompt = f"benchmark turn: write the benchmark files {cfg} {i}" if edits \
+                else f"benchmark turn {cfg} {i}"
             try:
                 q = h.run([str(claude), "-p", prompt, "--debug-file", str(log),
                            *(["--permission-mode", "acceptEdits"] if edits else [])],
@@ -158,8 +169,6 @@ def bench_version(version: str, config: Path, ws: Path, pdir: Path, root: Path,
                 if aside.exists():
                     aside.rename(mcp_json)
                 hooks_json.write_text(full_hooks)
-                for target in targets:
-                    (ws / target).unlink(missing_ok=True)
                 # the history stays the size it was: this run's transcript goes (the index
                 # keeps its session, archived, as it does for a transcript Claude Code deletes)
                 for name in set(os.listdir(pdir)) - history:
@@ -173,6 +182,8 @@ def bench_version(version: str, config: Path, ws: Path, pdir: Path, root: Path,
             writes = sum(r.ends_with_tool_result for r in api.requests)
             if edits and writes < len(targets):
                 raise SystemExit(f"{cfg}: {writes} of {len(targets)} writes ran")
+            for target in targets:
+                (ws / target).unlink(missing_ok=True)
             return {"wall": wall, "cpu": (children_cpu() - cpu) * 1000,
                     "hook": h.session_start_hook_ms(log),
                     "pre_tool_use": h.hook_times_ms(log, "PreToolUse"),
@@ -192,15 +203,22 @@ def bench_version(version: str, config: Path, ws: Path, pdir: Path, root: Path,
         for cfg, rows in res.items():
             out[cfg] = {"wall_ms": summary([r["wall"] for r in rows]),
                         "cpu_ms": summary([r["cpu"] for r in rows])}
-        pre = [x for r in res["enabled"] for x in r["pre_tool_use"]]
-        out["edits"] = {"files": len(targets), "with_history": edits // 2,
+        half = len(old)  # (each run's PreToolUse times: its files with history first)
+        stated = {"with_history": [x for r in res["enabled"] for x in r["pre_tool_use"][:half]],
+                  "new_files": [x for r in res["enabled"] for x in r["pre_tool_use"][half:]],
+                  "true": [x for r in res["pre_tool_use_true"] for x in r["pre_tool_use"]]}
+        out["edits"] = {"files": edits, "with_history": half,
                         "notes_in_last_request": summary([r["notes"] for r in res["enabled"]]),
-                        "pre_tool_use_ms_as_claude_code_states": summary(pre) if pre else None}
+                        "pre_tool_use_ms_as_claude_code_states": {
+                            k: summary(v) if v else None for k, v in stated.items()}}
         out["point_of_action_adds"] = {k: {
             "paired_p50": round(statistics.median(
                 a[k] - b[k] for a, b in zip(res["enabled"], res["without_point_of_action"]))),
             "p50_difference": out["enabled"][f"{k}_ms"]["p50"]
             - out["without_point_of_action"][f"{k}_ms"]["p50"]} for k in ("wall", "cpu")}
+        out["a_true_hook_adds"] = {k: round(statistics.median(
+            a[k] - b[k] for a, b in zip(res["pre_tool_use_true"], res["without_point_of_action"])))
+            for k in ("wall", "cpu")}
         return out
     for cfg, rows in res.items():
         out[cfg] = {"wall_ms": summary([r["wall"] for r in rows]),
