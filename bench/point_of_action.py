@@ -314,7 +314,7 @@ def _hook_times(ws: Path, noted: str | None, errors_ws: Path | None, error: str 
     cases["a plain prompt, prompt notes on"] = ("user-prompt-submit", ws, prompt,
                                                 {"PRIMA_PROMPT_NOTES": "1"})
     cases["a plain prompt, prompt notes off"] = ("user-prompt-submit", ws, prompt,
-                                                               {"PRIMA_PROMPT_NOTES": "0"})
+                                                 {"PRIMA_PROMPT_NOTES": "0"})
     times: dict[str, list[float]] = {"bash -c exit": [], "python -c pass": [],
                                      **{k: [] for k in cases}}
     for _ in range(runs):
