@@ -494,7 +494,6 @@ def _forget_failed(why: str) -> str:
 
 
 EDIT_TOOLS = ("Edit", "MultiEdit", "Write", "NotebookEdit")  # Claude Code's file-changing tools
-NOTED = "edit-notes.json"  # in the memory's folder: the files noted, per session (issue #42)
 NOTED_SESSIONS = 20  # the sessions whose notes it keeps (one at a time is usual)
 NOTES_PER_SESSION = 8  # a session's edit notes at most: a busy one would collect thousands of tokens
 # what a pointer to an earlier session is noted as, beside the paths noted: per kind, since an
@@ -573,22 +572,16 @@ def _note_given(mem, noted: dict, session_id: str | None, item: str) -> None:
 
 
 def _noted(mem) -> dict:
-    from .workspace import read_plain  # (past the fast paths)
-    try:
-        got = read_plain(os.path.join(mem.dir, NOTED), 1 << 20)
-        doc = json.loads(got[0]) if got else {}
-    except (OSError, ValueError, RecursionError):
-        doc = {}
-    return {k: [p for p in v if isinstance(p, str)] for k, v in doc.items()
-            if isinstance(k, str) and isinstance(v, list)} if isinstance(doc, dict) else {}
+    from . import notes_given  # (past the fast paths)
+    return notes_given.read(mem.dir)
 
 
 def _save_noted(mem, noted: dict) -> None:
-    from .workspace import replace_whole  # (past the fast paths)
+    from . import notes_given  # (past the fast paths)
     try:
-        replace_whole(os.path.join(mem.dir, NOTED), json.dumps(noted))
+        notes_given.save(mem.dir, noted)
     except OSError as e:
-        mem.log.warn(f"hook pre-tool-use: {NOTED} not kept ({e.strerror or e})", once=True)
+        mem.log.warn(f"hook: {notes_given.FILE} not kept ({e.strerror or e})", once=True)
 
 
 _HANDLERS = {"session-start": session_start, "stop": stop, "pre-compact": pre_compact,

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import time
 
-from . import background, changed_names, forgotten, owner
+from . import background, changed_names, forgotten, notes_given, owner
 from . import workspace as wsmod
 from .errors import Failure, IndexBusy, IndexReadOnly
 from .indexer import SEARCH_SWEEP, Indexer, session_marks
@@ -629,6 +629,10 @@ class Memory(Scope):
             self._drop_vector_files()  # (one a search wrote meanwhile, from rows now gone)
         self.log.drop_naming(ids)
         self.list_changed_names()
+        try:
+            notes_given.drop(self.dir, ids)
+        except OSError as e:
+            self.log.warn(f"{notes_given.FILE} not cleared of forgotten sessions ({e.strerror or e})")
         with store.write():
             store.set_meta(forgotten.SCRUB_OWED, None)
             store.set_meta(forgotten.META, tombs.stamp)

@@ -262,3 +262,15 @@ def test_a_decision_naming_the_file_is_in_its_note(env):
     assert [x["session_id"] for x in past["decisions"]] == ["dddd0007-0000-4000-8000-000000000007"]
     assert api.before_edit(Memory(str(env.ws)), str(env.ws / "lib" / "cookies.py"),
                            NOW)["decisions"][0]["line"].startswith("DECIDED: lib")
+
+
+def test_a_forgotten_session_leaves_the_record_of_notes_given(env):
+    cookies = _history(env)
+    assert A in _context(_edit(env, cookies, session=B))  # B was told of A
+    record = env.data / "edit-notes.json"
+    record.write_text(json.dumps({**json.loads(record.read_text()),
+                                  NOW: [cookies, "\0fix:" + A, "\0prompt:" + B]}))
+    env.json("forget", B, "--yes")
+    kept = json.loads(record.read_text())
+    assert B not in kept, "its own entry, the files it was told of"
+    assert kept[NOW] == [cookies, "\0fix:" + A], "and every pointer to it"
