@@ -4,7 +4,6 @@ pointed at (hooks.py: each comes once). Read and written whole, never through a 
 forgotten session leaves it with everything else it held (Memory._bury)."""
 from __future__ import annotations
 
-import json
 import os
 
 from .workspace import read_plain, replace_whole
@@ -15,6 +14,7 @@ LIMIT = 1 << 20
 
 def read(folder: str) -> dict[str, list[str]]:
     """The record, or {} for none, a damaged one, or anything but a regular file there."""
+    import json  # (json loads re: memory.py imports this module on a keyword search's path)
     try:
         got = read_plain(os.path.join(folder, FILE), LIMIT)
         doc = json.loads(got[0]) if got else {}
@@ -25,6 +25,7 @@ def read(folder: str) -> dict[str, list[str]]:
 
 
 def save(folder: str, noted: dict[str, list[str]]) -> None:
+    import json  # (as in read)
     replace_whole(os.path.join(folder, FILE), json.dumps(noted))
 
 
