@@ -736,8 +736,9 @@ def test_sigkill_at_any_point_then_the_next_run_completes_it(env, tmp_path):
     clean_dir = env.root / "clean data"
     os.replace(env.data, clean_dir)
 
-    # Kill again and again: a little later each time a kill found nothing new committed, at the
-    # same moment while each run still commits something (each run resumes the one before).
+    # Kill again and again: a little later each time a kill found nothing new committed, a
+    # little sooner after one that did (each run resumes the one before, with less left to do:
+    # at the same moment, a fast machine's resumed run had finished, leaving one kill mid-way).
     # (small steps: a clean index of these 100 MB takes well under a second on a fast machine)
     delay, last_done = 0.1, 0
     mid = partial = 0
@@ -782,6 +783,8 @@ def test_sigkill_at_any_point_then_the_next_run_completes_it(env, tmp_path):
         partial += 0 < done < total
         if done <= last_done:
             delay += 0.05
+        else:  # a resumed run has less left: the next kill a little sooner, to land mid-way
+            delay = max(0.05, delay - 0.025)
         last_done = done
     assert mid >= 2 and partial >= 1, (
         f"{mid} kills after a commit, {partial} with files left (clean index "
