@@ -30,7 +30,7 @@ from .sources.registry import CLAUDE_CODE, FALLBACKS, OTHERS, SOURCES, source_na
 from .sources.registry import fallback_search, fallback_status
 from .storage import Busy, FailedCall, Store, StoreError, session_of
 from .timeparse import iso_utc, local, parse_when
-from .wording import short_path
+from .wording import cut, short_path
 from .workspace import path_variants
 
 TYPE_CHECKING = False  # (typing's own costs the hooks, which import this module, an import)
@@ -788,9 +788,6 @@ def before_edit(mem: Memory, path: str, session_id: str | None = None, limit: in
     return _reading([mem], read)
 
 
-MAX_ERROR = 1 << 20  # characters of an error read (its lines naming it are near either end)
-
-
 def error_fixes(mem: Memory, error: str, session_id: str | None = None, limit: int = 3,
                 until: float | None = None, *, ready: Ready | None = None) -> dict:
     """What fixed an error before (issue #42): the earlier sessions of this memory where a
@@ -803,7 +800,7 @@ def error_fixes(mem: Memory, error: str, session_id: str | None = None, limit: i
     if limit < 1:
         raise UsageError(f"limit must be 1 or more, not {limit}")
     warnings = list(ready.warnings) if ready is not None else []
-    got = failures.read(error[:MAX_ERROR], redact if redact_enabled() else str)
+    got = failures.read(error, redact if redact_enabled() else str)
     if got is None:
         return {"error": None, "warnings": warnings, "sessions": []}
     sig, key = got
@@ -827,7 +824,8 @@ def error_fixes(mem: Memory, error: str, session_id: str | None = None, limit: i
                         "error": f.error,
                         "fix": {"path": short_path(fix.path, mem.ws, row.cwd),
                                 "at": iso_utc(fix.ts) if fix.ts else None,
-                                "why": _first_line(fix.explanation)}})
+                                "why": cut(next((ln.strip() for ln in (fix.explanation or "")
+                                                 .splitlines() if ln.strip()), ""), 200)}})
             if len(out) >= limit:
                 break
         return {"error": sig, "warnings": warnings, "sessions": out}
@@ -876,11 +874,6 @@ def prompt_match(mem: Memory, prompt: str, session_id: str | None = None,
     return _reading([mem], read)
 
 
-def _first_line(text: str | None, limit: int = 200) -> str:
-    line = next((ln.strip() for ln in (text or "").splitlines() if ln.strip()), "")
-    return line if len(line) <= limit else line[:limit - 1].rstrip() + "…"
-
-
 DECISIONS = 2  # decisions naming a file, in a note before its edit
 MIN_NAMED = 4  # characters a file's name needs to be looked for in prose ("a.c" is a word)
 
@@ -891,7 +884,7 @@ def _names(line: str, rel: str) -> bool:
     name = "/" + os.path.basename(rel)
     for word in line.split():
         word = "/" + word.strip("`'\"()[]{}<>,;:!?").rstrip(".").removeprefix("./")
-        if word == name or ("/" + rel).endswith(word) and word.endswith(name):
+        if word.endswith(name) and ("/" + rel).endswith(word):
             return True
     return False
 

@@ -370,8 +370,7 @@ def _attach_slices(argv: list[str]) -> list[str]:
 READS = frozenset({"search", "similar", "recent", "show", "export", "files", "fixes", "digest",
                    "recall", "status"})  # the commands that end once they have answered
 COMMANDS = ("search", "similar", "recent", "show", "export", "files", "fixes", "digest", "index",
-            "embed",
-            "recall", "forget", "hook", "status", "mcp", "quickstart", "team")
+            "embed", "recall", "forget", "hook", "status", "mcp", "quickstart", "team")
 
 
 def _command_in(argv: list[str]) -> str | None:

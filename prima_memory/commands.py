@@ -278,8 +278,11 @@ def cmd_files(mem, args) -> int:
     return 0
 
 
+MAX_ERROR = 16 << 20  # characters of an error `fixes -` reads (failures.signature reads its ends)
+
+
 def cmd_fixes(mem, args) -> int:
-    error = sys.stdin.read(api.MAX_ERROR) if args.error == ["-"] else " ".join(args.error)
+    error = sys.stdin.read(MAX_ERROR) if args.error == ["-"] else " ".join(args.error)
     data = api.error_fixes(mem, error, limit=args.limit, ready=api.bring_up(mem))
     lines = [f"warning: {w}" for w in data["warnings"]]
     if data["error"] is None:
@@ -656,6 +659,5 @@ def _team_admin(team, args) -> int:
 # its handler, and a type checker its callers.
 HANDLERS = {"search": cmd_search, "similar": cmd_similar, "recall": cmd_recall,
             "recent": cmd_recent, "show": cmd_show, "export": cmd_export, "files": cmd_files,
-            "fixes": cmd_fixes,
-            "digest": cmd_digest, "index": cmd_index, "embed": cmd_embed, "status": cmd_status,
+            "fixes": cmd_fixes, "digest": cmd_digest, "index": cmd_index, "embed": cmd_embed, "status": cmd_status,
             "forget": cmd_forget, "quickstart": cmd_quickstart, "team": cmd_team}

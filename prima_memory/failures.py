@@ -12,6 +12,7 @@ from __future__ import annotations
 SIGNATURE_CHARS = 300  # a signature line kept, at most
 KEY_CHARS = 200
 READ_LINES = 400  # lines of an error read from each end: a 50 MB output is not scanned whole
+READ_CHARS = READ_LINES * 2000  # and characters: each line is read up to 2,000
 
 _patterns = None
 
@@ -67,9 +68,13 @@ def signature(text: str) -> str | None:
     if not isinstance(text, str) or not text:
         return None
     erroneous, typed, wrapper, escapes, *_ = _compiled()
-    lines = text.splitlines()
-    if len(lines) > 2 * READ_LINES:
-        lines = lines[:READ_LINES] + lines[-READ_LINES:]
+    if len(text) > 2 * READ_CHARS:  # (a long output is never split whole: its ends are read)
+        lines = text[:READ_CHARS].splitlines()[:READ_LINES] \
+            + text[-READ_CHARS:].splitlines()[1:][-READ_LINES:]
+    else:
+        lines = text.splitlines()
+        if len(lines) > 2 * READ_LINES:
+            lines = lines[:READ_LINES] + lines[-READ_LINES:]
     found = []
     for raw in lines:
         line = " ".join(escapes.sub("", raw[:2000]).split())

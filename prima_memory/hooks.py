@@ -495,7 +495,7 @@ def _forget_failed(why: str) -> str:
 
 EDIT_TOOLS = ("Edit", "MultiEdit", "Write", "NotebookEdit")  # Claude Code's file-changing tools
 NOTED_SESSIONS = 20  # the sessions whose notes it keeps (one at a time is usual)
-NOTES_PER_SESSION = 8  # a session's edit notes at most: a busy one would collect thousands of tokens
+NOTES_PER_SESSION = 8  # a session's edit notes at most: a busy one collects thousands of tokens
 # what a pointer to an earlier session is noted as, beside the paths noted: per kind, since an
 # error's fix tells what a prompt's pointer to the same session did not
 POINTER, FIX_POINTER, PROMPT_POINTER = "\0", "\0fix:", "\0prompt:"
@@ -534,7 +534,6 @@ def post_tool_use_failure(mem, data: dict, session_id, lock_wait, index_budget) 
     most once a session, and POINTERS_PER_SESSION pointers a session at most. An interrupted
     command is no error. Reads only what is indexed."""
     from . import api  # (loaded by run already; not at the top: the fast paths skip it)
-    from . import briefing  # (the renderer: a note to write)
     error = data.get("error")
     if data.get("tool_name") != "Bash" or data.get("is_interrupt") is True \
             or not isinstance(error, str) or not enabled("PRIMA_ERROR_FIXES") or not mem.exists():
@@ -544,6 +543,7 @@ def post_tool_use_failure(mem, data: dict, session_id, lock_wait, index_budget) 
     fresh = next((s for s in found if FIX_POINTER + s["session_id"] not in mine), None)
     if noted is None or fresh is None:
         return ""
+    from . import briefing  # (the renderer, 8 ms of imports: only for a failure met before)
     _note_given(mem, noted, session_id, FIX_POINTER + fresh["session_id"])
     return _context("PostToolUseFailure", briefing.error_note(fresh))
 

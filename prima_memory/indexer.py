@@ -53,7 +53,6 @@ class Report:
         self.pruned = 0
         self.pending_files = 0  # left for the next run (time budget)
         self.extracts: list[str] = []
-        self.paths_changed = False  # a change of a file was added (changed_names.py)
 
 
 def _head_hash(path: str, n: int, follow: bool = False) -> str | None:
@@ -123,7 +122,7 @@ class Indexer:
         # (source, session id) -> the forgotten sessions that copied lines it had first
         self._copied_from: dict[tuple[str, str], set[tuple[str, str]]] = {}
         self.seen_unchanged = 0  # files of the sources sources_changed found unchanged
-        self.paths_changed = False  # a file change was added this run (Report.paths_changed)
+        self.paths_changed = False  # a file change was added (changed_names.py: Memory.update)
 
     # -- public ----------------------------------------------------------------------------------
 
@@ -143,7 +142,6 @@ class Indexer:
         if self.progress:
             self.progress.finish()
         self._finish_sessions(rep)
-        rep.paths_changed = self.paths_changed
         return rep
 
     def sources_changed(self, sources, only_session: str | None = None,
@@ -572,8 +570,8 @@ class Indexer:
 
     def _backfill(self, job, steps) -> bool:
         """The tool calls of the lines an index from before schema 11 read without them (see
-        store._to_v11), and the errors of the failed ones (schema 17): those lines parsed again from the file's start, their calls alone
-        written, in one step (a call the read that follows meets again is stored once: see
+        store._to_v11), and the errors of the failed ones (schema 17): those lines parsed again
+        from the file's start, their calls alone written, in one step (a call the read that follows meets again is stored once: see
         Store.add_tool_calls), and a fork's copies of its origin's calls left to the origin, as
         its messages are. False, with nothing written, when the run's time is up first."""
         store, src = self.store, job.source

@@ -384,7 +384,7 @@ class Memory(Scope):
                 self.owe(only_session)  # left for the next SessionStart to finish
             self._note_place(indexer)
             # (the names change only with the changes: a Stop that added none reads none)
-            self.list_changed_names(missing=not (rep.paths_changed or rep.pruned or rebuild))
+            self.list_changed_names(missing=not (indexer.paths_changed or rep.pruned or rebuild))
             return rep
         finally:
             self.lock().release()
@@ -628,11 +628,14 @@ class Memory(Scope):
             clean = store.scrub_free_space()
             self._drop_vector_files()  # (one a search wrote meanwhile, from rows now gone)
         self.log.drop_naming(ids)
-        self.list_changed_names()
-        try:
-            notes_given.drop(self.dir, ids)
-        except OSError as e:
-            self.log.warn(f"{notes_given.FILE} not cleared of forgotten sessions ({e.strerror or e})")
+        if scrubbed:  # (rows deleted: the names they held leave the shell's list)
+            self.list_changed_names()
+        if fresh:  # (sessions newly forgotten: out of the record of notes given)
+            try:
+                notes_given.drop(self.dir, ids)
+            except OSError as e:
+                self.log.warn(f"{notes_given.FILE} not cleared of forgotten sessions "
+                              f"({e.strerror or e})")
         with store.write():
             store.set_meta(forgotten.SCRUB_OWED, None)
             store.set_meta(forgotten.META, tombs.stamp)

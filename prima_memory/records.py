@@ -119,6 +119,5 @@ class SessionDelta:
 
     def is_empty(self) -> bool:
         return not (self.messages or self.file_changes or self.tool_calls or self.call_errors
-                    or self.custom_title
-                    or self.summary_title or self.first_ts is not None or self.cwd
-                    or self.decisions or self.tags)
+                    or self.custom_title or self.summary_title or self.first_ts is not None
+                    or self.cwd or self.decisions or self.tags)

@@ -264,8 +264,9 @@ _NEEDLESS_PREFIXES = tuple(b'{"type":"%s"' % t.encode() for t in sorted(QUIET_TY
 def _needless(line: bytes | bytearray, start: int = 0, end: int | None = None) -> bool:
     """Lines known from their bytes to hold nothing to index, left unparsed: tool results (most
     of a transcript's bytes) but the errors, thinking-only reply lines, and the quiet records
-    that begin with their type (file snapshots, progress, api-request copies...). The line is line[start:end],
-    looked at where it lies (JsonlReader's skip): a copy of every line would cost more.
+    that begin with their type (file snapshots, progress, api-request copies...). The line is
+    line[start:end], looked at where it lies (JsonlReader's skip): a copy of every line would
+    cost more.
 
     A key such as `"tool_use_id":` can only appear with unescaped quotes where it is a real key,
     so a prompt quoting JSON is never mistaken for one. Compact JSON is assumed (what Claude Code

@@ -15,15 +15,14 @@ questions ("the sessions holding this word, with counts") with the types named h
 """
 from .shared import (AnyWords, Busy, CantOpen, CorruptIndex, DiskFull, ExchangeRow, FAILED,
                      FailedCall, FileChangeRow, FileRow, ForeignIndex, LastCall, MessageRow,
-                     ReadOnly, SchemaMismatch, SessionFacts, SessionRow, StoreError, TooManyMessages,
-                     ToolCallRow, Words, count_by_session, first_id, last_id, ordinal_of,
+                     ReadOnly, SchemaMismatch, SessionFacts, SessionRow, StoreError,
+                     TooManyMessages, ToolCallRow, Words, count_by_session, first_id, last_id, ordinal_of,
                      session_of)
 from .sqlite import (SCHEMA_VERSION, Store, fold, index_text, is_corruption, is_store_error,
                      move_aside, own_error)
 
 __all__ = ["FAILED", "AnyWords", "Words", "SCHEMA_VERSION", "Busy", "CantOpen", "CorruptIndex", "DiskFull",
            "ExchangeRow", "FailedCall", "FileChangeRow", "FileRow", "ForeignIndex", "LastCall",
-           "MessageRow",
-           "SessionFacts", "ToolCallRow", "ReadOnly", "SchemaMismatch", "SessionRow", "Store",
+           "MessageRow", "SessionFacts", "ToolCallRow", "ReadOnly", "SchemaMismatch", "SessionRow", "Store",
            "StoreError", "TooManyMessages", "count_by_session", "first_id", "fold", "index_text", "is_corruption",
            "is_store_error", "last_id", "move_aside", "ordinal_of", "own_error", "session_of"]

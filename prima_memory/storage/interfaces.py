@@ -16,8 +16,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Protocol
 
-from .shared import (AnyWords, ExchangeRow, FailedCall, FileChangeRow, FileRow, LastCall, MessageRow,
-                     SessionFacts, SessionRow, ToolCallRow, Words)
+from .shared import (AnyWords, ExchangeRow, FailedCall, FileChangeRow, FileRow, LastCall,
+                     MessageRow, SessionFacts, SessionRow, ToolCallRow, Words)
 
 if TYPE_CHECKING:
 
