@@ -564,8 +564,8 @@ def _context(event: str, note: str) -> str:
 
 def _note_given(mem, noted: dict, session_id: str | None, item: str) -> None:
     """Record that a session got a note of `item` (a path; a pointer's kind + an earlier
-    session)."""
-    if session_id:
+    session). Never for a forgotten session: the record would hold what it touched."""
+    if session_id and not mem.forgotten_here(session_id):
         mine = noted.pop(session_id, [])  # (newest last: the oldest sessions go first)
         noted[session_id] = [*mine, item]
         _save_noted(mem, dict(list(noted.items())[-NOTED_SESSIONS:]))

@@ -274,3 +274,7 @@ def test_a_forgotten_session_leaves_the_record_of_notes_given(env):
     kept = json.loads(record.read_text())
     assert B not in kept, "its own entry, the files it was told of"
     assert kept[NOW] == [cookies, "\0fix:" + A], "and every pointer to it"
+    # a forgotten session that goes on editing ("forget this", then more work) is not recorded
+    # again: the record would hold what it touched
+    assert A in _context(_edit(env, cookies, session=B))
+    assert B not in json.loads(record.read_text())
