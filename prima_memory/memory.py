@@ -217,6 +217,10 @@ class Memory(Scope):
         except OSError as e:  # a read-only folder: nothing is moved, and nothing is used
             raise wsmod.WorkspaceError(f"{message}; it cannot be moved aside ({e.strerror or e})"
                                        ": not used") from None
+        try:  # (the shell's list of changed names was the old index's: made again from the new)
+            os.unlink(os.path.join(self.dir, changed_names.FILE))
+        except OSError:  # (none; a folder a cloned repository put there: never read as a list)
+            pass
         if recover:
             self.log.warn(f"{message}: moved it to {old} and rebuilding from the source files")
         else:
